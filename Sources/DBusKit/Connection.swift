@@ -298,7 +298,7 @@ public final class DBusConnection: Sendable {
 
     /// Serves `org.freedesktop.DBus.ObjectManager` at `path` for every object exported below it.
     public func addObjectManager(at path: ObjectPath) async throws {
-        try await onBus { core in core.managers.insert(path) }
+        _ = try await onBus { core in core.managers.insert(path) }
     }
 
     // MARK: - Lifecycle
@@ -306,15 +306,22 @@ public final class DBusConnection: Sendable {
     /// Whether the connection is still open.
     public var isConnected: Bool { core.state.withLock { !$0.closed } }
 
-    /// Returns when the connection is closed, by ``close(gracePeriod:)`` or by the bus going away.
+    /// Returns when the connection is closed, by ``close(gracePeriod:)`` or by the bus going away,
+    /// or when the calling task is cancelled.
     public func waitUntilDisconnected() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waitNow = core.state.withLock { state -> Bool in
-                if state.closed { return false }
-                state.disconnectWaiters.append(continuation)
-                return true
+        let id = core.nextID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waitNow = core.state.withLock { state -> Bool in
+                    if state.closed || Task.isCancelled { return false }
+                    state.disconnectWaiters[id] = continuation
+                    return true
+                }
+                if !waitNow { continuation.resume() }
             }
-            if !waitNow { continuation.resume() }
+        } onCancel: {
+            let waiter = core.state.withLock { $0.disconnectWaiters.removeValue(forKey: id) }
+            waiter?.resume()
         }
     }
 

@@ -10,7 +10,7 @@ import Synchronization
 final class ConnectionCore: @unchecked Sendable {
     struct SharedState {
         var closed = false
-        var disconnectWaiters: [CheckedContinuation<Void, Never>] = []
+        var disconnectWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
 
     let state = Mutex(SharedState())
@@ -592,7 +592,7 @@ final class ConnectionCore: @unchecked Sendable {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closed = true
             defer { state.disconnectWaiters.removeAll() }
-            return state.disconnectWaiters
+            return Array(state.disconnectWaiters.values)
         }
         for waiter in waiters { waiter.resume() }
         thread.stop()

@@ -1,0 +1,37 @@
+import DBusKit
+import Foundation
+
+/// What a node is told at start.
+public struct NodeConfiguration: Sendable {
+    /// The *general* service UUID every proximityd node advertises, so nodes find each other
+    /// without knowing each other. Fixed for the project; `--service-uuid` changes it for a private
+    /// deployment (all nodes of a deployment must agree).
+    public static let defaultServiceUUID = UUID(uuidString: "b89491c9-43dd-4d75-bf16-dff381aed967")!
+    public static let defaultBusName: BusName = "org.proximityd"
+
+    public var bus: BusAddress
+    public var busName: BusName
+    public var serviceUUID: UUID
+    public var name: String
+    public var stateDirectory: URL
+
+    public init(bus: BusAddress = .system, busName: BusName = defaultBusName, serviceUUID: UUID = defaultServiceUUID,
+                name: String = NodeConfiguration.hostName(), stateDirectory: URL) {
+        self.bus = bus
+        self.busName = busName
+        self.serviceUUID = serviceUUID
+        self.name = name
+        self.stateDirectory = stateDirectory
+    }
+
+    public static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "proximityd" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+extension UUID {
+    /// The lowercase canonical form BlueZ and this project use on the bus.
+    public var lowercased: String { uuidString.lowercased() }
+}

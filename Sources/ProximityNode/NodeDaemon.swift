@@ -1,0 +1,149 @@
+import DBusKit
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// A failure to start, with the one line to print and the exit status to use.
+public struct StartupError: Error, CustomStringConvertible, Sendable {
+    /// sysexits(3) values, documented in `docs/architecture.md`.
+    public enum Status: Int32, Sendable {
+        case unavailable = 69   // EX_UNAVAILABLE: no bus, name taken, access denied
+        case ioError = 74       // EX_IOERR: state directory unusable
+        case config = 78        // EX_CONFIG: corrupt state, bad configuration
+    }
+    public let status: Status
+    public let description: String
+    public init(_ status: Status, _ description: String) {
+        self.status = status
+        self.description = description
+    }
+}
+
+/// The running node: its bus connection and exported objects.
+///
+/// Start it with ``start(_:logger:)`` (which fails early and clearly), then run it as a service
+/// in a `ServiceGroup`: it serves until a graceful shutdown (SIGTERM/SIGINT) or until the bus goes
+/// away, and on the way out closes the connection cleanly, releasing its name.
+public final class NodeDaemon: Service, Sendable {
+    public let configuration: NodeConfiguration
+    public let identity: UUID
+    public let connection: DBusConnection
+    let nodeObject: DBusObject
+    let logger: Logger
+
+    private init(configuration: NodeConfiguration, identity: UUID, connection: DBusConnection,
+                 nodeObject: DBusObject, logger: Logger) {
+        self.configuration = configuration
+        self.identity = identity
+        self.connection = connection
+        self.nodeObject = nodeObject
+        self.logger = logger
+    }
+
+    public static func start(_ configuration: NodeConfiguration, logger: Logger) async throws(StartupError) -> NodeDaemon {
+        let connection: DBusConnection
+        do {
+            connection = try await DBusConnection.connect(to: configuration.bus, logger: logger)
+        } catch {
+            throw StartupError(.unavailable, "cannot connect to the \(describe(configuration.bus)): \(error.message)")
+        }
+
+        // A quick look before touching any state, so a second node on the same bus fails at once
+        // with one line. RequestName below still decides, should two start together.
+        if let owner = try? await connection.nameOwner(of: configuration.busName) {
+            await connection.close()
+            throw StartupError(.unavailable, alreadyOwned(configuration, owner))
+        }
+
+        let identity: UUID
+        do {
+            let state = try StateDirectory(configuration.stateDirectory)
+            identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
+        } catch {
+            await connection.close()
+            throw StartupError(error.kind == .corrupt ? .config : .ioError, error.description)
+        }
+
+        // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
+        let status = NodeStatus(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
+                                name: configuration.name, advertising: false, discovering: false)
+        let nodeObject: DBusObject
+        do {
+            try await connection.addObjectManager(at: NodeAPI.rootPath)
+            nodeObject = try await connection.export([NodeAPI.node1Interface(status: status, peers: { [] })], at: NodeAPI.rootPath)
+        } catch {
+            await connection.close()
+            throw StartupError(.unavailable, "cannot export the node's objects: \(error)")
+        }
+
+        let reply: RequestNameReply
+        do {
+            reply = try await connection.requestName(configuration.busName, flags: [.doNotQueue])
+        } catch let error as DBusError where error.name == .accessDenied {
+            await connection.close()
+            throw StartupError(.unavailable, "not allowed to own \(configuration.busName) on the \(describe(configuration.bus)) (run as root or as a member of group proximityd; see dbus/org.proximityd.conf): \(error.message)")
+        } catch {
+            await connection.close()
+            throw StartupError(.unavailable, "cannot request \(configuration.busName) on the \(describe(configuration.bus)): \(error)")
+        }
+        switch reply {
+        case .primaryOwner, .alreadyOwner:
+            break
+        case .exists, .inQueue:
+            let owner = (try? await connection.nameOwner(of: configuration.busName)).flatMap { $0 }
+            await connection.close()
+            throw StartupError(.unavailable, alreadyOwned(configuration, owner))
+        }
+        logger.info("node ready", metadata: [
+            "node.id": "\(identity.lowercased)",
+            "dbus.name": "\(configuration.busName)",
+            "dbus.bus": "\(configuration.bus)",
+            "dbus.unique": "\(connection.uniqueName)",
+        ])
+        return NodeDaemon(configuration: configuration, identity: identity, connection: connection,
+                          nodeObject: nodeObject, logger: logger)
+    }
+
+    private enum Ending { case shutdownRequested, busLost }
+
+    public func run() async throws {
+        let ending: Ending = await withTaskGroup(of: Ending?.self) { group in
+            group.addTask { [connection] in
+                await connection.waitUntilDisconnected()
+                return Task.isCancelled ? nil : .busLost
+            }
+            group.addTask {
+                do {
+                    try await gracefulShutdown()
+                    return .shutdownRequested
+                } catch {
+                    return Task.isCancelled ? nil : .shutdownRequested
+                }
+            }
+            var result: Ending = .shutdownRequested
+            if let first = await group.next(), let first { result = first }
+            group.cancelAll()
+            return result
+        }
+        switch ending {
+        case .shutdownRequested:
+            logger.info("shutting down")
+            await connection.close()
+            logger.info("stopped")
+        case .busLost:
+            throw StartupError(.unavailable, "lost the connection to the \(describe(configuration.bus))")
+        }
+    }
+}
+
+func alreadyOwned(_ configuration: NodeConfiguration, _ owner: BusName?) -> String {
+    "\(configuration.busName) is already owned on the \(describe(configuration.bus))\(owner.map { " by \($0)" } ?? ""): is another proximityd running? (use --bus-name to run several nodes on one bus)"
+}
+
+func describe(_ bus: BusAddress) -> String {
+    switch bus {
+    case .system: "system bus"
+    case .session: "session bus"
+    case .address(let a): "bus at \(a)"
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import Logging
+
+/// Why the state directory cannot be used.
+public struct StateError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable { case cannotCreate, cannotRead, cannotWrite, corrupt }
+    public let kind: Kind
+    public let path: String
+    public let detail: String
+    public var description: String {
+        switch kind {
+        case .cannotCreate: "cannot create state directory \(path): \(detail)"
+        case .cannotRead: "cannot read \(path): \(detail)"
+        case .cannotWrite: "cannot write \(path): \(detail)"
+        case .corrupt: "\(path) is corrupt (\(detail)); it was left untouched: repair it or move it away to start afresh"
+        }
+    }
+}
+
+/// The daemon's persistent state: a directory of small files, each written atomically
+/// (temporary file, `fsync`, `rename`, `fsync` of the directory), so a crash or power loss leaves
+/// either the old or the new content, never a torn one.
+public struct StateDirectory: Sendable {
+    public let url: URL
+
+    /// `--state-dir`, else systemd's `$STATE_DIRECTORY` (first entry), else `/var/lib/proximityd`.
+    public static func resolve(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let explicit { return URL(fileURLWithPath: explicit) }
+        if let fromSystemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first {
+            return URL(fileURLWithPath: String(fromSystemd))
+        }
+        return URL(fileURLWithPath: "/var/lib/proximityd")
+    }
+
+    /// Opens (creating if needed, mode 0750) the directory.
+    public init(_ url: URL) throws(StateError) {
+        self.url = url
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw StateError(kind: .cannotCreate, path: url.path, detail: "it exists and is not a directory")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o750])
+            } catch {
+                throw StateError(kind: .cannotCreate, path: url.path, detail: describe(error))
+            }
+        }
+        guard access(url.path, W_OK) == 0 else {
+            throw StateError(kind: .cannotWrite, path: url.path, detail: String(cString: strerror(errno)))
+        }
+    }
+
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// The file's content, or nil if it does not exist.
+    public func read(_ name: String) throws(StateError) -> Data? {
+        let path = file(name).path
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        do {
+            return try Data(contentsOf: file(name))
+        } catch {
+            throw StateError(kind: .cannotRead, path: path, detail: describe(error))
+        }
+    }
+
+    /// Replaces the file's content atomically and durably.
+    public func write(_ name: String, _ data: Data) throws(StateError) {
+        let target = file(name)
+        let temporary = url.appendingPathComponent(".\(name).tmp-\(getpid())")
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
+        guard fd >= 0 else {
+            throw StateError(kind: .cannotWrite, path: temporary.path, detail: String(cString: strerror(errno)))
+        }
+        let written = data.withUnsafeBytes { raw -> Int in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 { if errno == EINTR { continue }; return -1 }
+                offset += n
+            }
+            return offset
+        }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == data.count, synced else {
+            let detail = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw StateError(kind: .cannotWrite, path: target.path, detail: detail)
+        }
+        guard rename(temporary.path, target.path) == 0 else {
+            let detail = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw StateError(kind: .cannotWrite, path: target.path, detail: detail)
+        }
+        let dirFD = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
+    }
+}
+
+private func describe(_ error: Error) -> String {
+    if let cocoa = error as? CocoaError, let underlying = cocoa.userInfo[NSUnderlyingErrorKey] as? NSError,
+       underlying.domain == NSPOSIXErrorDomain {
+        return String(cString: strerror(Int32(underlying.code)))
+    }
+    return (error as NSError).localizedDescription
+}
+
+/// The node's identity: its *specific* UUID, generated at first start and kept in the state
+/// directory's `identity` file for the life of the installation.
+public enum NodeIdentity {
+    public static let fileName = "identity"
+
+    /// Loads the identity, creating it on first start. A file that exists but does not hold a UUID
+    /// is an error, never silently replaced: peers know this node by it.
+    public static func loadOrCreate(in state: StateDirectory, logger: Logger) throws(StateError) -> UUID {
+        if let data = try state.read(fileName) {
+            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let uuid = UUID(uuidString: text) else {
+                throw StateError(kind: .corrupt, path: state.file(fileName).path, detail: "expected one UUID, found \(text.debugDescription.prefix(60))")
+            }
+            return uuid
+        }
+        let uuid = UUID()
+        try state.write(fileName, Data((uuid.uuidString.lowercased() + "\n").utf8))
+        logger.notice("generated a new node identity", metadata: ["node.id": "\(uuid.uuidString.lowercased())",
+                                                                  "state.file": "\(state.file(fileName).path)"])
+        return uuid
+    }
+}

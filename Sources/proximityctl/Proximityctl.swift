@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `proximityctl`: the root command only lists the subcommands.
+@main
+struct Proximityctl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proximityctl",
+        abstract: "Query and control a proximityd node over D-Bus.",
+        version: "0.1.0",
+        subcommands: [Status.self]
+    )
+}

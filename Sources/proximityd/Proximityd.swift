@@ -1,0 +1,17 @@
+import ArgumentParser
+
+/// `proximityd`: the root command only lists the subcommands.
+@main
+struct Proximityd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proximityd",
+        abstract: "Peer-to-peer Bluetooth LE proximity node.",
+        discussion: """
+            Advertises the general service UUID, serves this node's identity over GATT, discovers \
+            and identifies peers, ranges them by RSSI, and publishes it all on D-Bus as \
+            org.proximityd. See docs/dbus-api.md, or `busctl introspect org.proximityd /org/proximityd`.
+            """,
+        version: "0.1.0",
+        subcommands: [Run.self]
+    )
+}
