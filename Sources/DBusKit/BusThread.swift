@@ -23,7 +23,6 @@ final class BusThread: @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private let wakeFD: Int32
     private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
 
     // Bus-thread state below.
     private(set) var connection: OpaquePointer?
@@ -60,7 +59,6 @@ final class BusThread: @unchecked Sendable {
                     self.inbox.withLock { $0.accepting = false }
                     continuation.resume(returning: .failure(error))
                 }
-                self.finished.signal()
             }
             t.name = name
             t.stackSize = 1 << 20
@@ -97,12 +95,6 @@ final class BusThread: @unchecked Sendable {
     func stop() {
         inbox.withLock { $0.accepting = false }
         running = false
-    }
-
-    /// Blocks the calling (non-bus) thread until the loop has ended.
-    func join() {
-        finished.wait()
-        finished.signal()
     }
 
     // MARK: libdbus main-loop integration
@@ -146,8 +138,8 @@ final class BusThread: @unchecked Sendable {
         }, me, nil)
     }
 
-    /// Removes our functions from the connection before it is closed, so libdbus never calls back
-    /// into a loop that is gone.
+    /// Removes our functions from the connection once it is closed and before it is released, so
+    /// libdbus never calls back into a loop that is gone.
     func uninstallMainLoopFunctions() {
         guard let conn = connection else { return }
         dbus_connection_set_watch_functions(conn, nil, nil, nil, nil, nil)
@@ -178,11 +170,13 @@ final class BusThread: @unchecked Sendable {
             var moreToDispatch = false
             if let conn = connection {
                 var budget = dispatchBudget
-                while budget > 0, dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS {
+                // A message can stop the loop (the bus hung up): then nothing more is dispatched,
+                // and the connection is released below, outside libdbus's dispatch.
+                while running, budget > 0, dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS {
                     dbus_connection_dispatch(conn)
                     budget -= 1
                 }
-                moreToDispatch = dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS
+                moreToDispatch = running && dbus_connection_get_dispatch_status(conn) == DBUS_DISPATCH_DATA_REMAINS
             }
             if !running { continue }
 
@@ -251,6 +245,17 @@ final class BusThread: @unchecked Sendable {
             return jobs
         }
         for job in leftovers { job() }
+        releaseConnection()
+    }
+
+    /// Closes and releases the connection once the loop has ended, never from inside a libdbus
+    /// callback (the connection may be mid-dispatch there).
+    private func releaseConnection() {
+        guard let conn = connection else { return }
+        dbus_connection_close(conn)
+        uninstallMainLoopFunctions()
+        dbus_connection_unref(conn)
+        connection = nil
     }
 }
 

@@ -331,11 +331,18 @@ public final class DBusConnection: Sendable {
     public func close(gracePeriod: Duration = .seconds(2)) async {
         guard let tasks = try? await onBus({ core in core.beginClosing() }) else { return }
         if !tasks.isEmpty {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { for task in tasks { await task.value } }
-                group.addTask { try? await Task.sleep(for: gracePeriod) }
-                await group.next()
-                group.cancelAll()
+            // Whichever comes first: every handler has replied, or the grace period is over. A
+            // handler that ignores cancellation cannot hold the shutdown up.
+            let once = ResumeOnce()
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                once.set(continuation)
+                let accepted = thread.submit { [core] in core.notifyWhenDrained { once.resume() } }
+                if !accepted { once.resume() }
+                let timer = Task {
+                    try? await Task.sleep(for: gracePeriod)
+                    once.resume()
+                }
+                once.onResume { timer.cancel() }
             }
             for task in tasks { task.cancel() }
         }
@@ -360,6 +367,17 @@ public final class DBusObject: Sendable {
         let path = self.path
         connection.thread.submit { [core = connection.core] in
             core.setProperty(path: path, interface: interface, name: name, value: value)
+        }
+    }
+
+    /// Sets several properties of one interface together: they are announced in one
+    /// `PropertiesChanged`.
+    public func set(_ values: [String: DBusValue], interface: InterfaceName) {
+        let path = self.path
+        connection.thread.submit { [core = connection.core] in
+            for (name, value) in values.sorted(by: { $0.key < $1.key }) {
+                core.setProperty(path: path, interface: interface, name: name, value: value)
+            }
         }
     }
 
@@ -390,6 +408,40 @@ public final class DBusObject: Sendable {
     public func unexport() async {
         let path = self.path
         _ = try? await connection.onBus { core in core.unexport(path, interfaces: nil) }
+    }
+}
+
+/// Resumes a continuation exactly once, whoever asks first.
+final class ResumeOnce: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Void, Never>?, done: Bool, hooks: [@Sendable () -> Void])>((nil, false, []))
+
+    func set(_ continuation: CheckedContinuation<Void, Never>) {
+        let resumeNow = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.continuation = continuation
+            return false
+        }
+        if resumeNow { continuation.resume() }
+    }
+
+    func onResume(_ hook: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { s -> Bool in
+            if s.done { return true }
+            s.hooks.append(hook)
+            return false
+        }
+        if runNow { hook() }
+    }
+
+    func resume() {
+        let (continuation, hooks) = state.withLock { s -> (CheckedContinuation<Void, Never>?, [@Sendable () -> Void]) in
+            if s.done { return (nil, []) }
+            s.done = true
+            defer { s.continuation = nil; s.hooks = [] }
+            return (s.continuation, s.hooks)
+        }
+        continuation?.resume()
+        for hook in hooks { hook() }
     }
 }
 

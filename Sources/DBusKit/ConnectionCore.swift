@@ -46,6 +46,7 @@ final class ConnectionCore: @unchecked Sendable {
     private var inFlight: [UInt64: InFlight] = [:]
     private var closing = false
     private var isShutDown = false
+    private var drainWaiters: [() -> Void] = []
 
     init(thread: BusThread, logger: Logger) {
         self.thread = thread
@@ -354,6 +355,7 @@ final class ConnectionCore: @unchecked Sendable {
             let result = await body()
             thread.submit { [self] in
                 guard let entry = inFlight.removeValue(forKey: id) else { return }
+                defer { if inFlight.isEmpty { runDrainWaiters() } }
                 switch result {
                 case .success(let values):
                     then?(self, values)
@@ -554,13 +556,25 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: - Shutdown
 
+    /// Runs `body` once no incoming call is being handled (at once if none is).
+    func notifyWhenDrained(_ body: @escaping () -> Void) {
+        if inFlight.isEmpty { body() } else { drainWaiters.append(body) }
+    }
+
+    private func runDrainWaiters() {
+        let waiters = drainWaiters
+        drainWaiters.removeAll()
+        for waiter in waiters { waiter() }
+    }
+
     /// Refuses new incoming calls from now on; returns the handlers still running.
     func beginClosing() -> [Task<Void, Never>] {
         closing = true
         return inFlight.values.compactMap(\.task)
     }
 
-    /// Answers what is left, closes the socket and stops the bus thread. Idempotent.
+    /// Answers what is left, fails outstanding calls, ends the streams and stops the bus thread,
+    /// which then closes and releases the connection. Idempotent.
     func shutdown(reason: String) {
         guard !isShutDown else { return }
         for entry in inFlight.values {
@@ -568,6 +582,7 @@ final class ConnectionCore: @unchecked Sendable {
             replyError(to: entry.message.pointer, DBusError(.failed, "the service is shutting down"))
         }
         inFlight.removeAll()
+        runDrainWaiters()
         flushPropertyChanges()
         let conn = thread.connection
         if let conn { dbus_connection_flush(conn) }
@@ -582,11 +597,6 @@ final class ConnectionCore: @unchecked Sendable {
         let streams = subscriptions.values.map(\.continuation)
         subscriptions.removeAll()
         for stream in streams { stream.finish() }
-        if let conn {
-            dbus_connection_close(conn)
-            thread.uninstallMainLoopFunctions()
-            dbus_connection_unref(conn)
-        }
         thread.filter = { _ in true }
         thread.endOfTurn = {}
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in

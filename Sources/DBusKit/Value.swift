@@ -5,8 +5,8 @@ import Glibc
 /// An owned Unix file descriptor carried in a message (type `h`).
 ///
 /// DBusKit owns the descriptor: libdbus hands a received one over as a fresh `dup`, and one we send
-/// is `dup`ed by libdbus again, so the original stays ours. It is closed when the last reference
-/// goes away. ``takeDescriptor()`` hands it over to the caller instead.
+/// is `dup`ed by libdbus again, so the original stays ours. An owned descriptor is closed when the
+/// last reference goes away; ``duplicate()`` gives the caller one of its own.
 public final class UnixFD: Hashable, Sendable, CustomStringConvertible {
     private let fd: Int32
     private let owned: Bool

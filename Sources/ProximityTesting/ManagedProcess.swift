@@ -26,6 +26,7 @@ public final class ManagedProcess: Sendable {
     }
     private let shared = Shared()
     private let process: Process
+    private let stdinPipe: Pipe?
     public let executable: String
     public let arguments: [String]
 
@@ -33,8 +34,10 @@ public final class ManagedProcess: Sendable {
 
     /// Starts `executable` with `arguments`. `environment` entries are added to (or override) this
     /// process's environment.
+    /// With `keepStdinOpen`, the child's standard input is a pipe whose write end this object holds
+    /// open: the child sees end of file when this process exits, however it exits.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                currentDirectory: String? = nil) throws {
+                currentDirectory: String? = nil, keepStdinOpen: Bool = false) throws {
         self.executable = executable
         self.arguments = arguments
         let process = Process()
@@ -48,7 +51,14 @@ public final class ManagedProcess: Sendable {
         let err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        process.standardInput = FileHandle.nullDevice
+        if keepStdinOpen {
+            let input = Pipe()
+            process.standardInput = input
+            self.stdinPipe = input
+        } else {
+            process.standardInput = FileHandle.nullDevice
+            self.stdinPipe = nil
+        }
         self.process = process
         let shared = self.shared
         out.fileHandleForReading.readabilityHandler = { handle in
@@ -75,6 +85,13 @@ public final class ManagedProcess: Sendable {
             }
             for c in ready { c.resume() }
         }
+        // Threads of the Swift runtime may block signals such as SIGTERM, and a child inherits its
+        // parent thread's mask: start it with none blocked, as a shell would.
+        var none = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try process.run()
     }
 

@@ -4,17 +4,23 @@ import Foundation
 /// A private `dbus-daemon`, started for one test (or one simulated box) and stopped after it.
 ///
 /// It never touches the machine's own buses. Its socket lives in a fresh temporary directory; its
-/// policy lets every local user own any name and call anything, unless `extraConfig` (for example
-/// the project's `dbus/org.proximityd.conf`) says otherwise.
+/// policy lets every local user own any name and call anything, unless `policy` gives the
+/// `<policy>` elements to use instead.
+///
+/// The daemon is tied to the process that started it: a small watchdog shell reads a pipe whose
+/// write end only this process holds, and kills the daemon when the pipe closes. So a test run
+/// that crashes or is killed leaves no bus behind.
 public final class PrivateBus: Sendable {
     public let address: String
     public let directory: URL
     private let daemon: ManagedProcess
+    private let watchdog: ManagedProcess
 
-    private init(address: String, directory: URL, daemon: ManagedProcess) {
+    private init(address: String, directory: URL, daemon: ManagedProcess, watchdog: ManagedProcess) {
         self.address = address
         self.directory = directory
         self.daemon = daemon
+        self.watchdog = watchdog
     }
 
     public static func start(name: String = "bus", policy: String? = nil) async throws -> PrivateBus {
@@ -49,9 +55,11 @@ public final class PrivateBus: Sendable {
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         let daemon = try ManagedProcess(resolveExecutable("dbus-daemon"),
                                         ["--config-file=\(configPath)", "--nofork", "--nopidfile", "--print-address"])
+        let watchdog = try ManagedProcess("/bin/sh", ["-c", "while read -r _; do :; done; kill -9 \(daemon.pid) 2>/dev/null"],
+                                          keepStdinOpen: true)
         try await daemon.waitForOutput(containing: "\n", timeout: .seconds(10))
         let address = daemon.stdout.split(separator: "\n").first.map(String.init) ?? "unix:path=\(socket)"
-        return PrivateBus(address: address, directory: directory, daemon: daemon)
+        return PrivateBus(address: address, directory: directory, daemon: daemon, watchdog: watchdog)
     }
 
     public var busAddress: BusAddress { .address(address) }
@@ -65,11 +73,13 @@ public final class PrivateBus: Sendable {
 
     public func stop() async {
         await daemon.stop(grace: .seconds(2))
+        watchdog.signal(SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
 
     deinit {
         daemon.signal(SIGKILL)
+        watchdog.signal(SIGKILL)
         try? FileManager.default.removeItem(at: directory)
     }
 }

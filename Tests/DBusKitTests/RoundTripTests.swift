@@ -11,7 +11,7 @@ let sampleValues: [DBusValue] = [
     .int16(.min), .int16(.max), .uint16(.max),
     .int32(.min), .int32(-1), .uint32(.max),
     .int64(.min), .int64(.max), .uint64(.max),
-    .double(0), .double(-1.5e300), .double(.infinity), .double(4.9e-324),
+    .double(0), .double(-1.5e300), .double(.infinity), .double(.leastNonzeroMagnitude), .double(-0.0),
     .string(""), .string("héllo wörld ✓ \u{1F600}"), .string(String(repeating: "x", count: 70_000)),
     .objectPath("/"), .objectPath("/org/proximityd/peers/a_2d1"),
     .signature(""), .signature("a{sa{sv}}(yyy)ah"),
