@@ -19,28 +19,30 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// The running node: its bus connection and exported objects.
+/// The node as a service: run it in a `ServiceGroup` with SIGTERM and SIGINT as graceful-shutdown
+/// signals.
 ///
-/// Start it with ``start(_:logger:)`` (which fails early and clearly), then run it as a service
-/// in a `ServiceGroup`: it serves until a graceful shutdown (SIGTERM/SIGINT) or until the bus goes
-/// away, and on the way out closes the connection cleanly, releasing its name.
+/// ``run()`` starts the node (failing early and clearly with a ``StartupError``), serves until a
+/// graceful shutdown or until the bus goes away, and on the way out closes the connection cleanly,
+/// releasing its name. Starting inside the running group matters: under `Type=dbus` systemd may
+/// send SIGTERM the moment the name appears, and the group's signal handling is already in place.
 public final class NodeDaemon: Service, Sendable {
     public let configuration: NodeConfiguration
-    public let identity: UUID
-    public let connection: DBusConnection
-    let nodeObject: DBusObject
     let logger: Logger
 
-    private init(configuration: NodeConfiguration, identity: UUID, connection: DBusConnection,
-                 nodeObject: DBusObject, logger: Logger) {
+    public init(_ configuration: NodeConfiguration, logger: Logger) {
         self.configuration = configuration
-        self.identity = identity
-        self.connection = connection
-        self.nodeObject = nodeObject
         self.logger = logger
     }
 
-    public static func start(_ configuration: NodeConfiguration, logger: Logger) async throws(StartupError) -> NodeDaemon {
+    /// What a started node holds.
+    struct Running: Sendable {
+        let identity: UUID
+        let connection: DBusConnection
+        let nodeObject: DBusObject
+    }
+
+    static func start(_ configuration: NodeConfiguration, logger: Logger) async throws(StartupError) -> Running {
         let connection: DBusConnection
         do {
             connection = try await DBusConnection.connect(to: configuration.bus, logger: logger)
@@ -100,13 +102,14 @@ public final class NodeDaemon: Service, Sendable {
             "dbus.bus": "\(configuration.bus)",
             "dbus.unique": "\(connection.uniqueName)",
         ])
-        return NodeDaemon(configuration: configuration, identity: identity, connection: connection,
-                          nodeObject: nodeObject, logger: logger)
+        return Running(identity: identity, connection: connection, nodeObject: nodeObject)
     }
 
     private enum Ending { case shutdownRequested, busLost }
 
     public func run() async throws {
+        let node = try await NodeDaemon.start(configuration, logger: logger)
+        let connection = node.connection
         let ending: Ending = await withTaskGroup(of: Ending?.self) { group in
             group.addTask { [connection] in
                 await connection.waitUntilDisconnected()

@@ -72,7 +72,7 @@ struct Run: AsyncParsableCommand {
             stateDirectory: StateDirectory.resolve(explicit: stateDirectory)
         )
         do {
-            let daemon = try await NodeDaemon.start(configuration, logger: logger)
+            let daemon = NodeDaemon(configuration, logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup,
                                  failureTerminationBehavior: .gracefullyShutdownGroup)],
@@ -82,7 +82,7 @@ struct Run: AsyncParsableCommand {
             try await group.run()
         } catch let error as StartupError {
             fail(error.description, status: error.status.rawValue)
-        } catch let error as ServiceGroupError {
+        } catch {
             fail("\(error)", status: 1)
         }
     }

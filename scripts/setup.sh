@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what proximityd needs to build, test and run its demo on a Debian machine, and puts the
+# Swift toolchain on PATH. Safe to run again: it installs only what is missing.
+#   source scripts/setup.sh      (or run it; the other scripts source it)
+set -euo pipefail
+
+PROXIMITYD_DEBIAN_PACKAGES=(
+  pkg-config libdbus-1-dev libbluetooth-dev   # build: libdbus-1 (CDBus), libbluetooth (doctor)
+  dbus-daemon dbus-bin                        # private buses, dbus-send
+  libglib2.0-bin                              # gdbus, an independent client in the interop tests
+  bluez                                       # bluetoothctl, a real BlueZ client
+  python3 python3-venv python3-dbus python3-gi # Python baselines and fidelity clients
+)
+
+missing=()
+for package in "${PROXIMITYD_DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  if [ -x /opt/swift/usr/bin/swift ]; then
+    export PATH="/opt/swift/usr/bin:$PATH"
+  else
+    echo "setup: no Swift toolchain found (expected swift on PATH or in /opt/swift/usr/bin)" >&2
+    exit 1
+  fi
+fi
