@@ -78,7 +78,10 @@ public final class DBusConnection: Sendable {
             Result { () throws(DBusError) -> OpaquePointer in try openConnection(address) }
         }
         thread.filter = { [core] message in core.handle(message) }
-        thread.endOfTurn = { [core] in core.flushPropertyChanges() }
+        thread.endOfTurn = { [core] in
+            core.flushSignalDeliveries()
+            core.flushPropertyChanges()
+        }
         let unique = thread.connection.flatMap { dbus_bus_get_unique_name($0) }.map { String(cString: $0) } ?? ":0.0"
         return DBusConnection(thread: thread, core: core, uniqueName: BusName(unchecked: unique), address: address)
     }

@@ -28,6 +28,9 @@ final class ConnectionCore: @unchecked Sendable {
         var continuation: DBusSignalStream.Continuation
     }
     private var subscriptions: [UInt64: Subscription] = [:]
+    /// Signals decoded during this loop turn, in dispatch order, yielded together at the end of the
+    /// turn (``flushSignalDeliveries()``): one wake-up of a consumer per turn, not per signal.
+    private var deliveries: [(continuation: DBusSignalStream.Continuation, message: DBusMessage)] = []
     var nameOwners: [String: String] = [:]
     private var trackedNames: [String: Int] = [:]
 
@@ -176,6 +179,15 @@ final class ConnectionCore: @unchecked Sendable {
         return false
     }
 
+    /// Yields the signals decoded during this loop turn to their streams, in dispatch order. Runs at
+    /// the end of every turn and on shutdown, before the streams are finished. Bus thread.
+    func flushSignalDeliveries() {
+        guard !deliveries.isEmpty else { return }
+        let batch = deliveries
+        deliveries.removeAll(keepingCapacity: true)
+        for delivery in batch { delivery.continuation.yield(delivery.message) }
+    }
+
     func sendSignal(path: ObjectPath, interface: InterfaceName, member: MemberName, _ arguments: [DBusValue],
                     destination: BusName? = nil) {
         guard let conn = connection else { return }
@@ -214,7 +226,7 @@ final class ConnectionCore: @unchecked Sendable {
             for subscription in subscriptions.values {
                 let owner = subscription.rule.sender.flatMap { nameOwners[$0.rawValue] }
                 if subscription.rule.matches(decoded, senderOwner: owner) {
-                    subscription.continuation.yield(decoded)
+                    deliveries.append((subscription.continuation, decoded))
                 }
             }
             return true
@@ -594,6 +606,7 @@ final class ConnectionCore: @unchecked Sendable {
             dbus_pending_call_unref(entry.pending)
             entry.context.completion(.failure(DBusError.disconnected(reason)))
         }
+        flushSignalDeliveries()
         let streams = subscriptions.values.map(\.continuation)
         subscriptions.removeAll()
         for stream in streams { stream.finish() }

@@ -2,29 +2,34 @@ import CDBus
 
 /// Moves values between ``DBusValue`` and libdbus messages (`DBusMessageIter`).
 ///
-/// Reading is guided by the message's signature, parsed once per distinct signature and cached, so
-/// an empty array still knows its element type and no per-value signature string is allocated
-/// except inside variants. Used only on the bus thread (the cache is not locked).
+/// Reading is guided by the message's signature, parsed once per distinct signature and cached as a
+/// ``Signature`` (types and text), so an empty array still knows its element type and no
+/// per-message signature text is rebuilt. A variant holding a basic type (or an array of one) is
+/// typed from its type code; only other containers in variants cost a signature string. Used only
+/// on the bus thread (the cache is not locked).
 final class Marshaller {
-    private var signatureCache: [String: [DBusType]] = [:]
+    private var signatureCache: [String: Signature] = [:]
 
-    /// Parses a signature libdbus already validated, through the cache.
-    func types(forSignature raw: UnsafePointer<CChar>) -> [DBusType] {
+    /// A signature libdbus already validated, parsed through the cache.
+    func signature(forRaw raw: UnsafePointer<CChar>) -> Signature {
         let key = String(cString: raw)
         if let cached = signatureCache[key] { return cached }
         // libdbus validated it; a parse failure would be a bug in one of the two parsers.
-        let parsed = (try? Signature(key).types) ?? []
+        let parsed = (try? Signature(key)) ?? .empty
         if signatureCache.count > 4096 { signatureCache.removeAll(keepingCapacity: true) }
         signatureCache[key] = parsed
         return parsed
     }
 
+    /// The types of a signature libdbus already validated, through the cache.
+    func types(forSignature raw: UnsafePointer<CChar>) -> [DBusType] {
+        signature(forRaw: raw).types
+    }
+
     // MARK: Reading
 
-    /// All arguments of `message`.
-    func readBody(_ message: OpaquePointer) -> [DBusValue] {
-        guard let sig = dbus_message_get_signature(message) else { return [] }
-        let types = self.types(forSignature: sig)
+    /// All arguments of `message`, whose signature is `types` (from ``signature(forRaw:)``).
+    func readBody(_ message: OpaquePointer, types: [DBusType]) -> [DBusValue] {
         if types.isEmpty { return [] }
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
@@ -35,6 +40,41 @@ final class Marshaller {
             if i < types.count - 1 { dbus_message_iter_next(&iter) }
         }
         return out
+    }
+
+    /// The type of a basic value, or of a variant, from its type code; nil for the other containers
+    /// (array, struct, dict entry) and for `INVALID`.
+    private static func basicType(_ code: Int32) -> DBusType? {
+        switch code {
+        case CDBUS_TYPE_BYTE: .byte
+        case CDBUS_TYPE_BOOLEAN: .boolean
+        case CDBUS_TYPE_INT16: .int16
+        case CDBUS_TYPE_UINT16: .uint16
+        case CDBUS_TYPE_INT32: .int32
+        case CDBUS_TYPE_UINT32: .uint32
+        case CDBUS_TYPE_INT64: .int64
+        case CDBUS_TYPE_UINT64: .uint64
+        case CDBUS_TYPE_DOUBLE: .double
+        case CDBUS_TYPE_STRING: .string
+        case CDBUS_TYPE_OBJECT_PATH: .objectPath
+        case CDBUS_TYPE_SIGNATURE: .signature
+        case CDBUS_TYPE_UNIX_FD: .unixFD
+        case CDBUS_TYPE_VARIANT: .variant
+        default: nil
+        }
+    }
+
+    /// The complete type of the value inside a variant, positioned at by `sub`. Basic types,
+    /// variants and arrays of those come from type codes; other containers from the signature.
+    private func variantContentType(_ sub: inout DBusMessageIter) -> DBusType? {
+        let code = dbus_message_iter_get_arg_type(&sub)
+        if let basic = Self.basicType(code) { return basic }
+        if code == CDBUS_TYPE_ARRAY, let element = Self.basicType(dbus_message_iter_get_element_type(&sub)) {
+            return .array(element)
+        }
+        guard code != CDBUS_TYPE_INVALID, let raw = dbus_message_iter_get_signature(&sub) else { return nil }
+        defer { dbus_free(raw) }
+        return types(forSignature: raw).first
     }
 
     private func read(_ iter: inout DBusMessageIter, as type: DBusType) -> DBusValue {
@@ -136,10 +176,7 @@ final class Marshaller {
         case .variant:
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
-            guard let raw = dbus_message_iter_get_signature(&sub) else { return .variant(.string("")) }
-            let inner = types(forSignature: raw)
-            dbus_free(raw)
-            guard let innerType = inner.first else { return .variant(.string("")) }
+            guard let innerType = variantContentType(&sub) else { return .variant(.string("")) }
             return .variant(read(&sub, as: innerType))
         }
     }

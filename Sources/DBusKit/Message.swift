@@ -50,9 +50,8 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         errorName = dbus_message_get_error_name(message).map { ErrorName(unchecked: String(cString: $0)) }
         destination = dbus_message_get_destination(message).map { BusName(unchecked: String(cString: $0)) }
         sender = dbus_message_get_sender(message).map { BusName(unchecked: String(cString: $0)) }
-        let types = dbus_message_get_signature(message).map { marshaller.types(forSignature: $0) } ?? []
-        signature = Signature(types)
-        body = marshaller.readBody(message)
+        signature = dbus_message_get_signature(message).map { marshaller.signature(forRaw: $0) } ?? .empty
+        body = marshaller.readBody(message, types: signature.types)
     }
 
     /// Whether the body matches `expected` exactly.

@@ -39,7 +39,10 @@ public final class UnixFD: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Containers carry their element types, so an empty array still knows its signature and the
 /// value round-trips exactly.
-public indirect enum DBusValue: Hashable, Sendable {
+///
+/// Only `variant` is boxed (`indirect`): the other containers hold Swift arrays, which are already
+/// on the heap, so a scalar, a string or an array costs no extra allocation.
+public enum DBusValue: Hashable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -53,7 +56,7 @@ public indirect enum DBusValue: Hashable, Sendable {
     case objectPath(ObjectPath)
     case signature(Signature)
     case unixFD(UnixFD)
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
     /// An array whose elements all have type `element`.
     case array(element: DBusType, [DBusValue])
     /// `a{kv}`, in wire order.
