@@ -183,9 +183,10 @@ final class ConnectionCore: @unchecked Sendable {
     /// the end of every turn and on shutdown, before the streams are finished. Bus thread.
     func flushSignalDeliveries() {
         guard !deliveries.isEmpty else { return }
-        let batch = deliveries
+        // `yield` only buffers the element or resumes the waiting consumer's task; it never runs
+        // code of ours, so the array cannot change while it is walked.
+        for delivery in deliveries { delivery.continuation.yield(delivery.message) }
         deliveries.removeAll(keepingCapacity: true)
-        for delivery in batch { delivery.continuation.yield(delivery.message) }
     }
 
     func sendSignal(path: ObjectPath, interface: InterfaceName, member: MemberName, _ arguments: [DBusValue],
