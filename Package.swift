@@ -8,6 +8,7 @@ let package = Package(
         .executable(name: "proximityd", targets: ["proximityd"]),
         .executable(name: "proximityctl", targets: ["proximityctl"]),
         .executable(name: "dbuskit-bench", targets: ["dbuskit-bench"]),
+        .executable(name: "bluez-sim", targets: ["bluez-sim"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "ProximityTesting", targets: ["ProximityTesting"]),
     ],
@@ -15,6 +16,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // libdbus-1, reached only through DBusKit.
@@ -27,6 +29,8 @@ let package = Package(
             name: "DBusKit",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]
         ),
+        // The pure domain: no I/O, time passed in.
+        .target(name: "ProximityCore"),
         .target(
             name: "ProximityNode",
             dependencies: [
@@ -62,9 +66,34 @@ let package = Package(
             name: "ProximityTesting",
             dependencies: ["DBusKit"]
         ),
+        // The BlueZ simulator: the air between boxes and "bluetoothd" on each box's bus.
+        .target(
+            name: "BlueZSim",
+            dependencies: [
+                "DBusKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        .executableTarget(
+            name: "bluez-sim",
+            dependencies: [
+                "BlueZSim", "DBusKit", "ProximityTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "DBusKitTests",
             dependencies: ["DBusKit", "ProximityTesting"]
+        ),
+        .testTarget(
+            name: "ProximityCoreTests",
+            dependencies: ["ProximityCore"]
+        ),
+        .testTarget(
+            name: "BlueZSimTests",
+            dependencies: ["BlueZSim", "DBusKit", "ProximityTesting"]
         ),
         .testTarget(
             name: "ProximitydTests",
