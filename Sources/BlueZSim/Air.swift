@@ -1,0 +1,475 @@
+import DBusKit
+import Foundation
+import Logging
+
+/// The air between the boxes, and the state of every box's "bluetoothd".
+///
+/// One actor owns it all: positions, adapters, devices, advertisements, GATT applications and
+/// connections. Time comes from a ``SimClock``; ``advance(to:)`` runs every advertising event and
+/// timer due by then, in time order, so the same scenario and seed give the same reports whether
+/// the clock is real or driven by a test.
+///
+/// D-Bus handlers (built in the files of each interface) call into the actor with a
+/// ``BoxContext``, which names the box and the "bluetoothd" instance (its generation) they were
+/// exported by: a handler of an instance that was restarted finds nothing to act on.
+public actor Air {
+    let clock: any SimClock
+    let seed: UInt64
+    let logger: Logger
+    var radio: RadioModel
+    var settings = LinkSettings()
+
+    var boxes: [String: Box] = [:]
+    var boxOrder: [String] = []
+    var beacons: [String: Beacon] = [:]
+    var beaconOrder: [String] = []
+    var linkRNG: [String: SeededGenerator] = [:]
+    var connections: [ConnectionKey: Connection] = [:]
+    var timers: [Timer] = []
+    var token: UInt64 = 0
+    var lastSupervision: SimTime = 0
+    /// Counters for the benchmark and the control interface.
+    public private(set) var stats = Stats()
+
+    public struct Stats: Sendable, Hashable {
+        /// Advertising reports that reached an adapter's device table.
+        public var reports = 0
+        /// Advertising events transmitted.
+        public var transmissions = 0
+    }
+
+    /// Link-layer settings that are not part of the radio model.
+    public struct LinkSettings: Sendable, Hashable {
+        /// ATT MTU of every connection (BlueZ exchanges 517 between two BlueZ stacks).
+        public var mtu: UInt16 = 517
+        /// How long the kernel tries to connect to a device that does not answer before it gives
+        /// up with "le-connection-abort-by-local".
+        public var connectTimeout: Double = 20
+        /// Time from the connection to `ServicesResolved` (the GATT discovery).
+        public var serviceDiscoveryTime: Double = 0.03
+        /// Time a `Disconnect` takes.
+        public var disconnectLatency: Double = 0.01
+        public init() {}
+    }
+
+    /// The most advertisements one adapter takes (`SupportedInstances` when none is registered).
+    static let maxAdvertisements = 5
+
+    struct Box {
+        var spec: BoxSpec
+        var trajectory: Trajectory
+        var tree: BusTree?
+        var generation = 0
+        var adapter: AdapterState
+        var devices: [String: DeviceState] = [:]
+        var advertisements: [RegisteredAdvertisement] = []
+        var pendingAdvertisements: Set<String> = []
+        var applications: [GattApplication] = []
+        var pendingApplications: Set<String> = []
+        var rng: SeededGenerator
+
+        var adapterPath: ObjectPath { BlueZ.adapterPath(spec.adapter) }
+        var alias: String { adapter.alias ?? adapter.name }
+
+        static func freshAdapter(_ spec: BoxSpec) -> AdapterState {
+            AdapterState(name: spec.name, address: spec.address)
+        }
+    }
+
+    struct RegisteredAdvertisement {
+        var owner: String
+        var path: ObjectPath
+        var spec: AdvertisementSpec
+        var instance: Int
+        var nextEvent: SimTime
+        var rng: SeededGenerator
+        var expires: SimTime?
+    }
+
+    struct Beacon {
+        var spec: BeaconSpec
+        var report: AdvertisingReport
+        var nextEvent: SimTime
+        var rng: SeededGenerator
+    }
+
+    struct ConnectionKey: Hashable, Sendable {
+        var central: String
+        var peripheral: String
+    }
+
+    struct Connection {
+        var token: UInt64
+        /// The peer's attributes as objects on the central's bus.
+        var remote: [ObjectPath: RemoteAttribute] = [:]
+        var servicePaths: [ObjectPath] = []
+    }
+
+    struct Timer {
+        enum Action {
+            case resolveServices(ConnectionKey, UInt64)
+            case advertisementTimeout(box: String, generation: Int, owner: String, path: ObjectPath)
+        }
+        var time: SimTime
+        var action: Action
+    }
+
+    public init(scenario: Scenario, clock: any SimClock, logger: Logger = Logger(label: "bluez-sim")) {
+        self.clock = clock
+        self.seed = scenario.seed
+        self.radio = scenario.radioModel
+        self.logger = logger
+        let root = SeededGenerator(seed: scenario.seed)
+        for spec in scenario.boxes {
+            boxes[spec.name] = Box(spec: spec, trajectory: spec.trajectory, adapter: Box.freshAdapter(spec),
+                                   rng: root.derived("box:\(spec.name)"))
+            boxOrder.append(spec.name)
+        }
+        let now = clock.now
+        for spec in scenario.beacons {
+            var rng = root.derived("beacon:\(spec.name)")
+            let interval = spec.advertisingInterval ?? scenario.radio.advertisingInterval
+            let first = now + rng.uniform(0...interval)
+            beacons[spec.name] = Beacon(spec: spec, report: Self.report(for: spec.frame), nextEvent: first, rng: rng)
+            beaconOrder.append(spec.name)
+        }
+    }
+
+    static func report(for frame: BeaconFrame) -> AdvertisingReport {
+        var r = AdvertisingReport()
+        r.manufacturerData = frame.manufacturerData
+        r.serviceData = frame.serviceData
+        r.serviceUUIDs = frame.serviceUUIDs.compactMap { BluetoothUUID($0)?.full }
+        r.flags = 0x06
+        r.connectable = false
+        return r
+    }
+
+    public var boxNames: [String] { boxOrder }
+    public func box(_ name: String) -> BoxSpec? { boxes[name]?.spec }
+    public func position(of box: String) -> Position? {
+        boxes[box].map { $0.trajectory.position(at: clock.now) }
+    }
+
+    /// The box whose "bluetoothd" instance exported the caller's handler, if it still runs.
+    func live(_ ctx: BoxContext) -> Box? {
+        guard let b = boxes[ctx.box], b.generation == ctx.generation, b.tree != nil else { return nil }
+        return b
+    }
+
+    func nextToken() -> UInt64 {
+        token += 1
+        return token
+    }
+
+    // MARK: - The engine
+
+    /// Runs every advertising event and timer due by `t`, in time order.
+    public func advance(to t: SimTime) {
+        while true {
+            var due: [(time: SimTime, kind: Int, name: String, index: Int)] = []
+            for name in beaconOrder {
+                if let b = beacons[name], b.nextEvent <= t { due.append((b.nextEvent, 0, name, 0)) }
+            }
+            for name in boxOrder {
+                guard let b = boxes[name], b.tree != nil, b.adapter.powered else { continue }
+                for (i, ad) in b.advertisements.enumerated() where ad.nextEvent <= t {
+                    due.append((ad.nextEvent, 1, name, i))
+                }
+            }
+            for (i, timer) in timers.enumerated() where timer.time <= t {
+                due.append((timer.time, 2, "", i))
+            }
+            if due.isEmpty { break }
+            due.sort { $0.time < $1.time }
+            var firedTimers: [Timer] = []
+            for event in due {
+                switch event.kind {
+                case 0: beaconEvent(event.name, at: event.time)
+                case 1: advertisementEvent(event.name, index: event.index, at: event.time)
+                default: firedTimers.append(timers[event.index])
+                }
+            }
+            if !firedTimers.isEmpty {
+                timers.removeAll { $0.time <= t }
+                for timer in firedTimers.sorted(by: { $0.time < $1.time }) { fire(timer) }
+            }
+        }
+        expireTemporaryDevices(at: t)
+        if t - lastSupervision >= 0.5 {
+            lastSupervision = t
+            superviseConnections(at: t)
+        }
+    }
+
+    private func beaconEvent(_ name: String, at time: SimTime) {
+        guard var b = beacons[name] else { return }
+        let interval = b.spec.advertisingInterval ?? radio.parameters.advertisingInterval
+        b.nextEvent = radio.nextAdvertisement(after: time, interval: interval, using: &b.rng)
+        beacons[name] = b
+        transmit(address: b.spec.address, report: b.report, from: b.spec.trajectory.position(at: time),
+                 measuredPower: b.spec.frame.measuredPowerAt1m, link: "beacon:" + name, at: time)
+    }
+
+    private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
+        guard var b = boxes[box], index < b.advertisements.count else { return }
+        var ad = b.advertisements[index]
+        ad.nextEvent = radio.nextAdvertisement(after: time, interval: radio.parameters.advertisingInterval, using: &ad.rng)
+        b.advertisements[index] = ad
+        boxes[box] = b
+        let report = ad.spec.report(adapterAlias: b.alias, adapterDiscoverable: b.adapter.discoverable)
+        transmit(address: b.spec.address, report: report, from: b.trajectory.position(at: time), measuredPower: nil,
+                 link: "box:\(box):\(ad.instance)", at: time)
+    }
+
+    /// One advertising event, heard (or not) by every discovering adapter.
+    private func transmit(address: String, report: AdvertisingReport, from position: Position, measuredPower: Double?,
+                          link: String, at time: SimTime) {
+        stats.transmissions += 1
+        for name in boxOrder {
+            guard let listener = boxes[name], listener.tree != nil, listener.adapter.powered,
+                  listener.adapter.isDiscovering, listener.spec.address != address else { continue }
+            let merged = listener.adapter.merged
+            guard merged.scansLE else { continue }
+            let distance = position.distance(to: listener.trajectory.position(at: time))
+            let key = link + ">" + name
+            var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
+            let sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+            linkRNG[key] = rng
+            guard let rssi = sample else { continue }
+            if let threshold = merged.rssiThreshold, rssi < threshold { continue }
+            if !merged.uuids.isEmpty && merged.uuids.isDisjoint(with: report.serviceUUIDs) { continue }
+            found(box: name, address: address, report: report, rssi: rssi, at: time)
+        }
+    }
+
+    /// `btd_adapter_update_found_device`.
+    private func found(box name: String, address: String, report: AdvertisingReport, rssi: Int16, at time: SimTime) {
+        guard var b = boxes[name] else { return }
+        let merged = b.adapter.merged
+        var discoverable = merged.filtered || report.isDiscoverable
+        if !merged.patterns.isEmpty {
+            discoverable = merged.patterns.contains { p in
+                p.isEmpty || address.hasPrefix(p) || (report.name?.hasPrefix(p) ?? false)
+            }
+        }
+        var isNew = false
+        var dev: DeviceState
+        if let existing = b.devices[address] {
+            dev = existing
+        } else {
+            guard discoverable else { return }
+            dev = DeviceState(address: address, adapter: b.spec.adapter, now: time)
+            isNew = true
+        }
+        dev.lastSeen = time
+        dev.connectable = report.connectable
+        var force: Set<String> = []
+        if discoverable && (!merged.filtered || Self.filterMatch(b.adapter.clients, report.serviceUUIDs)) {
+            stats.reports += 1
+            if dev.setRSSI(rssi, delta: merged.filtered ? 0 : DeviceState.rssiThreshold), merged.filtered {
+                force.insert("RSSI")
+            }
+            if let tx = report.txPower { dev.txPower = tx }
+            if let a = report.appearance { dev.appearance = a }
+            if let n = report.name { dev.name = n }
+            for u in report.serviceUUIDs where !dev.uuids.contains(u) { dev.uuids.append(u) }
+            for (k, v) in report.manufacturerData {
+                dev.manufacturerData[k] = v
+                if merged.duplicateData { force.insert("ManufacturerData") }
+            }
+            for (k, v) in report.serviceData {
+                dev.serviceData[k] = v
+                if merged.duplicateData { force.insert("ServiceData") }
+            }
+        }
+        b.devices[address] = dev
+        boxes[name] = b
+        publish(box: name, dev, isNew: isNew, force: force)
+    }
+
+    /// `is_filter_match`: a discovering client without a filter, or with no UUIDs, or with one of
+    /// the advertised UUIDs, takes the report. (BlueZ's proximity test there always passes; the
+    /// kernel's merged RSSI threshold is what filters by RSSI.)
+    static func filterMatch(_ clients: [DiscoveryClient], _ uuids: [String]) -> Bool {
+        for c in clients where c.discovering {
+            guard let f = c.filter else { return true }
+            if f.uuids.isEmpty || f.uuids.contains(where: uuids.contains) { return true }
+        }
+        return false
+    }
+
+    /// Puts a device's properties on its box's bus: a new device with `InterfacesAdded`, an
+    /// existing one with `PropertiesChanged` for what changed (and what is in `force`).
+    func publish(box name: String, _ dev: DeviceState, isNew: Bool = false, force: Set<String> = []) {
+        guard let b = boxes[name], let tree = b.tree else { return }
+        if isNew || !tree.exists(dev.path) {
+            tree.add(dev.path, [(deviceTemplate(BoxContext(air: self, box: name, generation: b.generation), address: dev.address),
+                                 dev.properties)])
+        } else {
+            let props = dev.properties
+            tree.update(dev.path, BlueZ.deviceInterface, set: props,
+                        clear: DeviceState.optionalProperties.filter { props[$0] == nil }, force: force)
+        }
+    }
+
+    /// Removes devices not heard for the temporary timeout (`device_disappeared`).
+    private func expireTemporaryDevices(at t: SimTime) {
+        for name in boxOrder {
+            guard let b = boxes[name], b.tree != nil else { continue }
+            let expired = b.devices.values.filter {
+                $0.temporary && $0.link == .idle && t - $0.lastSeen >= DeviceState.temporaryTimeout
+            }
+            for dev in expired { removeDevice(box: name, address: dev.address) }
+        }
+    }
+
+    func removeDevice(box name: String, address: String) {
+        guard let dev = boxes[name]?.devices.removeValue(forKey: address) else { return }
+        boxes[name]?.tree?.removeSubtree(dev.path)
+    }
+
+    /// Drops connections whose peers moved out of range (the supervision timeout).
+    private func superviseConnections(at t: SimTime) {
+        for key in Array(connections.keys) {
+            guard let c = boxes[key.central], let p = boxes[key.peripheral] else { continue }
+            let d = c.trajectory.position(at: t).distance(to: p.trajectory.position(at: t))
+            if radio.meanRSSI(distance: d) < radio.parameters.sensitivity {
+                dropConnection(key)
+            }
+        }
+    }
+
+    private func fire(_ timer: Timer) {
+        switch timer.action {
+        case .resolveServices(let key, let token):
+            resolveServices(key, token: token)
+        case .advertisementTimeout(let box, let generation, let owner, let path):
+            guard var b = boxes[box], b.generation == generation, let tree = b.tree,
+                  let i = b.advertisements.firstIndex(where: { $0.owner == owner && $0.path == path }) else { return }
+            b.advertisements.remove(at: i)
+            boxes[box] = b
+            announceInstances(box)
+            Self.release(owner: owner, path: path, on: tree.connection)
+        }
+    }
+
+    /// Calls the advertisement's `Release` without waiting for the answer (bluetoothd does not
+    /// wait either).
+    static func release(owner: String, path: ObjectPath, on connection: DBusConnection) {
+        guard let destination = try? BusName(owner) else { return }
+        Task {
+            _ = try? await connection.call(destination: destination, path: path, interface: BlueZ.advertisementInterface,
+                                           member: "Release", timeout: .seconds(2))
+        }
+    }
+
+    // MARK: - Connections
+
+    /// The box that answers a connection to `address` from `central`: it runs, is powered,
+    /// advertises connectable, and is in range.
+    func reachablePeripheral(_ address: String, from central: String, at t: SimTime) -> String? {
+        guard let c = boxes[central] else { return nil }
+        for name in boxOrder where name != central {
+            guard let p = boxes[name], p.spec.address == address, p.tree != nil, p.adapter.powered,
+                  p.advertisements.contains(where: { $0.spec.type == .peripheral }) else { continue }
+            let d = c.trajectory.position(at: t).distance(to: p.trajectory.position(at: t))
+            guard radio.meanRSSI(distance: d) >= radio.parameters.sensitivity else { return nil }
+            return name
+        }
+        return nil
+    }
+
+    /// The connection is up: both sides see `Connected`, the central resolves the services.
+    func establish(central: String, peripheral: String, token: UInt64) {
+        guard let c = boxes[central], let p = boxes[peripheral] else { return }
+        let key = ConnectionKey(central: central, peripheral: peripheral)
+        if var dev = c.devices[p.spec.address] {
+            dev.link = .connected
+            dev.servicesResolved = false
+            boxes[central]?.devices[p.spec.address] = dev
+            publish(box: central, dev)
+        }
+        let now = clock.now
+        var incoming = p.devices[c.spec.address] ?? DeviceState(address: c.spec.address, adapter: p.spec.adapter, now: now)
+        let isNew = p.devices[c.spec.address] == nil
+        incoming.link = .connected
+        incoming.lastSeen = now
+        boxes[peripheral]?.devices[c.spec.address] = incoming
+        publish(box: peripheral, incoming, isNew: isNew)
+        connections[key] = Connection(token: token)
+        timers.append(Timer(time: now + settings.serviceDiscoveryTime, action: .resolveServices(key, token)))
+    }
+
+    private func resolveServices(_ key: ConnectionKey, token: UInt64) {
+        guard let conn = connections[key], conn.token == token, let c = boxes[key.central],
+              var dev = c.devices[boxes[key.peripheral]?.spec.address ?? ""], dev.connected else { return }
+        exportRemoteGatt(key)
+        dev.servicesResolved = true
+        boxes[key.central]?.devices[dev.address] = dev
+        publish(box: key.central, dev)
+    }
+
+    /// Mirrors the peripheral's GATT applications on the central's bus (again, after the
+    /// peripheral's applications changed).
+    func exportRemoteGatt(_ key: ConnectionKey) {
+        guard var conn = connections[key], let c = boxes[key.central], let p = boxes[key.peripheral], let tree = c.tree,
+              let dev = c.devices[p.spec.address] else { return }
+        for path in conn.servicePaths { tree.removeSubtree(path) }
+        let layout = RemoteGattLayout(device: dev.path, applications: p.applications, mtu: settings.mtu)
+        let ctx = BoxContext(air: self, box: key.central, generation: c.generation)
+        conn.remote = [:]
+        conn.servicePaths = []
+        for object in layout.objects {
+            tree.add(object.path, [(remoteGattTemplate(object.template, ctx), object.values)])
+            conn.remote[object.path] = object.attribute
+            if object.template == .service { conn.servicePaths.append(object.path) }
+        }
+        connections[key] = conn
+    }
+
+    /// Tears a connection down on both sides (`Disconnect`, power off, restart, out of range).
+    func dropConnection(_ key: ConnectionKey) {
+        guard let conn = connections.removeValue(forKey: key) else { return }
+        let now = clock.now
+        if let c = boxes[key.central], let p = boxes[key.peripheral], var dev = c.devices[p.spec.address] {
+            if let tree = c.tree {
+                if dev.servicesResolved {
+                    dev.servicesResolved = false
+                    boxes[key.central]?.devices[dev.address] = dev
+                    publish(box: key.central, dev)
+                }
+                for path in conn.servicePaths { tree.removeSubtree(path) }
+            }
+            dev.servicesResolved = false
+            dev.link = .idle
+            boxes[key.central]?.devices[dev.address] = dev
+            publish(box: key.central, dev)
+        }
+        if let c = boxes[key.central], let p = boxes[key.peripheral], var dev = p.devices[c.spec.address] {
+            dev.link = .idle
+            dev.lastSeen = now
+            boxes[key.peripheral]?.devices[dev.address] = dev
+            publish(box: key.peripheral, dev)
+        }
+    }
+
+    /// The connection `box` has with the device `address`, in either role.
+    func connectionKey(box: String, address: String) -> ConnectionKey? {
+        connections.keys.first { key in
+            (key.central == box && boxes[key.peripheral]?.spec.address == address)
+                || (key.peripheral == box && boxes[key.central]?.spec.address == address)
+        }
+    }
+
+    func dropConnections(involving box: String) {
+        for key in connections.keys where key.central == box || key.peripheral == box { dropConnection(key) }
+    }
+}
+
+/// What a handler exported on a box's bus knows about where it lives.
+struct BoxContext: Sendable {
+    let air: Air
+    let box: String
+    let generation: Int
+}

@@ -1,0 +1,215 @@
+import DBusKit
+import Foundation
+
+/// Errors of the control interface, `org.proximityd.BlueZSim.Error.*`.
+public enum ControlError: Error, DBusErrorConvertible, CustomStringConvertible, Sendable {
+    case unknownBox(String)
+    case unknownBeacon(String)
+    case invalidArguments(String)
+
+    public var dbusError: DBusError {
+        switch self {
+        case .unknownBox(let n): DBusError("org.proximityd.BlueZSim.Error.UnknownBox", "no box named \"\(n)\"")
+        case .unknownBeacon(let n): DBusError("org.proximityd.BlueZSim.Error.UnknownBeacon", "no beacon named \"\(n)\"")
+        case .invalidArguments(let m): DBusError("org.proximityd.BlueZSim.Error.InvalidArguments", m)
+        }
+    }
+
+    public var description: String { dbusError.description }
+}
+
+/// The simulator's own control service, on every box bus beside `org.bluez` (never on it).
+///
+/// Every box bus carries the same service, and each controls the whole simulation, so a script
+/// that knows one box's bus can drive them all. It lives on its own connection: restarting a
+/// box's bluetoothd does not take it away.
+public enum ControlService {
+    public static let busName: BusName = "org.proximityd.BlueZSim"
+    public static let objectPath: ObjectPath = "/org/proximityd/BlueZSim"
+    public static let interfaceName: InterfaceName = "org.proximityd.BlueZSim1"
+
+    /// The keys `Configure` takes.
+    public static let configurationKeys = [
+        "PathLossExponent", "MeasuredPower", "ShadowingSigma", "AdvertisingInterval", "PacketLoss", "ConnectionLatency",
+        "ConnectionFailureRate", "Sensitivity", "MTU", "ConnectTimeout",
+    ]
+
+    static func interface(_ simulator: Simulator) -> DBusInterface {
+        let air = simulator.air
+        return DBusInterface(interfaceName, methods: [
+            DBusMethod("GetState", outputs: [DBusArgument("json", .string)]) { _ in
+                [.string(await air.stateJSON())]
+            },
+            DBusMethod("MoveBox", inputs: [DBusArgument("box", .string), DBusArgument("x", .double), DBusArgument("y", .double),
+                                           DBusArgument("z", .double)]) { call in
+                let box = call.arguments[0].string ?? ""
+                let p = Position(x: call.arguments[1].double ?? 0, y: call.arguments[2].double ?? 0, z: call.arguments[3].double ?? 0)
+                try await air.moveBox(box, to: p)
+                return []
+            },
+            DBusMethod("SetPowered", inputs: [DBusArgument("box", .string), DBusArgument("powered", .boolean)]) { call in
+                let box = call.arguments[0].string ?? ""
+                guard await air.box(box) != nil else { throw ControlError.unknownBox(box) }
+                do {
+                    try await air.setPowered(box: box, call.arguments[1].bool ?? true)
+                } catch {
+                    throw ControlError.invalidArguments("\(box)'s bluetoothd is not running")
+                }
+                return []
+            },
+            DBusMethod("RestartBluetoothd", inputs: [DBusArgument("box", .string)]) { call in
+                try await simulator.restartBluetoothd(box: call.arguments[0].string ?? "")
+                return []
+            },
+            DBusMethod("AddBeacon", inputs: [DBusArgument("beacon", .string)]) { call in
+                try await air.addBeacon(json: call.arguments[0].string ?? "")
+                return []
+            },
+            DBusMethod("RemoveBeacon", inputs: [DBusArgument("name", .string)]) { call in
+                try await air.removeBeacon(call.arguments[0].string ?? "")
+                return []
+            },
+            DBusMethod("Configure", inputs: [DBusArgument("settings", .dictionary(key: .string, value: .variant))]) { call in
+                try await air.configure(call.arguments[0].stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:])
+                return []
+            },
+        ])
+    }
+}
+
+// MARK: - What the control service does
+
+extension Air {
+    /// Puts a box at a fixed point from now on (its trajectory is replaced).
+    public func moveBox(_ name: String, to position: Position) throws(ControlError) {
+        guard boxes[name] != nil else { throw .unknownBox(name) }
+        boxes[name]?.trajectory = Trajectory(fixed: position)
+    }
+
+    /// Adds a beacon given as one entry of a scenario's `beacons` list, in JSON.
+    public func addBeacon(json: String) throws(ControlError) {
+        let r = radio.parameters
+        let wrapper = """
+            {"seed": 0, "radio": {"path_loss_exponent": \(r.pathLossExponent), "measured_power": \(r.measuredPower),
+             "shadowing_sigma": \(r.shadowingSigma), "advertising_interval": \(r.advertisingInterval),
+             "packet_loss": \(r.packetLoss), "connection_latency": \(r.connectionLatency),
+             "connection_failure_rate": \(r.connectionFailureRate), "sensitivity": \(r.sensitivity)},
+             "boxes": [{"name": "bluez-sim-placeholder", "address": "00:00:00:00:00:00", "position": [0, 0]}],
+             "beacons": [\(json)]}
+            """
+        let spec: BeaconSpec
+        do {
+            let parsed = try Scenario.parse(wrapper, format: .json)
+            guard let first = parsed.beacons.first else { throw ControlError.invalidArguments("no beacon given") }
+            spec = first
+        } catch let error as ScenarioError {
+            let path = error.path.hasPrefix("beacons[0].") ? String(error.path.dropFirst("beacons[0].".count)) : error.path
+            throw .invalidArguments(path.isEmpty || path == "beacons[0]" ? error.message : "\(path): \(error.message)")
+        } catch let error as ControlError {
+            throw error
+        } catch {
+            throw .invalidArguments("\(error)")
+        }
+        if beacons[spec.name] != nil || boxes[spec.name] != nil {
+            throw .invalidArguments("the name \"\(spec.name)\" is taken")
+        }
+        if boxes.values.contains(where: { $0.spec.address == spec.address }) || beacons.values.contains(where: { $0.spec.address == spec.address }) {
+            throw .invalidArguments("the address \(spec.address) is taken")
+        }
+        var rng = SeededGenerator(seed: seed).derived("beacon:\(spec.name)")
+        let interval = spec.advertisingInterval ?? radio.parameters.advertisingInterval
+        let first = clock.now + rng.uniform(0...interval)
+        beacons[spec.name] = Beacon(spec: spec, report: Self.report(for: spec.frame), nextEvent: first, rng: rng)
+        beaconOrder.append(spec.name)
+    }
+
+    /// Takes a beacon off the air. Scanners stop hearing it; BlueZ drops it after its temporary
+    /// timeout.
+    public func removeBeacon(_ name: String) throws(ControlError) {
+        guard beacons.removeValue(forKey: name) != nil else { throw .unknownBeacon(name) }
+        beaconOrder.removeAll { $0 == name }
+    }
+
+    /// Changes radio parameters and link settings (keys in ``ControlService/configurationKeys``).
+    public func configure(_ values: [String: DBusValue]) throws(ControlError) {
+        var p = radio.parameters
+        var s = settings
+        for (key, value) in values {
+            func number() throws(ControlError) -> Double {
+                if let d = value.double { return d }
+                if let i = value.integer { return Double(i) }
+                throw .invalidArguments("\(key) must be a number")
+            }
+            switch key {
+            case "PathLossExponent": p.pathLossExponent = try number()
+            case "MeasuredPower": p.measuredPower = try number()
+            case "ShadowingSigma": p.shadowingSigma = try number()
+            case "AdvertisingInterval": p.advertisingInterval = try number()
+            case "PacketLoss": p.packetLoss = try number()
+            case "ConnectionLatency": p.connectionLatency = try number()
+            case "ConnectionFailureRate": p.connectionFailureRate = try number()
+            case "Sensitivity": p.sensitivity = try number()
+            case "MTU":
+                let m = try number()
+                guard (23...517).contains(m) else { throw .invalidArguments("MTU must be 23...517") }
+                s.mtu = UInt16(m)
+            case "ConnectTimeout":
+                let t = try number()
+                guard t >= 0, t <= 600 else { throw .invalidArguments("ConnectTimeout must be 0...600 s") }
+                s.connectTimeout = t
+            default:
+                throw .invalidArguments("unknown setting \"\(key)\"; expected one of: \(ControlService.configurationKeys.joined(separator: ", "))")
+            }
+        }
+        do {
+            try p.validate()
+        } catch {
+            throw .invalidArguments(error.description)
+        }
+        radio = RadioModel(p)
+        settings = s
+    }
+
+    /// Everything the control service can tell, as one JSON document.
+    public func stateJSON() -> String {
+        let now = clock.now
+        func position(_ p: Position) -> [Double] { [p.x, p.y, p.z] }
+        var boxList: [[String: Any]] = []
+        for name in boxOrder {
+            guard let b = boxes[name] else { continue }
+            boxList.append([
+                "name": name,
+                "address": b.spec.address,
+                "adapter": b.spec.adapter,
+                "position": position(b.trajectory.position(at: now)),
+                "bluetoothd": b.tree != nil,
+                "powered": b.adapter.powered,
+                "discovering": b.adapter.isDiscovering,
+                "devices": b.devices.keys.sorted(),
+                "advertisements": b.advertisements.map { ["owner": $0.owner, "path": $0.path.rawValue, "type": $0.spec.type.rawValue] },
+                "applications": b.applications.map { ["owner": $0.owner, "path": $0.path.rawValue, "services": $0.services.map(\.uuid)] },
+                "connections": connections.keys.filter { $0.central == name }.map(\.peripheral).sorted(),
+            ])
+        }
+        let beaconList: [[String: Any]] = beaconOrder.compactMap { name in
+            guard let b = beacons[name] else { return nil }
+            return ["name": name, "address": b.spec.address, "position": position(b.spec.trajectory.position(at: now))]
+        }
+        let r = radio.parameters
+        let document: [String: Any] = [
+            "time": now,
+            "boxes": boxList,
+            "beacons": beaconList,
+            "radio": [
+                "path_loss_exponent": r.pathLossExponent, "measured_power": r.measuredPower, "shadowing_sigma": r.shadowingSigma,
+                "advertising_interval": r.advertisingInterval, "packet_loss": r.packetLoss,
+                "connection_latency": r.connectionLatency, "connection_failure_rate": r.connectionFailureRate,
+                "sensitivity": r.sensitivity,
+            ],
+            "link": ["mtu": Int(settings.mtu), "connect_timeout": settings.connectTimeout],
+            "stats": ["transmissions": stats.transmissions, "reports": stats.reports],
+        ]
+        guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

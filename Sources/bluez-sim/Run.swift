@@ -1,0 +1,152 @@
+import ArgumentParser
+import BlueZSim
+import DBusKit
+import Foundation
+import Logging
+import ProximityTesting
+
+/// `bluez-sim run --scenario FILE`: the simulator, until SIGTERM or SIGINT.
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start the boxes of a scenario and simulate the air between them (the default).")
+
+    @Option(help: "The scenario file (.json, .yaml or .yml).")
+    var scenario: String
+
+    @Flag(help: "Print the boxes' bus addresses as one JSON document.")
+    var json = false
+
+    @Option(name: .customLong("attach"), help: ArgumentHelp(
+        "Use an existing bus for a box instead of starting one (NAME=ADDRESS, repeatable).", valueName: "name=address"))
+    var attachments: [String] = []
+
+    @Option(help: "Write each box's bus address to DIR/NAME.address and all of them to DIR/boxes.json.")
+    var runtimeDir: String?
+
+    @Option(help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "warning"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown log level '\(logLevel)'") }
+        for a in attachments {
+            let parts = a.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, !parts[0].isEmpty, parts[1].contains(":") else {
+                throw ValidationError("--attach takes NAME=ADDRESS, such as alpha=unix:path=/run/box/alpha, not '\(a)'")
+            }
+        }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .warning
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "bluez-sim")
+        let loaded: Scenario
+        do {
+            loaded = try Scenario.load(from: URL(fileURLWithPath: scenario))
+        } catch {
+            throw ValidationError("\(error)")
+        }
+        var given: [String: String] = [:]
+        for a in attachments {
+            let parts = a.split(separator: "=", maxSplits: 1).map(String.init)
+            guard loaded.box(named: parts[0]) != nil else { throw ValidationError("--attach: the scenario has no box '\(parts[0])'") }
+            given[parts[0]] = parts[1]
+        }
+
+        var buses: [PrivateBus] = []
+        var addresses = given
+        for box in loaded.boxes where addresses[box.name] == nil {
+            let bus = try await PrivateBus.start(name: "box-\(box.name)")
+            buses.append(bus)
+            addresses[box.name] = bus.address
+        }
+        let simulator = Simulator(scenario: loaded, addresses: addresses, logger: logger)
+        do {
+            try await simulator.start()
+        } catch {
+            await simulator.stop()
+            for bus in buses { await bus.stop() }
+            throw error
+        }
+        try report(loaded, addresses)
+
+        let runner = Task { await simulator.run() }
+        await waitForTermination()
+        runner.cancel()
+        await runner.value
+        await simulator.stop()
+        for bus in buses { await bus.stop() }
+    }
+
+    private func report(_ scenario: Scenario, _ addresses: [String: String]) throws {
+        let boxes: [[String: String]] = scenario.boxes.map {
+            ["name": $0.name, "address": $0.address, "adapter": $0.adapter, "bus": addresses[$0.name] ?? ""]
+        }
+        let document: [String: Any] = [
+            "boxes": boxes,
+            "control": ["name": ControlService.busName.rawValue, "path": ControlService.objectPath.rawValue,
+                        "interface": ControlService.interfaceName.rawValue],
+        ]
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
+        // Written straight to the descriptor: a script reading a pipe sees it at once.
+        if json {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else {
+            let lines = scenario.boxes.map { "\($0.name) \(addresses[$0.name] ?? "")\n" }.joined()
+            FileHandle.standardOutput.write(Data(lines.utf8))
+        }
+        if let runtimeDir {
+            let dir = URL(fileURLWithPath: runtimeDir)
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            for box in scenario.boxes {
+                try ((addresses[box.name] ?? "") + "\n").write(to: dir.appendingPathComponent("\(box.name).address"),
+                                                            atomically: true, encoding: .utf8)
+            }
+            try data.write(to: dir.appendingPathComponent("boxes.json"), options: .atomic)
+        }
+    }
+}
+
+/// Returns on the first SIGTERM or SIGINT.
+func waitForTermination() async {
+    let signals = [SIGTERM, SIGINT]
+    for s in signals { signal(s, SIG_IGN) }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let once = OnceFlag()
+        var sources: [DispatchSourceSignal] = []
+        for s in signals {
+            let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
+            source.setEventHandler {
+                if once.claim() {
+                    for src in sources { src.cancel() }
+                    continuation.resume()
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        SignalSources.keep(sources)
+    }
+}
+
+/// Keeps the signal sources alive while the process waits.
+enum SignalSources {
+    nonisolated(unsafe) private static var kept: [DispatchSourceSignal] = []
+    static func keep(_ sources: [DispatchSourceSignal]) { kept = sources }
+}
+
+final class OnceFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func claim() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if done { return false }
+        done = true
+        return true
+    }
+}
