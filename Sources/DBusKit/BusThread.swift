@@ -5,8 +5,8 @@ import Synchronization
 /// The one thread that owns a libdbus connection, and its main loop.
 ///
 /// libdbus is only ever called from this thread. Other threads hand it work with ``submit(_:)``;
-/// the loop drains that queue, dispatches incoming messages, runs end-of-turn hooks (batched
-/// `PropertiesChanged`), then sleeps in `poll(2)` on the connection's enabled watches and an
+/// the loop drains that queue, dispatches incoming messages, runs end-of-turn hooks (the turn's
+/// signal deliveries, batched `PropertiesChanged`), then sleeps in `poll(2)` on the connection's enabled watches and an
 /// `eventfd(2)` used to wake it, with a timeout taken from libdbus's nearest enabled timeout. This
 /// follows BlueZ's `gdbus/mainloop.c`: watches and timeouts registered through
 /// `dbus_connection_set_watch_functions` / `set_timeout_functions`, `dbus_watch_get_enabled`
@@ -180,7 +180,8 @@ final class BusThread: @unchecked Sendable {
             }
             if !running { continue }
 
-            // 3. End of turn: batched PropertiesChanged and the like.
+            // 3. End of turn: the signals dispatched in this turn go to their streams, then the
+            //    batched PropertiesChanged go out.
             endOfTurn()
 
             // 4. Sleep until a watch, a timeout or a job.

@@ -270,24 +270,35 @@ final class ConnectionCore: @unchecked Sendable {
             replyError(to: message, DBusError(.failed, "the service is shutting down"))
             return
         }
+        // The interface is optional in a method call (dispatch is then by member): a call without
+        // one goes to a standard member unless the object has a method of that name.
+        let bare = call.interface == nil && objects[path]?.method(member) == nil
         switch (call.interface, member.rawValue) {
         case (.introspectable?, "Introspect"), (nil, "Introspect"):
-            guard call.signature.isEmpty else { return replyInvalidArgs(message, call, expected: .empty) }
+            guard call.signature.isEmpty else { return replyInvalidArgs(message, call, expected: .empty, interface: .introspectable) }
             guard let xml = introspect(path) else { return replyError(to: message, unknownObject(path)) }
             reply(to: message, [.string(xml)])
-        case (.properties?, "Get"):
-            guard call.hasSignature("ss") else { return replyInvalidArgs(message, call, expected: "ss") }
+        case (nil, "Get") where bare, (.properties?, "Get"):
+            guard call.hasSignature("ss") else { return replyInvalidArgs(message, call, expected: "ss", interface: .properties) }
             propertiesGet(message, path, call.body[0].string ?? "", call.body[1].string ?? "")
-        case (.properties?, "GetAll"):
-            guard call.hasSignature("s") else { return replyInvalidArgs(message, call, expected: "s") }
+        case (nil, "GetAll") where bare, (.properties?, "GetAll"):
+            guard call.hasSignature("s") else { return replyInvalidArgs(message, call, expected: "s", interface: .properties) }
             propertiesGetAll(message, path, call.body[0].string ?? "")
-        case (.properties?, "Set"):
-            guard call.hasSignature("ssv") else { return replyInvalidArgs(message, call, expected: "ssv") }
+        case (nil, "Set") where bare, (.properties?, "Set"):
+            guard call.hasSignature("ssv") else { return replyInvalidArgs(message, call, expected: "ssv", interface: .properties) }
             propertiesSet(message, call, path, call.body[0].string ?? "", call.body[1].string ?? "", call.body[2].unwrapped)
         case (.objectManager?, "GetManagedObjects") where managers.contains(path),
-             (nil, "GetManagedObjects") where managers.contains(path) && objects[path]?.method(member) == nil:
-            guard call.signature.isEmpty else { return replyInvalidArgs(message, call, expected: .empty) }
+             (nil, "GetManagedObjects") where managers.contains(path) && bare:
+            guard call.signature.isEmpty else { return replyInvalidArgs(message, call, expected: .empty, interface: .objectManager) }
             reply(to: message, [managedObjects(under: path)])
+        // With the Peer interface named, libdbus answers before our filter runs, at any path; these
+        // are the same members called without an interface.
+        case (nil, "Ping") where bare:
+            guard call.signature.isEmpty else { return replyInvalidArgs(message, call, expected: .empty, interface: .peer) }
+            reply(to: message, [])
+        case (nil, "GetMachineId") where bare:
+            guard call.signature.isEmpty else { return replyInvalidArgs(message, call, expected: .empty, interface: .peer) }
+            replyMachineID(message)
         default:
             userMethod(message, call, path, member)
         }
@@ -297,14 +308,39 @@ final class ConnectionCore: @unchecked Sendable {
         DBusError(.unknownObject, "Unknown object '\(path)'.")
     }
 
-    private func replyInvalidArgs(_ message: OpaquePointer, _ call: DBusMessage, expected: Signature) {
-        let name = [call.interface?.rawValue, call.member?.rawValue].compactMap { $0 }.joined(separator: ".")
+    /// `interface`: the standard interface that answers, for a call that named none.
+    private func replyInvalidArgs(_ message: OpaquePointer, _ call: DBusMessage, expected: Signature,
+                                  interface: InterfaceName? = nil) {
+        let name = [(call.interface ?? interface)?.rawValue, call.member?.rawValue].compactMap { $0 }.joined(separator: ".")
         replyError(to: message, DBusError(.invalidArgs,
             "Invalid arguments '\(call.signature)' to call \(name)(), expecting '\(expected)'."))
     }
 
+    /// `Peer.GetMachineId`: libdbus's machine ID, or the error libdbus gives when it has none.
+    /// `dbus_try_get_local_machine_id`, not `dbus_get_local_machine_id`: on a machine without a
+    /// machine ID the latter reports a failed check, which aborts the process by default.
+    private func replyMachineID(_ message: OpaquePointer) {
+        var error = CDBus.DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let id = dbus_try_get_local_machine_id(&error) else {
+            let name = error.name.map { String(cString: $0) }.flatMap { try? ErrorName($0) } ?? .failed
+            let text = error.message.map { String(cString: $0) } ?? "cannot read the machine ID"
+            return replyError(to: message, DBusError(name, text))
+        }
+        defer { dbus_free(id) }
+        reply(to: message, [.string(String(cString: id))])
+    }
+
+    /// The interfaces every known path serves (``introspect(_:)`` lists them).
+    private static let standardInterfaces: [InterfaceName] = [.introspectable, .properties, .peer, .objectManager]
+
+    private static func isStandardInterface(_ name: String) -> Bool {
+        standardInterfaces.contains { $0.rawValue == name }
+    }
+
     private func userMethod(_ message: OpaquePointer, _ call: DBusMessage, _ path: ObjectPath, _ member: MemberName) {
-        let standard: [InterfaceName] = [.introspectable, .properties, .peer, .objectManager]
+        let standard = Self.standardInterfaces
         guard let object = objects[path] else {
             if let interface = call.interface, standard.contains(interface), introspect(path) != nil {
                 return replyError(to: message, DBusError(.unknownMethod, "Unknown method '\(member)' on interface '\(interface)'."))
@@ -396,6 +432,10 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func propertiesGet(_ message: OpaquePointer, _ path: ObjectPath, _ interfaceName: String, _ name: String) {
+        // The standard interfaces have no properties (GetAll returns {} for them).
+        if Self.isStandardInterface(interfaceName), introspect(path) != nil {
+            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(name)' on interface '\(interfaceName)'."))
+        }
         guard let (object, interface) = lookUpInterface(message, path, interfaceName) else { return }
         guard interface.property(name) != nil, let value = object.value(interface.name, name) else {
             return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(name)' on interface '\(interfaceName)'."))
@@ -404,8 +444,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func propertiesGetAll(_ message: OpaquePointer, _ path: ObjectPath, _ interfaceName: String) {
-        if let standard = try? InterfaceName(interfaceName),
-           [.introspectable, .properties, .peer, .objectManager].contains(standard), introspect(path) != nil {
+        if Self.isStandardInterface(interfaceName), introspect(path) != nil {
             reply(to: message, [.vardict([:])])
             return
         }
