@@ -1,0 +1,148 @@
+import Foundation
+
+/// The radio of a scenario: one set of parameters for every link. Units are dBm, metres, seconds
+/// and probabilities in 0...1. The scenario file spells the names in snake case
+/// (`path_loss_exponent`, ...); see docs/simulator.md.
+public struct RadioParameters: Sendable, Hashable {
+    /// n in the log-distance model: 2 in free space, 2.5–4 indoors.
+    public var pathLossExponent: Double
+    /// Mean RSSI at 1 m, dBm (the "measured power" of iBeacon).
+    public var measuredPower: Double
+    /// Standard deviation of the Gaussian shadowing added to every sample, dB.
+    public var shadowingSigma: Double
+    /// Advertising interval of every box, seconds (each event also adds a 0–10 ms advDelay).
+    public var advertisingInterval: Double
+    /// Probability that one advertisement is not received, independently per packet and link.
+    public var packetLoss: Double
+    /// Mean time to establish a connection, seconds.
+    public var connectionLatency: Double
+    /// Probability that a connection attempt fails.
+    public var connectionFailureRate: Double
+    /// Reports weaker than this (after shadowing and rounding) are not received, dBm.
+    public var sensitivity: Double
+
+    public init(
+        pathLossExponent: Double = 2.0,
+        measuredPower: Double = -59,
+        shadowingSigma: Double = 2.0,
+        advertisingInterval: Double = 0.1,
+        packetLoss: Double = 0,
+        connectionLatency: Double = 0.05,
+        connectionFailureRate: Double = 0,
+        sensitivity: Double = -100
+    ) {
+        self.pathLossExponent = pathLossExponent
+        self.measuredPower = measuredPower
+        self.shadowingSigma = shadowingSigma
+        self.advertisingInterval = advertisingInterval
+        self.packetLoss = packetLoss
+        self.connectionLatency = connectionLatency
+        self.connectionFailureRate = connectionFailureRate
+        self.sensitivity = sensitivity
+    }
+
+    /// The legal range of an advertising interval: 20 ms to 10.24 s (Bluetooth Core 5.x, Vol 6,
+    /// Part B, 4.4.2.2.1 for legacy advertising).
+    public static let advertisingIntervalRange: ClosedRange<Double> = 0.020...10.24
+
+    /// Throws for the first parameter out of range, with the scenario file's key as the path
+    /// (`packet_loss`, ...). ``Scenario/validate()`` prefixes it with `radio.`.
+    public func validate() throws(ScenarioError) {
+        func check(_ ok: Bool, _ key: String, _ message: @autoclosure () -> String) throws(ScenarioError) {
+            if !ok { throw ScenarioError(path: key, message: message()) }
+        }
+        try check(pathLossExponent.isFinite && pathLossExponent > 0, "path_loss_exponent",
+                  "must be a positive number (2 in free space, 2.5–4 indoors), not \(ScenarioError.show(pathLossExponent))")
+        try check(RadioModel.rssiRange.contains(measuredPower), "measured_power",
+                  "must be an RSSI in -127...20 dBm, not \(ScenarioError.show(measuredPower))")
+        try check(shadowingSigma.isFinite && shadowingSigma >= 0, "shadowing_sigma",
+                  "must be 0 or more dB, not \(ScenarioError.show(shadowingSigma))")
+        try check(Self.advertisingIntervalRange.contains(advertisingInterval), "advertising_interval",
+                  "must be 0.02...10.24 s (Bluetooth's advertising interval range), not \(ScenarioError.show(advertisingInterval))")
+        try check((0...1).contains(packetLoss), "packet_loss", "must be a probability in 0...1, not \(ScenarioError.show(packetLoss))")
+        try check(connectionLatency.isFinite && connectionLatency >= 0, "connection_latency",
+                  "must be 0 or more seconds, not \(ScenarioError.show(connectionLatency))")
+        try check((0...1).contains(connectionFailureRate), "connection_failure_rate",
+                  "must be a probability in 0...1, not \(ScenarioError.show(connectionFailureRate))")
+        try check(RadioModel.rssiRange.contains(sensitivity), "sensitivity",
+                  "must be an RSSI in -127...20 dBm, not \(ScenarioError.show(sensitivity))")
+    }
+}
+
+/// The radio link model: log-distance path loss with Gaussian shadowing, independent packet loss,
+/// a receiver sensitivity, advertising events with the spec's random advDelay, and connection
+/// attempts with a latency distribution and a failure rate.
+///
+/// Pure: every random quantity comes from the generator passed in, every time is a parameter.
+/// Each method consumes a fixed number of draws whatever the parameters, so a stream's later
+/// numbers do not shift when, say, the loss rate changes.
+public struct RadioModel: Sendable, Hashable {
+    public var parameters: RadioParameters
+
+    public init(_ parameters: RadioParameters) {
+        self.parameters = parameters
+    }
+
+    /// RSSI values BlueZ can report (HCI's range for a valid RSSI; 127 means "not available").
+    public static let rssiRange: ClosedRange<Double> = -127...20
+    /// Distances are floored here so the model stays finite when two points coincide.
+    public static let minimumDistance = 0.1
+    /// advDelay: a pseudo-random 0–10 ms added to every advertising event (Bluetooth Core 5.x,
+    /// Vol 6, Part B, 4.4.2.2.1), so two advertisers never stay in lock step.
+    public static let maximumAdvertisingDelay = 0.010
+    /// Shape (σ of the logarithm) of the connection latency's lognormal distribution.
+    public static let connectionLatencyLogSigma = 0.5
+
+    /// The mean RSSI at `distance` metres: `measuredPower − 10·n·log10(max(d, 0.1))`.
+    /// `measuredPower` overrides the scenario's (a beacon's own calibration).
+    public func meanRSSI(distance: Double, measuredPower: Double? = nil) -> Double {
+        let power = measuredPower ?? parameters.measuredPower
+        let d = max(distance, Self.minimumDistance)
+        return power - 10 * parameters.pathLossExponent * Foundation.log10(d)
+    }
+
+    /// The inverse of ``meanRSSI(distance:measuredPower:)``: the distance at which the mean RSSI
+    /// is `rssi` (for checking a ranging algorithm against the truth).
+    public func distance(forMeanRSSI rssi: Double, measuredPower: Double? = nil) -> Double {
+        let power = measuredPower ?? parameters.measuredPower
+        return Foundation.pow(10, (power - rssi) / (10 * parameters.pathLossExponent))
+    }
+
+    /// One received advertisement's RSSI, or nil when the packet is lost (probability
+    /// `packetLoss`) or its RSSI is below `sensitivity`.
+    ///
+    /// RSSI = round(mean + N(0, σ)), clamped to −127...20. Three draws: one for loss, two for the
+    /// shadowing deviate.
+    public func sampleRSSI(distance: Double, measuredPower: Double? = nil, using rng: inout SeededGenerator) -> Int16? {
+        let lost = rng.chance(parameters.packetLoss)
+        let value = rng.gaussian(mean: meanRSSI(distance: distance, measuredPower: measuredPower),
+                                 sigma: parameters.shadowingSigma)
+        guard !lost else { return nil }
+        let rounded = min(max(value.rounded(), Self.rssiRange.lowerBound), Self.rssiRange.upperBound)
+        guard rounded >= parameters.sensitivity else { return nil }
+        return Int16(rounded)
+    }
+
+    /// When the next advertising event happens: `t + interval + advDelay`, advDelay uniform in
+    /// [0, 10 ms] (one draw). The mean spacing is therefore `interval + 5 ms`.
+    public func nextAdvertisement(after t: SimTime, interval: Double, using rng: inout SeededGenerator) -> SimTime {
+        t + interval + rng.uniform(0...Self.maximumAdvertisingDelay)
+    }
+
+    /// One connection attempt: how long it takes and whether it fails.
+    ///
+    /// The latency is lognormal with mean `connectionLatency` and log-σ 0.5 (coefficient of
+    /// variation ≈ 0.53): a connection needs the central to catch an advertisement and then a few
+    /// connection events, so it is never near zero, usually close to the mean, and has a moderate
+    /// tail; an exponential would put the most likely latency at zero. A failed attempt takes
+    /// a latency from the same distribution before it reports the failure. Three draws.
+    public func connectionAttempt(using rng: inout SeededGenerator) -> (latency: Double, fails: Bool) {
+        let sigma = Self.connectionLatencyLogSigma
+        let z = rng.gaussian(mean: 0, sigma: 1)
+        let fails = rng.chance(parameters.connectionFailureRate)
+        let mean = parameters.connectionLatency
+        guard mean > 0 else { return (0, fails) }
+        let mu = Foundation.log(mean) - sigma * sigma / 2
+        return (Foundation.exp(mu + sigma * z), fails)
+    }
+}
