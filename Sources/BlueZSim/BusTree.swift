@@ -58,7 +58,8 @@ struct InterfaceTemplate: Sendable {
 /// It serves `org.freedesktop.DBus.ObjectManager` at `/` itself, from the mirror, and sends
 /// `InterfacesAdded`, `InterfacesRemoved` and `PropertiesChanged` itself. Property changes made
 /// before the consumer gets to them are merged into one `PropertiesChanged` per object and
-/// interface, as gdbus does in one main-loop iteration.
+/// interface, as gdbus does in one main-loop iteration; a forced announcement (one advertising
+/// report under a discovery filter) always gets its own.
 public final class BusTree: Sendable {
     public let connection: DBusConnection
     private let logger: Logger
@@ -177,7 +178,7 @@ public final class BusTree: Sendable {
                 announced.append(.init(.string(InterfaceName.properties.rawValue), .vardict([:])))
             }
             s.objects[path] = record
-            forgetChanges(&s, path)
+            stopMerging(&s)
             guard !declarations.isEmpty else { return nil }
             return .add(path, declarations,
                         announcement: .dictionary(key: .string, value: .dictionary(key: .string, value: .variant), announced),
@@ -195,7 +196,7 @@ public final class BusTree: Sendable {
             record.order.removeAll { removing.contains($0) }
             let whole = record.order.isEmpty
             s.objects[path] = whole ? nil : record
-            forgetChanges(&s, path)
+            stopMerging(&s)
             var announced = removing.map(\.rawValue)
             if whole {
                 announced = [InterfaceName.introspectable.rawValue] + announced + [InterfaceName.properties.rawValue]
@@ -235,6 +236,12 @@ public final class BusTree: Sendable {
             record.interfaces[interface] = i
             s.objects[path] = record
             let key = ChangeKey(path: path, interface: interface)
+            // A forced announcement is one report: it is never merged with another.
+            if !force.isEmpty {
+                s.changeIndex[key] = nil
+                return .change(Change(path: path, template: i.template, changed: changed, invalidated: invalidated,
+                                      redeclare: redeclare, snapshot: i.values))
+            }
             if let index = s.changeIndex[key], case .change(var pending) = s.queue[index] {
                 for (name, value) in changed {
                     pending.changed[name] = value
@@ -264,7 +271,10 @@ public final class BusTree: Sendable {
 
     /// Emits a signal in order with the other changes.
     func emit(_ path: ObjectPath, _ interface: InterfaceName, _ member: MemberName, _ arguments: [DBusValue]) {
-        enqueue { _ in .signal(path, interface, member, arguments) }
+        enqueue { s in
+            stopMerging(&s)
+            return .signal(path, interface, member, arguments)
+        }
     }
 
     /// Returns once everything queued so far is on the bus.
@@ -305,8 +315,11 @@ public final class BusTree: Sendable {
         if queued { wake.yield() }
     }
 
-    private func forgetChanges(_ s: inout State, _ path: ObjectPath) {
-        s.changeIndex = s.changeIndex.filter { $0.key.path != path }
+    /// After an added or removed object (or a signal), later property changes must not be merged
+    /// into changes queued before it: that would announce them before it (`ServicesResolved`
+    /// before the services).
+    private func stopMerging(_ s: inout State) {
+        s.changeIndex.removeAll(keepingCapacity: true)
     }
 
     // MARK: - The consumer

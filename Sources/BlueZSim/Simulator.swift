@@ -106,7 +106,7 @@ public final class Simulator: Sendable {
             }
             state.withLock { $0.daemons[box] = Daemon(connection: connection, tree: tree, generation: generation,
                                                       tasks: [consumer, watcher]) }
-            logger.info("bluetoothd ready", metadata: ["box": "\(box)", "dbus.unique": "\(connection.uniqueName)"])
+            logger.debug("bluetoothd ready", metadata: ["box": "\(box)", "dbus.unique": "\(connection.uniqueName)"])
         } catch {
             tree.close()
             consumer.cancel()

@@ -41,6 +41,9 @@ struct Ctl: AsyncParsableCommand {
         abstract: "Control a running simulator (org.proximityd.BlueZSim on any box bus).",
         subcommands: [Status.self, Move.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Failures.self, SetValue.self])
 
+    // Declared here too, so `--bus` may come before the subcommand (`ctl --bus ADDR move …`).
+    @OptionGroup var options: ControlOptions
+
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Print the simulation's state as JSON.")
         @OptionGroup var options: ControlOptions

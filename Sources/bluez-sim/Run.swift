@@ -92,13 +92,6 @@ struct Run: AsyncParsableCommand {
                         "interface": ControlService.interfaceName.rawValue],
         ]
         let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes])
-        // Written straight to the descriptor: a script reading a pipe sees it at once.
-        if json {
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
-        } else {
-            let lines = scenario.boxes.map { "\($0.name) \(addresses[$0.name] ?? "")\n" }.joined()
-            FileHandle.standardOutput.write(Data(lines.utf8))
-        }
         if let runtimeDir {
             let dir = URL(fileURLWithPath: runtimeDir)
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -107,6 +100,13 @@ struct Run: AsyncParsableCommand {
                                                             atomically: true, encoding: .utf8)
             }
             try data.write(to: dir.appendingPathComponent("boxes.json"), options: .atomic)
+        }
+        // Written straight to the descriptor: a script reading a pipe sees it at once.
+        if json {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        } else {
+            let lines = scenario.boxes.map { "\($0.name) \(addresses[$0.name] ?? "")\n" }.joined()
+            FileHandle.standardOutput.write(Data(lines.utf8))
         }
     }
 }

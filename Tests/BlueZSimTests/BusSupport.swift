@@ -1,0 +1,366 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import ProximityTesting
+import Synchronization
+import Testing
+
+/// A running simulator on private buses, one per box, torn down after the test.
+struct SimHarness: Sendable {
+    let scenario: Scenario
+    let buses: [String: PrivateBus]
+    let simulator: Simulator
+    let manual: ManualSimClock?
+    let runner: Task<Void, Never>?
+
+    /// `realTime`: the air runs on its own (`Simulator.run()`); otherwise time moves only with
+    /// ``advance(_:)``.
+    static func start(_ scenario: Scenario, realTime: Bool = false) async throws -> SimHarness {
+        var buses: [String: PrivateBus] = [:]
+        for box in scenario.boxes { buses[box.name] = try await PrivateBus.start(name: "sim-\(box.name)") }
+        let manual = realTime ? nil : ManualSimClock()
+        let clock: any SimClock = manual ?? RealSimClock()
+        let simulator = Simulator(scenario: scenario, addresses: buses.mapValues(\.address), clock: clock)
+        try await simulator.start()
+        let runner = realTime ? Task { await simulator.run() } : nil
+        return SimHarness(scenario: scenario, buses: buses, simulator: simulator, manual: manual, runner: runner)
+    }
+
+    func stop() async {
+        runner?.cancel()
+        await runner?.value
+        await simulator.stop()
+        for bus in buses.values { await bus.stop() }
+    }
+
+    /// A client connection on a box's bus (a process of that box).
+    func client(_ box: String) async throws -> DBusConnection {
+        try await buses[box]!.connect()
+    }
+
+    func address(_ box: String) -> String { buses[box]!.address }
+
+    /// Runs `call` and moves simulated time forward in small steps until it returns (at most
+    /// `limit` simulated seconds): for calls that wait on the simulated clock, such as Connect.
+    func during<T: Sendable>(limit: Double = 60, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task { try await call() }
+        let done = ReleaseBox()
+        let watcher = Task {
+            _ = try? await task.value
+            done.increment()
+        }
+        var elapsed = 0.0
+        while done.value == 0 && elapsed < limit {
+            await advance(0.02)
+            elapsed += 0.02
+        }
+        await watcher.value
+        return try await task.value
+    }
+
+    /// Moves simulated time forward (manual clock only).
+    func advance(_ seconds: Double) async {
+        await simulator.advance(by: seconds)
+    }
+}
+
+func withSim<T: Sendable>(_ scenario: Scenario, realTime: Bool = false, _ body: (SimHarness) async throws -> T) async throws -> T {
+    let sim = try await SimHarness.start(scenario, realTime: realTime)
+    do {
+        let result = try await body(sim)
+        await sim.stop()
+        return result
+    } catch {
+        await sim.stop()
+        throw error
+    }
+}
+
+/// Two boxes 2 m apart, no shadowing unless asked, nothing lost.
+func twoBoxes(distance: Double = 2, shadowing: Double = 0, beacons: [BeaconSpec] = [], seed: UInt64 = 1) -> Scenario {
+    var radio = RadioParameters()
+    radio.shadowingSigma = shadowing
+    radio.packetLoss = 0
+    return Scenario(seed: seed, radio: radio, boxes: [
+        BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+        BoxSpec(name: "beta", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: distance, y: 0))),
+    ], beacons: beacons)
+}
+
+func iBeacon(_ name: String, _ address: String, at position: Position, minor: UInt16 = 1) -> BeaconSpec {
+    BeaconSpec(name: name, address: address,
+               frame: .iBeacon(uuid: UUID(uuidString: "f7826da6-4fa2-4e98-8024-bc5b71e0893e")!, major: 1, minor: minor, measuredPower: -59),
+               trajectory: Trajectory(fixed: position))
+}
+
+let adapterPath: ObjectPath = "/org/bluez/hci0"
+let betaPath: ObjectPath = "/org/bluez/hci0/dev_AA_00_00_00_00_02"
+let alphaPath: ObjectPath = "/org/bluez/hci0/dev_AA_00_00_00_00_01"
+let serviceUUID = "b89491c9-43dd-4d75-bf16-dff381aed967"
+
+/// Every signal a client receives from org.bluez, kept in order, with waits on them.
+final class SignalLog: Sendable {
+    private struct State {
+        var messages: [DBusMessage] = []
+        var waiters: [UInt64: (predicate: @Sendable (DBusMessage) -> Bool, from: Int, continuation: CheckedContinuation<DBusMessage?, Never>)] = [:]
+        var next: UInt64 = 0
+    }
+    private final class Shared: Sendable {
+        let mutex = Mutex(State())
+    }
+    private let shared = Shared()
+    private let task: Task<Void, Never>
+
+    init(_ stream: DBusSignalStream) {
+        let shared = self.shared
+        task = Task {
+            for await m in stream {
+                let ready = shared.mutex.withLock { s -> [CheckedContinuation<DBusMessage?, Never>] in
+                    s.messages.append(m)
+                    var ready: [CheckedContinuation<DBusMessage?, Never>] = []
+                    for (id, w) in s.waiters where w.predicate(m) {
+                        ready.append(w.continuation)
+                        s.waiters[id] = nil
+                    }
+                    return ready
+                }
+                for c in ready { c.resume(returning: m) }
+            }
+        }
+    }
+
+    /// Subscribes `connection` to everything org.bluez and the bus send.
+    static func bluez(_ connection: DBusConnection) async throws -> SignalLog {
+        SignalLog(try await connection.subscribe(MatchRule(sender: BlueZ.service)))
+    }
+
+    var messages: [DBusMessage] { shared.mutex.withLock { $0.messages } }
+    var count: Int { shared.mutex.withLock { $0.messages.count } }
+
+    /// The first message (from index `from` on) matching `predicate`, waiting up to `timeout`.
+    @discardableResult
+    func wait(from: Int = 0, timeout: Duration = .seconds(5), _ what: String = "signal",
+              _ predicate: @escaping @Sendable (DBusMessage) -> Bool) async throws -> DBusMessage {
+        let id = shared.mutex.withLock { s -> UInt64 in s.next += 1; return s.next }
+        let found: DBusMessage? = await withTaskGroup(of: DBusMessage?.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<DBusMessage?, Never>) in
+                    let hit = self.shared.mutex.withLock { s -> DBusMessage? in
+                        if let m = s.messages.dropFirst(from).first(where: predicate) { return m }
+                        s.waiters[id] = (predicate, from, c)
+                        return nil
+                    }
+                    if let hit { c.resume(returning: hit) }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                let c = self.shared.mutex.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
+                c?.resume(returning: nil)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            let c = self.shared.mutex.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
+            c?.resume(returning: nil)
+            return first
+        }
+        guard let found else { throw TestKitError("no \(what) within \(timeout); got \(messages.map(\.description))") }
+        return found
+    }
+
+    func cancel() { task.cancel() }
+}
+
+extension DBusMessage {
+    func isInterfacesAdded(_ path: ObjectPath) -> Bool {
+        member == "InterfacesAdded" && body.first?.objectPath == path
+    }
+    func isInterfacesRemoved(_ path: ObjectPath) -> Bool {
+        member == "InterfacesRemoved" && body.first?.objectPath == path
+    }
+    /// `PropertiesChanged` of `interface` at `path`.
+    func isChange(_ path: ObjectPath, _ interface: InterfaceName = BlueZ.deviceInterface) -> Bool {
+        member == "PropertiesChanged" && self.path == path && body.first?.string == interface.rawValue
+    }
+    var changed: [String: DBusValue] { (body.count > 1 ? body[1].stringKeyedDictionary : nil)?.mapValues(\.unwrapped) ?? [:] }
+    var invalidated: [String] { (body.count > 2 ? body[2].arrayElements : nil)?.compactMap(\.string) ?? [] }
+    /// The properties of `interface` in an `InterfacesAdded`.
+    func added(_ interface: InterfaceName) -> [String: DBusValue]? {
+        guard body.count > 1, let ifaces = body[1].stringKeyedDictionary else { return nil }
+        return ifaces[interface.rawValue]?.stringKeyedDictionary?.mapValues(\.unwrapped)
+    }
+}
+
+extension DBusConnection {
+    func bluez(_ path: ObjectPath, _ interface: InterfaceName, _ member: MemberName, _ arguments: [DBusValue] = [],
+               timeout: Duration = .seconds(10)) async throws -> [DBusValue] {
+        try await call(destination: BlueZ.service, path: path, interface: interface, member: member, arguments, timeout: timeout)
+    }
+
+    func adapter(_ member: MemberName, _ arguments: [DBusValue] = []) async throws {
+        _ = try await bluez(adapterPath, BlueZ.adapterInterface, member, arguments)
+    }
+
+    func managedObjects() async throws -> [ObjectPath: [String: [String: DBusValue]]] {
+        let reply = try await call(destination: BlueZ.service, path: .root, interface: .objectManager, member: "GetManagedObjects")
+        var out: [ObjectPath: [String: [String: DBusValue]]] = [:]
+        for e in reply.first?.dictEntries ?? [] {
+            guard let p = e.key.objectPath else { continue }
+            var ifaces: [String: [String: DBusValue]] = [:]
+            for i in e.value.dictEntries ?? [] {
+                ifaces[i.key.string ?? ""] = i.value.stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:]
+            }
+            out[p] = ifaces
+        }
+        return out
+    }
+}
+
+/// Expects `body` to fail with the D-Bus error `name` (and, if given, `message`).
+func expectError(_ name: String, _ message: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+                 _ body: () async throws -> Void) async {
+    do {
+        try await body()
+        Issue.record("expected \(name), got success", sourceLocation: sourceLocation)
+    } catch let error as DBusError {
+        #expect(error.name.rawValue == name, sourceLocation: sourceLocation)
+        if let message { #expect(error.message == message, sourceLocation: sourceLocation) }
+    } catch {
+        Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// A client's `org.bluez.LEAdvertisement1`, exported by a test, recording `Release`.
+final class TestAdvertisement: Sendable {
+    let path: ObjectPath
+    let object: DBusObject
+
+    init(on connection: DBusConnection, path: ObjectPath = "/org/test/adv0", properties: [String: DBusValue]) async throws {
+        self.path = path
+        let box = ReleaseBox()
+        let declared = properties.sorted { $0.key < $1.key }.map { DBusProperty($0.key, $0.value.type, $0.value) }
+        object = try await connection.export([DBusInterface(BlueZ.advertisementInterface, methods: [
+            DBusMethod("Release") { _ in
+                box.increment()
+                return []
+            },
+        ], properties: declared)], at: path)
+        self.box = box
+    }
+    private let box: ReleaseBox
+    var releases: Int { box.value }
+    func waitForReleases(_ n: Int) async throws { try await box.wait(for: n) }
+
+    /// Registers it with a box's adapter.
+    func register(_ connection: DBusConnection) async throws {
+        _ = try await connection.bluez(adapterPath, BlueZ.advertisingManagerInterface, "RegisterAdvertisement",
+                                       [.objectPath(path), .vardict([:])])
+    }
+}
+
+/// A count that tests can wait on.
+final class ReleaseBox: Sendable {
+    private struct State {
+        var count = 0
+        var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    }
+    private let state = Mutex(State())
+
+    func increment() {
+        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+            s.count += 1
+            let ready = s.waiters.filter { $0.0 <= s.count }.map(\.1)
+            s.waiters.removeAll { $0.0 <= s.count }
+            return ready
+        }
+        for c in ready { c.resume() }
+    }
+
+    var value: Int { state.withLock { $0.count } }
+
+    /// Waits until the count reaches `n`, or throws after `timeout`.
+    func wait(for n: Int, timeout: Duration = .seconds(5)) async throws {
+        let reached: Bool = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                    let now = self.state.withLock { s -> Bool in
+                        if s.count >= n { return true }
+                        s.waiters.append((n, c))
+                        return false
+                    }
+                    if now { c.resume() }
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            if !first {
+                // Release the waiter left behind.
+                let left = self.state.withLock { s -> [CheckedContinuation<Void, Never>] in
+                    defer { s.waiters.removeAll() }
+                    return s.waiters.map(\.1)
+                }
+                for c in left { c.resume() }
+            }
+            return first
+        }
+        if !reached { throw TestKitError("count \(value) did not reach \(n) within \(timeout)") }
+    }
+}
+
+/// The peripheral advertisement proximityd registers: connectable, the general service UUID.
+func peripheralAdvertisement(discoverable: Bool = false, name: String? = nil) -> [String: DBusValue] {
+    var p: [String: DBusValue] = ["Type": .string("peripheral"), "ServiceUUIDs": .strings([serviceUUID])]
+    if discoverable { p["Discoverable"] = .boolean(true) }
+    if let name { p["LocalName"] = .string(name) }
+    return p
+}
+
+/// A GATT application like proximityd's: one primary service, one read-only characteristic whose
+/// value is `identity`, honouring `offset`. Records the options of every ReadValue.
+final class TestGattApplication: Sendable {
+    let root: ObjectPath = "/org/test/app"
+    let identity: [UInt8]
+    private final class Reads: Sendable {
+        let mutex = Mutex<[[String: DBusValue]]>([])
+    }
+    private let reads = Reads()
+    var readOptions: [[String: DBusValue]] { reads.mutex.withLock { $0 } }
+
+    init(on connection: DBusConnection, identity: String, characteristicUUID: String = "8e0d1bd0-4a4b-4c4c-9d9d-1f1f1f1f1f1f") async throws {
+        self.identity = Array(identity.utf8)
+        try await connection.addObjectManager(at: root)
+        _ = try await connection.export([DBusInterface(BlueZ.gattServiceInterface, properties: [
+            DBusProperty("UUID", .string, .string(serviceUUID)),
+            DBusProperty("Primary", .boolean, .boolean(true)),
+        ])], at: "/org/test/app/service0")
+        let value = self.identity
+        let reads = self.reads
+        _ = try await connection.export([DBusInterface(BlueZ.gattCharacteristicInterface, methods: [
+            DBusMethod("ReadValue", inputs: [DBusArgument("options", .dictionary(key: .string, value: .variant))],
+                       outputs: [DBusArgument("value", .array(.byte))]) { call in
+                let options = call.arguments[0].stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:]
+                reads.mutex.withLock { $0.append(options) }
+                let offset = Int(options["offset"]?.integer ?? 0)
+                guard offset <= value.count else {
+                    throw DBusError("org.bluez.Error.InvalidOffset", "Invalid offset")
+                }
+                return [.bytes(value[offset...])]
+            },
+        ], properties: [
+            DBusProperty("UUID", .string, .string(characteristicUUID)),
+            DBusProperty("Service", .objectPath, .objectPath("/org/test/app/service0")),
+            DBusProperty("Flags", .array(.string), .strings(["read"])),
+        ])], at: "/org/test/app/service0/char0")
+    }
+
+    func register(_ connection: DBusConnection) async throws {
+        _ = try await connection.bluez(adapterPath, BlueZ.gattManagerInterface, "RegisterApplication",
+                                       [.objectPath(root), .vardict([:])])
+    }
+}

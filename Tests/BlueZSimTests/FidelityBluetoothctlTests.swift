@@ -1,0 +1,31 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import ProximityTesting
+import Testing
+
+/// BlueZ's own bluetoothctl, pointed at a box bus, cannot tell the simulator from bluetoothd.
+@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: resolveExecutable("bluetoothctl")),
+                           "bluetoothctl is not installed (Debian package bluez)"))
+struct FidelityBluetoothctlTests {
+    @Test func listShowAndScan() async throws {
+        try await withSim(twoBoxes(shadowing: 2), realTime: true) { sim in
+            let beta = try await sim.client("beta")
+            let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(discoverable: true, name: "beta-node"))
+            try await ad.register(beta)
+            let env = ["DBUS_SYSTEM_BUS_ADDRESS": sim.address("alpha")]
+
+            let list = try await runCommand("bluetoothctl", ["list"], environment: env, timeout: .seconds(20))
+            #expect(list.stdout.contains("Controller AA:00:00:00:00:01 alpha [default]"), "\(list)")
+
+            let show = try await runCommand("bluetoothctl", ["show"], environment: env, timeout: .seconds(20))
+            #expect(show.stdout.contains("Powered: yes"), "\(show)")
+            #expect(show.stdout.contains("Discovering: no"), "\(show)")
+
+            let scan = try await runCommand("bluetoothctl", ["--timeout", "4", "scan", "on"], environment: env, timeout: .seconds(30))
+            #expect(scan.stdout.contains("Discovery started"), "\(scan)")
+            #expect(scan.stdout.contains("Device AA:00:00:00:00:02 beta-node"), "\(scan)")
+            await beta.close()
+        }
+    }
+}
