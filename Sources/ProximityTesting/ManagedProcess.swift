@@ -9,8 +9,11 @@ public struct TestKitError: Error, CustomStringConvertible, Sendable {
 
 /// A child process with its output captured, and event-driven waits on its output and its exit.
 ///
-/// Every wait takes a timeout and returns as soon as the event happens: nothing here sleeps in
-/// place of waiting for something.
+/// Started with `posix_spawn(3)` (signal mask emptied and SIGTERM, SIGINT and SIGPIPE reset to
+/// their defaults in the child, as a shell would), not Foundation's `Process`: one plain thread
+/// per child reads its pipes with `poll(2)` until both close, then reaps it with `waitpid(2)`. No
+/// dispatch sources are involved. Every wait takes a timeout and returns as soon as the event
+/// happens: nothing here sleeps in place of waiting for something.
 public final class ManagedProcess: Sendable {
     private struct State {
         var stdout = ""
@@ -20,87 +23,134 @@ public final class ManagedProcess: Sendable {
         var nextWaiter: UInt64 = 0
     }
 
-    /// The captured state, shared with the pipe and exit handlers.
+    /// The captured state, shared with the reader thread.
     private final class Shared: Sendable {
         let mutex = Mutex(State())
     }
     private let shared = Shared()
-    private let process: Process
-    private let stdinPipe: Pipe?
+    /// The write end of the child's standard input, held open while this object lives
+    /// (`keepStdinOpen`); closed by the kernel when this process exits, however it exits.
+    private let stdinWriteFD: Int32
+    public let pid: Int32
     public let executable: String
     public let arguments: [String]
 
-    public var pid: Int32 { process.processIdentifier }
-
-    /// Starts `executable` with `arguments`. `environment` entries are added to (or override) this
-    /// process's environment.
     /// With `keepStdinOpen`, the child's standard input is a pipe whose write end this object holds
-    /// open: the child sees end of file when this process exits, however it exits.
+    /// open: the child sees end of file when this process exits.
     public init(_ executable: String, _ arguments: [String], environment: [String: String] = [:],
-                currentDirectory: String? = nil, keepStdinOpen: Bool = false) throws {
+                keepStdinOpen: Bool = false) throws {
         self.executable = executable
         self.arguments = arguments
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        // Pipes are made and the child spawned under one lock, so no other child of ours can
+        // inherit this one's pipe ends between pipe() and FD_CLOEXEC.
+        spawnLock.lock()
+        defer { spawnLock.unlock() }
+
+        func makePipe() throws -> (read: Int32, write: Int32) {
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else { throw TestKitError("pipe: \(String(cString: strerror(errno)))") }
+            _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+            return (fds[0], fds[1])
+        }
+        let out = try makePipe()
+        let err = try makePipe()
+        let input: (read: Int32, write: Int32)
+        if keepStdinOpen {
+            input = try makePipe()
+        } else {
+            input = (open("/dev/null", O_RDONLY | O_CLOEXEC), -1)
+        }
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input.read, 0)
+        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var emptyMask = sigset_t()
+        sigemptyset(&emptyMask)
+        posix_spawnattr_setsigmask(&attributes, &emptyMask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        process.environment = env
-        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        if keepStdinOpen {
-            let input = Pipe()
-            process.standardInput = input
-            self.stdinPipe = input
-        } else {
-            process.standardInput = FileHandle.nullDevice
-            self.stdinPipe = nil
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
         }
-        self.process = process
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        close(out.write)
+        close(err.write)
+        close(input.read)
+        guard status == 0 else {
+            close(out.read)
+            close(err.read)
+            if input.write >= 0 { close(input.write) }
+            throw TestKitError("cannot start \(executable): \(String(cString: strerror(status)))")
+        }
+        self.pid = child
+        self.stdinWriteFD = input.write
+        let childPID = child
+
         let shared = self.shared
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            ManagedProcess.append(shared, String(decoding: data, as: UTF8.self), toStdout: true)
-        }
-        err.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            ManagedProcess.append(shared, String(decoding: data, as: UTF8.self), toStdout: false)
-        }
-        process.terminationHandler = { p in
-            // Drain what is left in the pipes before announcing the exit.
-            let restOut = out.fileHandleForReading.readDataToEndOfFileSafely()
-            let restErr = err.fileHandleForReading.readDataToEndOfFileSafely()
-            out.fileHandleForReading.readabilityHandler = nil
-            err.fileHandleForReading.readabilityHandler = nil
+        let reader = Thread {
+            ManagedProcess.pump(stdout: out.read, stderr: err.read, into: shared)
+            var raw: Int32 = 0
+            while waitpid(childPID, &raw, 0) < 0 && errno == EINTR {}
+            // Exit status, or minus the signal that killed it.
+            let exit: Int32 = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : -(raw & 0x7F)
             let ready = shared.mutex.withLock { s -> [CheckedContinuation<Void, Never>] in
-                s.stdout += String(decoding: restOut, as: UTF8.self)
-                s.stderr += String(decoding: restErr, as: UTF8.self)
-                s.exitStatus = p.terminationReason == .uncaughtSignal ? -p.terminationStatus : p.terminationStatus
+                s.exitStatus = exit
                 return ManagedProcess.takeSatisfied(&s)
             }
             for c in ready { c.resume() }
         }
-        // Threads of the Swift runtime may block signals such as SIGTERM, and a child inherits its
-        // parent thread's mask: start it with none blocked, as a shell would.
-        var none = sigset_t()
-        var saved = sigset_t()
-        sigemptyset(&none)
-        pthread_sigmask(SIG_SETMASK, &none, &saved)
-        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
-        try process.run()
+        reader.name = "child \(child)"
+        reader.start()
     }
 
-    private static func append(_ shared: Shared, _ text: String, toStdout: Bool) {
-        let ready = shared.mutex.withLock { s -> [CheckedContinuation<Void, Never>] in
-            if toStdout { s.stdout += text } else { s.stderr += text }
-            return takeSatisfied(&s)
+    /// Reads both pipes until both reach end of file. Runs on the child's reader thread.
+    private static func pump(stdout: Int32, stderr: Int32, into shared: Shared) {
+        var open: [(fd: Int32, isStdout: Bool)] = [(stdout, true), (stderr, false)]
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !open.isEmpty {
+            var fds = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            if poll(&fds, nfds_t(fds.count), -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            var stillOpen: [(fd: Int32, isStdout: Bool)] = []
+            for (i, entry) in open.enumerated() {
+                guard fds[i].revents != 0 else { stillOpen.append(entry); continue }
+                let n = read(entry.fd, &buffer, buffer.count)
+                if n > 0 {
+                    let text = String(decoding: buffer[0..<n], as: UTF8.self)
+                    let ready = shared.mutex.withLock { s -> [CheckedContinuation<Void, Never>] in
+                        if entry.isStdout { s.stdout += text } else { s.stderr += text }
+                        return takeSatisfied(&s)
+                    }
+                    for c in ready { c.resume() }
+                    stillOpen.append(entry)
+                } else if n < 0 && (errno == EINTR || errno == EAGAIN) {
+                    stillOpen.append(entry)
+                } else {
+                    close(entry.fd)
+                }
+            }
+            open = stillOpen
         }
-        for c in ready { c.resume() }
     }
 
     private static func takeSatisfied(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
@@ -164,8 +214,11 @@ public final class ManagedProcess: Sendable {
         return status
     }
 
+    /// Sends `signal` while the child has not been reaped (so its pid cannot have been reused).
     public func signal(_ signal: Int32) {
-        if isRunning { kill(process.processIdentifier, signal) }
+        shared.mutex.withLock { s in
+            if s.exitStatus == nil { kill(pid, signal) }
+        }
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within `grace`.
@@ -179,15 +232,12 @@ public final class ManagedProcess: Sendable {
     }
 
     deinit {
-        if isRunning { kill(process.processIdentifier, SIGKILL) }
+        signal(SIGKILL)
+        if stdinWriteFD >= 0 { close(stdinWriteFD) }
     }
 }
 
-extension FileHandle {
-    func readDataToEndOfFileSafely() -> Data {
-        (try? readToEnd()) ?? Data()
-    }
-}
+private let spawnLock = NSLock()
 
 /// The result of a command run to completion.
 public struct CommandResult: Sendable, CustomStringConvertible {
