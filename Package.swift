@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "proximityctl", targets: ["proximityctl"]),
         .executable(name: "dbuskit-bench", targets: ["dbuskit-bench"]),
         .executable(name: "bluez-sim", targets: ["bluez-sim"]),
+        .executable(name: "ranging-bench", targets: ["ranging-bench"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "ProximityTesting", targets: ["ProximityTesting"]),
     ],
@@ -52,6 +53,13 @@ let package = Package(
             name: "proximityctl",
             dependencies: [
                 "ProximityNode", "DBusKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "ranging-bench",
+            dependencies: [
+                "ProximityCore", "BlueZSim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
