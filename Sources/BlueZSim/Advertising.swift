@@ -283,12 +283,12 @@ extension Air {
             DBusMethod("RegisterAdvertisement", inputs: [DBusArgument("advertisement", .objectPath),
                                                          DBusArgument("options", .dictionary(key: .string, value: .variant))]) { call in
                 guard let path = call.arguments[0].objectPath else { throw BlueZError.invalidArguments }
-                try await ctx.air.registerAdvertisement(ctx, sender: call.sender?.rawValue ?? "", path: path)
+                try await ctx.handle { try await ctx.air.registerAdvertisement(ctx, sender: call.sender?.rawValue ?? "", path: path) }
                 return []
             },
             DBusMethod("UnregisterAdvertisement", inputs: [DBusArgument("service", .objectPath)]) { call in
                 guard let path = call.arguments[0].objectPath else { throw BlueZError.invalidArguments }
-                try await ctx.air.unregisterAdvertisement(ctx, sender: call.sender?.rawValue ?? "", path: path)
+                try await ctx.handle { try await ctx.air.unregisterAdvertisement(ctx, sender: call.sender?.rawValue ?? "", path: path) }
                 return []
             },
         ], properties: [

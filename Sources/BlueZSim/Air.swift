@@ -157,6 +157,12 @@ public actor Air {
         return b
     }
 
+    /// Waits until what the box's bluetoothd announced so far is on the bus, so a method's reply
+    /// never overtakes the signals it caused (bluetoothd sends them first).
+    func sync(_ ctx: BoxContext) async {
+        await boxes[ctx.box]?.tree?.sync()
+    }
+
     func nextToken() -> UInt64 {
         token += 1
         return token
@@ -472,4 +478,16 @@ struct BoxContext: Sendable {
     let air: Air
     let box: String
     let generation: Int
+
+    /// Runs a method's work, then lets the signals it caused out before the reply (or error).
+    func handle<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        do {
+            let result = try await body()
+            await air.sync(self)
+            return result
+        } catch {
+            await air.sync(self)
+            throw error
+        }
+    }
 }

@@ -23,21 +23,51 @@ struct InterfaceTemplate: Sendable {
     var properties: [PropertySpec] = []
     var signals: [DBusSignal] = []
 
-    /// The DBusKit declaration with exactly the properties present in `values`.
+    /// The DBusKit declaration: every property of the interface, with its value in `values` or,
+    /// for one that does not exist right now, a placeholder.
+    ///
+    /// DBusKit cannot make a declared property disappear, and re-declaring an interface to add or
+    /// drop one would make the object vanish for a moment (a `Connect` in that moment would get
+    /// `UnknownObject`). So the object always declares them all; what exists is what the tree
+    /// says in `GetManagedObjects`, `InterfacesAdded` and `PropertiesChanged` (a property that
+    /// disappears is announced as invalidated), which is what BlueZ clients read. Only a direct
+    /// `Properties.Get`/`GetAll` still shows a property BlueZ would omit (docs/simulator-bluez.md).
     ///
     /// Every property is declared `EmitsChangedSignal=false` to DBusKit: the tree sends
-    /// `PropertiesChanged` itself (see ``BusTree``), because BlueZ announces a report even when
-    /// the value is unchanged and announces a property that disappears as invalidated, and
-    /// DBusKit can do neither.
+    /// `PropertiesChanged` itself, because BlueZ announces a report even when the value is
+    /// unchanged, and DBusKit only announces changes.
     func declaration(_ values: [String: DBusValue]) -> DBusInterface {
-        let declared: [DBusProperty] = properties.compactMap { spec in
-            guard let value = values[spec.name] else { return nil }
+        let declared: [DBusProperty] = properties.map { spec in
+            let value = values[spec.name] ?? Self.placeholder(spec.type)
             if let setter = spec.setter {
                 return DBusProperty(spec.name, spec.type, value, changeSignal: .none, setter: setter)
             }
             return DBusProperty(spec.name, spec.type, value, changeSignal: .none)
         }
         return DBusInterface(name, methods: methods, properties: declared, signals: signals)
+    }
+
+    /// The zero of a property type, for a property that does not exist yet.
+    static func placeholder(_ type: DBusType) -> DBusValue {
+        switch type {
+        case .byte: .byte(0)
+        case .boolean: .boolean(false)
+        case .int16: .int16(0)
+        case .uint16: .uint16(0)
+        case .int32: .int32(0)
+        case .uint32: .uint32(0)
+        case .int64: .int64(0)
+        case .uint64: .uint64(0)
+        case .double: .double(0)
+        case .string: .string("")
+        case .objectPath: .objectPath(.root)
+        case .signature: .signature(.empty)
+        case .array(let element): .array(element: element, [])
+        case .dictionary(let key, let value): .dictionary(key: key, value: value, [])
+        case .variant: .variant(.string(""))
+        case .structure(let fields): .structure(fields.map(placeholder))
+        case .unixFD: .unixFD(UnixFD(borrowing: -1))
+        }
     }
 
     /// `a{sv}` of `values` in declaration order.
@@ -67,8 +97,6 @@ public final class BusTree: Sendable {
     private struct InterfaceRecord {
         var template: InterfaceTemplate
         var values: [String: DBusValue]
-        /// The property names the declaration on the bus will have once the queue is applied.
-        var declaredKeys: Set<String>
     }
 
     private struct ObjectRecord {
@@ -94,8 +122,6 @@ public final class BusTree: Sendable {
         var template: InterfaceTemplate
         var changed: [String: DBusValue]
         var invalidated: Set<String>
-        var redeclare: Bool
-        var snapshot: [String: DBusValue]
     }
 
     private struct State {
@@ -170,7 +196,7 @@ public final class BusTree: Sendable {
             }
             for (template, values) in interfaces where record.interfaces[template.name] == nil {
                 record.order.append(template.name)
-                record.interfaces[template.name] = InterfaceRecord(template: template, values: values, declaredKeys: Set(values.keys))
+                record.interfaces[template.name] = InterfaceRecord(template: template, values: values)
                 declarations.append(template.declaration(values))
                 announced.append(.init(.string(template.name.rawValue), template.dictionary(values)))
             }
@@ -230,17 +256,13 @@ public final class BusTree: Sendable {
                 invalidated.insert(name)
             }
             guard !changed.isEmpty || !invalidated.isEmpty else { return nil }
-            let keys = Set(i.values.keys)
-            let redeclare = keys != i.declaredKeys
-            i.declaredKeys = keys
             record.interfaces[interface] = i
             s.objects[path] = record
             let key = ChangeKey(path: path, interface: interface)
             // A forced announcement is one report: it is never merged with another.
             if !force.isEmpty {
                 s.changeIndex[key] = nil
-                return .change(Change(path: path, template: i.template, changed: changed, invalidated: invalidated,
-                                      redeclare: redeclare, snapshot: i.values))
+                return .change(Change(path: path, template: i.template, changed: changed, invalidated: invalidated))
             }
             if let index = s.changeIndex[key], case .change(var pending) = s.queue[index] {
                 for (name, value) in changed {
@@ -251,14 +273,11 @@ public final class BusTree: Sendable {
                     pending.changed[name] = nil
                     pending.invalidated.insert(name)
                 }
-                pending.redeclare = pending.redeclare || redeclare
-                pending.snapshot = i.values
                 s.queue[index] = .change(pending)
                 return nil
             }
             s.changeIndex[key] = s.queue.count
-            return .change(Change(path: path, template: i.template, changed: changed, invalidated: invalidated,
-                                  redeclare: redeclare, snapshot: i.values))
+            return .change(Change(path: path, template: i.template, changed: changed, invalidated: invalidated))
         }
     }
 
@@ -393,12 +412,7 @@ public final class BusTree: Sendable {
                                           [.objectPath(path), .strings(announced)])
             case .change(let change):
                 guard let handle = handles[change.path] else { return }
-                if change.redeclare {
-                    // The set of properties changed: declare the interface anew. No object
-                    // manager is registered with DBusKit, so this is silent.
-                    try await handle.remove(change.template.name)
-                    try await handle.add(change.template.declaration(change.snapshot))
-                } else if !change.changed.isEmpty {
+                if !change.changed.isEmpty {
                     handle.set(change.changed, interface: change.template.name)
                 }
                 try connection.emitSignal(path: change.path, interface: .properties, member: "PropertiesChanged", [

@@ -352,12 +352,12 @@ extension Air {
             DBusMethod("RegisterApplication", inputs: [DBusArgument("application", .objectPath),
                                                        DBusArgument("options", .dictionary(key: .string, value: .variant))]) { call in
                 guard let path = call.arguments[0].objectPath else { throw BlueZError.invalidArguments }
-                try await ctx.air.registerApplication(ctx, sender: call.sender?.rawValue ?? "", path: path)
+                try await ctx.handle { try await ctx.air.registerApplication(ctx, sender: call.sender?.rawValue ?? "", path: path) }
                 return []
             },
             DBusMethod("UnregisterApplication", inputs: [DBusArgument("application", .objectPath)]) { call in
                 guard let path = call.arguments[0].objectPath else { throw BlueZError.invalidArguments }
-                try await ctx.air.unregisterApplication(ctx, sender: call.sender?.rawValue ?? "", path: path)
+                try await ctx.handle { try await ctx.air.unregisterApplication(ctx, sender: call.sender?.rawValue ?? "", path: path) }
                 return []
             },
         ])
@@ -366,7 +366,7 @@ extension Air {
     func remoteGattTemplate(_ kind: InterfaceTemplate.Kind, _ ctx: BoxContext) -> InterfaceTemplate {
         let options = DBusArgument("options", .dictionary(key: .string, value: .variant))
         let read = DBusMethod("ReadValue", inputs: [options], outputs: [DBusArgument("value", .array(.byte))]) { call in
-            [.bytes(try await ctx.air.readRemote(ctx, path: call.path, options: call.arguments[0]))]
+            [.bytes(try await ctx.handle { try await ctx.air.readRemote(ctx, path: call.path, options: call.arguments[0]) })]
         }
         let write = DBusMethod("WriteValue", inputs: [DBusArgument("value", .array(.byte)), options]) { call in
             try await ctx.air.writeRemote(ctx, path: call.path, value: call.arguments[0], options: call.arguments[1])

@@ -425,11 +425,11 @@ extension Air {
 
     func adapterTemplate(_ ctx: BoxContext) -> InterfaceTemplate {
         func setter(_ name: String) -> DBusProperty.Setter {
-            { value in try await ctx.air.setAdapterProperty(ctx, name, value) }
+            { value in try await ctx.handle { try await ctx.air.setAdapterProperty(ctx, name, value) } }
         }
         return InterfaceTemplate(name: BlueZ.adapterInterface, methods: [
             DBusMethod("StartDiscovery") { call in
-                try await ctx.air.startDiscovery(ctx, sender: call.sender?.rawValue ?? "")
+                try await ctx.handle { try await ctx.air.startDiscovery(ctx, sender: call.sender?.rawValue ?? "") }
                 return []
             },
             DBusMethod("SetDiscoveryFilter", inputs: [DBusArgument("properties", .dictionary(key: .string, value: .variant))]) { call in
@@ -437,12 +437,12 @@ extension Air {
                 return []
             },
             DBusMethod("StopDiscovery") { call in
-                try await ctx.air.stopDiscovery(ctx, sender: call.sender?.rawValue ?? "")
+                try await ctx.handle { try await ctx.air.stopDiscovery(ctx, sender: call.sender?.rawValue ?? "") }
                 return []
             },
             DBusMethod("RemoveDevice", inputs: [DBusArgument("device", .objectPath)]) { call in
                 guard let path = call.arguments[0].objectPath else { throw BlueZError.invalidArguments }
-                try await ctx.air.removeDevice(ctx, path: path)
+                try await ctx.handle { try await ctx.air.removeDevice(ctx, path: path) }
                 return []
             },
             DBusMethod("GetDiscoveryFilters", outputs: [DBusArgument("filters", .array(.string))]) { _ in

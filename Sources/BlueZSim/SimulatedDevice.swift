@@ -198,15 +198,15 @@ extension Air {
 
     func deviceTemplate(_ ctx: BoxContext, address: String) -> InterfaceTemplate {
         func setter(_ name: String) -> DBusProperty.Setter {
-            { value in try await ctx.air.setDeviceProperty(ctx, address: address, name, value) }
+            { value in try await ctx.handle { try await ctx.air.setDeviceProperty(ctx, address: address, name, value) } }
         }
         return InterfaceTemplate(name: BlueZ.deviceInterface, methods: [
             DBusMethod("Disconnect") { _ in
-                try await ctx.air.disconnect(ctx, address: address)
+                try await ctx.handle { try await ctx.air.disconnect(ctx, address: address) }
                 return []
             },
             DBusMethod("Connect") { _ in
-                try await ctx.air.connect(ctx, address: address)
+                try await ctx.handle { try await ctx.air.connect(ctx, address: address) }
                 return []
             },
             DBusMethod("ConnectProfile", inputs: [DBusArgument("UUID", .string)]) { _ in throw BlueZError.notAvailable },

@@ -127,9 +127,8 @@ import Testing
             try await alpha.adapter("StopDiscovery")
             try await log.wait { $0.isChange(betaPath) && $0.invalidated.contains("RSSI") }
             try await log.wait { $0.isInterfacesRemoved(beaconPath) }
-            await expectError("org.freedesktop.DBus.Error.UnknownProperty") {
-                _ = try await alpha.getProperty(destination: BlueZ.service, path: betaPath, interface: BlueZ.deviceInterface, name: "RSSI")
-            }
+            // What clients mirror (GetManagedObjects) has no RSSI any more. (A direct Get still
+            // answers: see "What differs from real BlueZ" in docs/simulator-bluez.md.)
             let objects = try await alpha.managedObjects()
             #expect(objects[betaPath]?[BlueZ.deviceInterface.rawValue]?["RSSI"] == nil)
             #expect(objects[betaPath]?[BlueZ.deviceInterface.rawValue]?["Address"] == .string("AA:00:00:00:00:02"))
