@@ -218,14 +218,19 @@ public actor Air {
     }
 
     private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
-        guard var b = boxes[box], index < b.advertisements.count else { return }
-        var ad = b.advertisements[index]
-        ad.nextEvent = radio.nextAdvertisement(after: time, interval: radio.parameters.advertisingInterval, using: &ad.rng)
-        b.advertisements[index] = ad
-        boxes[box] = b
-        let report = ad.spec.report(adapterAlias: b.alias, adapterDiscoverable: b.adapter.discoverable)
-        transmit(address: b.spec.address, report: report, from: b.trajectory.position(at: time), measuredPower: nil,
-                 link: "box:\(box):\(ad.instance)", at: time)
+        guard let count = boxes[box]?.advertisements.count, index < count else { return }
+        let interval = radio.parameters.advertisingInterval
+        boxes[box]!.advertisements[index].nextEvent = radio.nextAdvertisement(
+            after: time, interval: interval, using: &boxes[box]!.advertisements[index].rng)
+        guard let (address, report, position, instance) = advertised(box, index: index, at: time) else { return }
+        transmit(address: address, report: report, from: position, measuredPower: nil, link: "box:\(box):\(instance)", at: time)
+    }
+
+    private func advertised(_ box: String, index: Int, at time: SimTime) -> (String, AdvertisingReport, Position, Int)? {
+        guard let b = boxes[box] else { return nil }
+        let ad = b.advertisements[index]
+        return (b.spec.address, ad.spec.report(adapterAlias: b.alias, adapterDiscoverable: b.adapter.discoverable),
+                b.trajectory.position(at: time), ad.instance)
     }
 
     /// One advertising event, heard (or not) by every discovering adapter.
@@ -233,11 +238,8 @@ public actor Air {
                           link: String, at time: SimTime) {
         stats.transmissions += 1
         for name in boxOrder {
-            guard let listener = boxes[name], listener.tree != nil, listener.adapter.powered,
-                  listener.adapter.isDiscovering, listener.spec.address != address else { continue }
-            let merged = listener.adapter.merged
-            guard merged.scansLE else { continue }
-            let distance = position.distance(to: listener.trajectory.position(at: time))
+            guard let (merged, listenerPosition) = listening(name, notAt: address, at: time), merged.scansLE else { continue }
+            let distance = position.distance(to: listenerPosition)
             let key = link + ">" + name
             var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
             let sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
@@ -249,10 +251,19 @@ public actor Air {
         }
     }
 
+    /// A box that hears advertisements now: its merged discovery and position. (No copy of the
+    /// box outlives this call, so `found` mutates the device table in place.)
+    private func listening(_ name: String, notAt address: String, at time: SimTime) -> (MergedDiscovery, Position)? {
+        guard let b = boxes[name], b.tree != nil, b.adapter.powered, b.adapter.isDiscovering, b.spec.address != address else {
+            return nil
+        }
+        return (b.adapter.merged, b.trajectory.position(at: time))
+    }
+
     /// `btd_adapter_update_found_device`.
     private func found(box name: String, address: String, report: AdvertisingReport, rssi: Int16, at time: SimTime) {
-        guard var b = boxes[name] else { return }
-        let merged = b.adapter.merged
+        guard let adapter = boxes[name]?.adapter, let adapterName = boxes[name]?.spec.adapter else { return }
+        let merged = adapter.merged
         var discoverable = merged.filtered || report.isDiscoverable
         if !merged.patterns.isEmpty {
             discoverable = merged.patterns.contains { p in
@@ -261,17 +272,17 @@ public actor Air {
         }
         var isNew = false
         var dev: DeviceState
-        if let existing = b.devices[address] {
+        if let existing = boxes[name]?.devices[address] {
             dev = existing
         } else {
             guard discoverable else { return }
-            dev = DeviceState(address: address, adapter: b.spec.adapter, now: time)
+            dev = DeviceState(address: address, adapter: adapterName, now: time)
             isNew = true
         }
         dev.lastSeen = time
         dev.connectable = report.connectable
         var force: Set<String> = []
-        if discoverable && (!merged.filtered || Self.filterMatch(b.adapter.clients, report.serviceUUIDs)) {
+        if discoverable && (!merged.filtered || Self.filterMatch(adapter.clients, report.serviceUUIDs)) {
             stats.reports += 1
             if dev.setRSSI(rssi, delta: merged.filtered ? 0 : DeviceState.rssiThreshold), merged.filtered {
                 force.insert("RSSI")
@@ -289,8 +300,7 @@ public actor Air {
                 if merged.duplicateData { force.insert("ServiceData") }
             }
         }
-        b.devices[address] = dev
-        boxes[name] = b
+        boxes[name]!.devices[address] = dev
         publish(box: name, dev, isNew: isNew, force: force)
     }
 
@@ -308,9 +318,9 @@ public actor Air {
     /// Puts a device's properties on its box's bus: a new device with `InterfacesAdded`, an
     /// existing one with `PropertiesChanged` for what changed (and what is in `force`).
     func publish(box name: String, _ dev: DeviceState, isNew: Bool = false, force: Set<String> = []) {
-        guard let b = boxes[name], let tree = b.tree else { return }
+        guard let tree = boxes[name]?.tree, let generation = boxes[name]?.generation else { return }
         if isNew || !tree.exists(dev.path) {
-            tree.add(dev.path, [(deviceTemplate(BoxContext(air: self, box: name, generation: b.generation), address: dev.address),
+            tree.add(dev.path, [(deviceTemplate(BoxContext(air: self, box: name, generation: generation), address: dev.address),
                                  dev.properties)])
         } else {
             let props = dev.properties
