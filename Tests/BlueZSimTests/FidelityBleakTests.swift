@@ -6,13 +6,15 @@ import Testing
 
 /// Python's bleak (from PyPI), pointed at a box bus, scans, connects and reads as it does against
 /// bluetoothd. The scripts are in tests/python/.
-@Suite(.serialized, .enabled(if: BleakEnvironment.python != nil, BleakEnvironment.skipReason))
+@Suite(.serialized, .enabled("bleak is not available: see the log for why; CI creates .venv-tests with tests/python/requirements.txt") {
+    await BleakEnvironment.shared.python() != nil
+})
 struct FidelityBleakTests {
     static let identity = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
     static let characteristic = "8e0d1bd0-4a4b-4c4c-9d9d-1f1f1f1f1f1f"
 
     func bleak(_ script: String, _ arguments: [String], bus: String) async throws -> [String: Any] {
-        let python = try #require(BleakEnvironment.python)
+        let python = try #require(await BleakEnvironment.shared.python())
         let result = try await runCommand(python, [BleakEnvironment.scripts.appendingPathComponent(script).path] + arguments,
                                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus], timeout: .seconds(60))
         #expect(result.status == 0, "\(result)")
@@ -54,51 +56,47 @@ struct FidelityBleakTests {
 
 /// Where bleak lives: `$BLEAK_PYTHON`, or the virtual environment `.venv-tests` at the package
 /// root, created with `python3 -m venv` and `pip install -r tests/python/requirements.txt` when
-/// it is missing.
-enum BleakEnvironment {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let scripts = root.appendingPathComponent("tests/python")
-    static let venv = root.appendingPathComponent(".venv-tests")
+/// it is missing (once per test run).
+actor BleakEnvironment {
+    static let shared = BleakEnvironment()
+    nonisolated static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    nonisolated static let scripts = root.appendingPathComponent("tests/python")
+    nonisolated static let venv = root.appendingPathComponent(".venv-tests")
 
-    nonisolated(unsafe) private static var problem = ""
+    private var checked = false
+    private var found: String?
 
-    static let python: String? = {
+    func python() async -> String? {
+        if checked { return found }
+        checked = true
+        found = await locate()
+        return found
+    }
+
+    private func locate() async -> String? {
         if let given = ProcessInfo.processInfo.environment["BLEAK_PYTHON"], !given.isEmpty { return given }
-        let python = venv.appendingPathComponent("bin/python").path
-        if hasBleak(python) { return python }
-        guard run(resolveExecutable("python3"), ["-m", "venv", venv.path]) else {
-            problem = "cannot create \(venv.path) with `python3 -m venv`"
+        let python = Self.venv.appendingPathComponent("bin/python").path
+        if await hasBleak(python) { return python }
+        guard await run("python3", ["-m", "venv", Self.venv.path]) else {
+            print("FidelityBleakTests skipped: cannot create \(Self.venv.path) with `python3 -m venv`")
             return nil
         }
-        guard run(venv.appendingPathComponent("bin/pip").path,
-                  ["install", "--quiet", "-r", scripts.appendingPathComponent("requirements.txt").path]),
-              hasBleak(python) else {
-            problem = "cannot install bleak into \(venv.path) with pip (is PyPI reachable?)"
+        guard await run(Self.venv.appendingPathComponent("bin/pip").path,
+                        ["install", "--quiet", "-r", Self.scripts.appendingPathComponent("requirements.txt").path]),
+              await hasBleak(python) else {
+            print("FidelityBleakTests skipped: cannot install bleak into \(Self.venv.path) with pip (is PyPI reachable?)")
             return nil
         }
         return python
-    }()
-
-    static var skipReason: Comment {
-        Comment(rawValue: "bleak is not available: \(python == nil ? problem : ""); run python3 -m venv .venv-tests && .venv-tests/bin/pip install -r tests/python/requirements.txt")
     }
 
-    private static func hasBleak(_ python: String) -> Bool {
-        FileManager.default.isExecutableFile(atPath: python) && run(python, ["-c", "import bleak"])
+    private func hasBleak(_ python: String) async -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: python) else { return false }
+        return await run(python, ["-c", "import bleak"])
     }
 
-    private static func run(_ executable: String, _ arguments: [String]) -> Bool {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        do {
-            try p.run()
-        } catch {
-            return false
-        }
-        p.waitUntilExit()
-        return p.terminationStatus == 0
+    private func run(_ executable: String, _ arguments: [String]) async -> Bool {
+        (try? await runCommand(executable, arguments, timeout: .seconds(300)))?.status == 0
     }
 }
