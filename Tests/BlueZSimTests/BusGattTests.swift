@@ -153,6 +153,9 @@ import Testing
             try await sim.simulator.air.configure(["ConnectionFailureRate": .double(1), "ConnectTimeout": .double(3)])
             let before = log.count
             await expectError("org.bluez.Error.Failed", "le-connection-abort-by-local") { try await connect(sim, alpha) }
+            // The signals were sent before the error reply, but the log is filled by another task:
+            // wait for the second flip rather than assume it is already there.
+            try await log.wait(from: before, "Connected false") { $0.isChange(betaPath) && $0.changed["Connected"]?.bool == false }
             let flips = log.messages.dropFirst(before).compactMap { m -> Bool? in
                 m.isChange(betaPath) ? m.changed["Connected"]?.bool : nil
             }
