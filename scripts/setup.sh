@@ -9,7 +9,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   dbus-daemon dbus-bin                        # private buses, dbus-send
   libglib2.0-bin                              # gdbus, an independent client in the interop tests
   bluez                                       # bluetoothctl, a real BlueZ client
-  python3 python3-venv python3-dbus python3-gi # Python baselines and fidelity clients
+  python3 python3-venv python3-dbus python3-gi # Python baselines and fidelity clients (bleak: .venv-tests)
 )
 
 missing=()
@@ -22,6 +22,14 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# bleak, a BLE client nobody here wrote, for the simulator's fidelity tests (from PyPI).
+venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv-tests"
+if ! "$venv/bin/python" -c 'import bleak' >/dev/null 2>&1; then
+  echo "setup: creating $venv with bleak" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$(dirname "$venv")/tests/python/requirements.txt"
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

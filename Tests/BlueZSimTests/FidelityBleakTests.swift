@@ -6,8 +6,11 @@ import Testing
 
 /// Python's bleak (from PyPI), pointed at a box bus, scans, connects and reads as it does against
 /// bluetoothd. The scripts are in tests/python/.
-@Suite(.serialized, .enabled("bleak is not available: see the log for why; CI creates .venv-tests with tests/python/requirements.txt") {
-    await BleakEnvironment.shared.python() != nil
+/// Outside CI the suite is skipped when bleak cannot be had (no PyPI); under CI (`CI` set) it always
+/// runs, so a missing bleak fails the acceptance test instead of hiding it. scripts/setup.sh creates
+/// `.venv-tests`.
+@Suite(.serialized, .enabled("bleak is not available: see the log for why; scripts/setup.sh creates .venv-tests with tests/python/requirements.txt") {
+    ProcessInfo.processInfo.environment["CI"] != nil || (await BleakEnvironment.shared.python() != nil)
 })
 struct FidelityBleakTests {
     static let identity = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
