@@ -31,7 +31,7 @@ struct InterfaceTemplate: Sendable {
     /// `UnknownObject`). So the object always declares them all; what exists is what the tree
     /// says in `GetManagedObjects`, `InterfacesAdded` and `PropertiesChanged` (a property that
     /// disappears is announced as invalidated), which is what BlueZ clients read. Only a direct
-    /// `Properties.Get`/`GetAll` still shows a property BlueZ would omit (docs/simulator-bluez.md).
+    /// `Properties.Get`/`GetAll` still shows a property BlueZ would omit (docs/simulator.md).
     ///
     /// Every property is declared `EmitsChangedSignal=false` to DBusKit: the tree sends
     /// `PropertiesChanged` itself, because BlueZ announces a report even when the value is

@@ -11,7 +11,7 @@ struct BlueZSimCommand: AsyncParsableCommand {
             to the buses given with --attach), plays bluetoothd (org.bluez) on each, prints each \
             box's bus address, and simulates the air until SIGTERM or SIGINT. Point a client at a \
             box with DBUS_SYSTEM_BUS_ADDRESS. `bluez-sim ctl` drives the control service \
-            (org.proximityd.BlueZSim); see docs/simulator-bluez.md.
+            (org.proximityd.BlueZSim); see docs/simulator.md.
             """,
         version: "0.1.0",
         subcommands: [Run.self, Ctl.self, Bench.self],

@@ -128,7 +128,7 @@ import Testing
             try await log.wait { $0.isChange(betaPath) && $0.invalidated.contains("RSSI") }
             try await log.wait { $0.isInterfacesRemoved(beaconPath) }
             // What clients mirror (GetManagedObjects) has no RSSI any more. (A direct Get still
-            // answers: see "What differs from real BlueZ" in docs/simulator-bluez.md.)
+            // answers: see "What differs from real BlueZ" in docs/simulator.md.)
             let objects = try await alpha.managedObjects()
             #expect(objects[betaPath]?[BlueZ.deviceInterface.rawValue]?["RSSI"] == nil)
             #expect(objects[betaPath]?[BlueZ.deviceInterface.rawValue]?["Address"] == .string("AA:00:00:00:00:02"))
