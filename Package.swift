@@ -30,6 +30,11 @@ let package = Package(
             name: "DBusKit",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]
         ),
+        // A typed client of org.bluez, and the objects a node exports to BlueZ.
+        .target(
+            name: "BlueZ",
+            dependencies: ["DBusKit", .product(name: "Logging", package: "swift-log")]
+        ),
         // The pure domain: no I/O, time passed in.
         .target(name: "ProximityCore"),
         .target(
@@ -94,6 +99,10 @@ let package = Package(
         .testTarget(
             name: "DBusKitTests",
             dependencies: ["DBusKit", "ProximityTesting"]
+        ),
+        .testTarget(
+            name: "BlueZTests",
+            dependencies: ["BlueZ", "BlueZSim", "DBusKit", "ProximityTesting"]
         ),
         .testTarget(
             name: "ProximityCoreTests",
