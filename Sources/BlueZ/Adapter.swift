@@ -1,0 +1,66 @@
+import DBusKit
+
+/// A proxy for one `org.bluez.Adapter1` (`/org/bluez/hciN`).
+///
+/// Each method is one D-Bus call; BlueZ's errors come back as ``BlueZCallError``
+/// (`NotReady` while the adapter is off, `InProgress` for a second `StartDiscovery` of the same
+/// client, …). BlueZ keeps discovery and its filter per client connection: they end when this
+/// connection leaves the bus.
+public struct Adapter: Sendable {
+    public let connection: DBusConnection
+    public let path: ObjectPath
+    public let service: BusName
+    /// Per call.
+    public var timeout: Duration = .seconds(10)
+
+    public init(connection: DBusConnection, path: ObjectPath, service: BusName = BlueZService.name) {
+        self.connection = connection
+        self.path = path
+        self.service = service
+    }
+
+    private func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws {
+        _ = try await connection.callBlueZ(service, path, BlueZService.adapterInterface, member, arguments, timeout: timeout)
+    }
+
+    /// `SetDiscoveryFilter`: kept for this client's next `StartDiscovery` and after `StopDiscovery`.
+    /// `InvalidArguments` for values BlueZ refuses (a bad UUID, `RSSI` with `Pathloss`, …).
+    public func setDiscoveryFilter(_ filter: DiscoveryFilter) async throws {
+        try await call("SetDiscoveryFilter", [.vardict(filter.dictionary)])
+    }
+
+    /// `SetDiscoveryFilter({})`: this client's filter is cleared.
+    public func clearDiscoveryFilter() async throws {
+        try await call("SetDiscoveryFilter", [.vardict([:])])
+    }
+
+    public func startDiscovery() async throws { try await call("StartDiscovery") }
+
+    /// `Failed` "No discovery started" if this client was not discovering.
+    public func stopDiscovery() async throws { try await call("StopDiscovery") }
+
+    /// Forgets a device (disconnecting it first). `DoesNotExist` for an unknown one.
+    public func removeDevice(_ device: ObjectPath) async throws {
+        try await call("RemoveDevice", [.objectPath(device)])
+    }
+
+    /// Sets `Powered`.
+    public func setPowered(_ powered: Bool) async throws {
+        do {
+            try await connection.setProperty(destination: service, path: path, interface: BlueZService.adapterInterface,
+                                             name: "Powered", value: .boolean(powered), timeout: timeout)
+        } catch let error as DBusError {
+            throw BlueZCallError(error)
+        }
+    }
+
+    /// The advertising manager of this adapter (same object, `LEAdvertisingManager1`).
+    public var advertisingManager: LEAdvertisingManager {
+        LEAdvertisingManager(connection: connection, path: path, service: service)
+    }
+
+    /// The GATT manager of this adapter (same object, `GattManager1`).
+    public var gattManager: GattManager {
+        GattManager(connection: connection, path: path, service: service)
+    }
+}

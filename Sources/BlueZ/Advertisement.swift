@@ -1,0 +1,151 @@
+import DBusKit
+import Foundation
+import Logging
+
+/// What a node advertises: the general service UUID, a local name, and optionally its identity.
+public struct AdvertisementContent: Sendable, Hashable {
+    /// The general service UUID every node advertises (peers filter their scan on it).
+    public var serviceUUID: String
+    /// Shown by scanners; shortened to fit the scan response.
+    public var localName: String?
+    /// The node's identity, offered in `ServiceData` when it fits (peers that read it there need
+    /// no connection). Its 16 bytes, in the UUID's byte order.
+    public var identity: UUID?
+    /// The `ServiceData` key for the identity: the general UUID by default; a 16-bit form costs
+    /// 14 bytes less.
+    public var identityServiceDataUUID: String?
+
+    public init(serviceUUID: String, localName: String? = nil, identity: UUID? = nil, identityServiceDataUUID: String? = nil) {
+        self.serviceUUID = serviceUUID
+        self.localName = localName
+        self.identity = identity
+        self.identityServiceDataUUID = identityServiceDataUUID
+    }
+}
+
+/// The advertisement as it will be exported, after fitting it into 31 bytes.
+public struct AdvertisementPlan: Sendable, Hashable {
+    /// The `LEAdvertisement1` properties.
+    public var properties: [String: DBusValue]
+    /// The name as advertised (shortened), nil if none.
+    public var localName: String?
+    /// Whether `ServiceData` carries the identity.
+    public var carriesIdentity: Bool
+    /// The payload as BlueZ will size it.
+    public var payload: LegacyAdvertisingPayload
+}
+
+public enum AdvertisementError: Error, Sendable, Hashable, CustomStringConvertible {
+    case invalidUUID(String)
+    /// Even the service UUID alone does not fit (cannot happen with one UUID; kept for safety).
+    case doesNotFit(length: Int, budget: Int)
+
+    public var description: String {
+        switch self {
+        case .invalidUUID(let u): "'\(u)' is not a Bluetooth UUID"
+        case .doesNotFit(let length, let budget): "the advertisement needs \(length) bytes, BlueZ allows \(budget)"
+        }
+    }
+}
+
+/// The node's exported `org.bluez.LEAdvertisement1`.
+///
+/// A connectable (`peripheral`) advertisement with the general service UUID in `ServiceUUIDs`,
+/// the local name (in the scan response, shortened to 29 bytes), and the identity in
+/// `ServiceData` only when it fits. Properties never change while exported (BlueZ reads them
+/// once at registration); export a new one to change them.
+///
+/// BlueZ calls `Release` when it drops the advertisement itself (bluetoothd stopping or
+/// restarting, a `Timeout` running out); each call yields one element on ``releases``, so the
+/// owner can register again once BlueZ is back. `UnregisterAdvertisement` does not call it.
+public final class Advertisement: Sendable {
+    public static let defaultPath: ObjectPath = "/org/proximityd/advertisement0"
+
+    public let path: ObjectPath
+    public let plan: AdvertisementPlan
+    /// One element per `Release` from BlueZ.
+    public let releases: AsyncStream<Void>
+    private let object: DBusObject
+
+    private init(path: ObjectPath, plan: AdvertisementPlan, releases: AsyncStream<Void>, object: DBusObject) {
+        self.path = path
+        self.plan = plan
+        self.releases = releases
+        self.object = object
+    }
+
+    /// Fits `content` into the legacy budget: the service UUID always; the identity in
+    /// `ServiceData` only if it still fits; the name shortened for the scan response.
+    ///
+    /// `adapterDiscoverable` true (the default) keeps the 3 bytes of flags the kernel adds when
+    /// the adapter is discoverable, which it may become at any time.
+    public static func plan(_ content: AdvertisementContent, adapterDiscoverable: Bool = true) throws(AdvertisementError) -> AdvertisementPlan {
+        guard let service = BluetoothUUID(content.serviceUUID) else { throw .invalidUUID(content.serviceUUID) }
+        var payload = LegacyAdvertisingPayload(peripheral: true, serviceUUIDs: [service])
+        let budget = payload.maxLength(adapterDiscoverable: adapterDiscoverable)
+        guard payload.length <= budget else { throw .doesNotFit(length: payload.length, budget: budget) }
+        var properties: [String: DBusValue] = [
+            "Type": .string("peripheral"),
+            "ServiceUUIDs": .strings([content.serviceUUID.lowercased()]),
+        ]
+        var carriesIdentity = false
+        if let identity = content.identity {
+            let keyText = content.identityServiceDataUUID ?? content.serviceUUID
+            guard let key = BluetoothUUID(keyText) else { throw .invalidUUID(keyText) }
+            var candidate = payload
+            candidate.serviceData[key] = identity.bytes
+            if candidate.fits(adapterDiscoverable: adapterDiscoverable) {
+                payload = candidate
+                carriesIdentity = true
+                properties["ServiceData"] = .dictionary(key: .string, value: .variant, [
+                    .init(.string(keyText.lowercased()), .variant(.bytes(identity.bytes))),
+                ])
+            }
+        }
+        let name = content.localName.flatMap { LegacyAdvertisingPayload.truncatedLocalName($0) }
+        if let name { properties["LocalName"] = .string(name) }
+        return AdvertisementPlan(properties: properties, localName: name, carriesIdentity: carriesIdentity, payload: payload)
+    }
+
+    /// Plans `content` and exports it at `path` on `connection`. Register it with
+    /// ``register(with:)``.
+    public static func export(on connection: DBusConnection, at path: ObjectPath = defaultPath, content: AdvertisementContent,
+                              adapterDiscoverable: Bool = true, logger: Logger = Logger(label: "proximityd.bluez")) async throws -> Advertisement {
+        let plan = try plan(content, adapterDiscoverable: adapterDiscoverable)
+        let (releases, sink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
+        let declared = plan.properties.sorted { $0.key < $1.key }.map {
+            DBusProperty($0.key, $0.value.type, $0.value, changeSignal: .const)
+        }
+        let interface = DBusInterface(BlueZService.advertisementInterface, methods: [
+            DBusMethod("Release") { call in
+                logger.info("BlueZ released the advertisement", metadata: ["dbus.path": "\(path)", "dbus.sender": "\(call.sender?.rawValue ?? "")"])
+                sink.yield()
+                return []
+            },
+        ], properties: declared)
+        let object = try await connection.export([interface], at: path)
+        return Advertisement(path: path, plan: plan, releases: releases, object: object)
+    }
+
+    /// `RegisterAdvertisement` with an adapter.
+    public func register(with manager: LEAdvertisingManager) async throws {
+        try await manager.register(path)
+    }
+
+    /// `UnregisterAdvertisement` with an adapter.
+    public func unregister(from manager: LEAdvertisingManager) async throws {
+        try await manager.unregister(path)
+    }
+
+    /// Removes the object from the bus (BlueZ drops a registration whose object vanished).
+    public func unexport() async {
+        await object.unexport()
+    }
+}
+
+extension UUID {
+    /// The 16 bytes, in the order of the textual form.
+    var bytes: [UInt8] {
+        withUnsafeBytes(of: uuid) { Array($0) }
+    }
+}
