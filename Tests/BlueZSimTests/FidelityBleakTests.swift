@@ -10,7 +10,8 @@ import Testing
 /// runs, so a missing bleak fails the acceptance test instead of hiding it. scripts/setup.sh creates
 /// `.venv-tests`.
 @Suite(.serialized, .enabled("bleak is not available: see the log for why; scripts/setup.sh creates .venv-tests with tests/python/requirements.txt") {
-    ProcessInfo.processInfo.environment["CI"] != nil || (await BleakEnvironment.shared.python() != nil)
+    if ProcessInfo.processInfo.environment["CI"] != nil { return true }
+    return await BleakEnvironment.shared.python() != nil
 })
 struct FidelityBleakTests {
     static let identity = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
