@@ -1,8 +1,14 @@
 /// How the node turns samples into zones.
 public struct RangingConfiguration: Sendable {
-    /// A peer unheard for this long is dropped: its zone becomes unknown in one report, then it is
-    /// removed (the seed's "clearFoundDevicesInterval").
+    /// A peer unheard for this long is removed from the table (the seed's
+    /// "clearFoundDevicesInterval"). It has been reported unknown before: when it went stale, or at
+    /// the latest in the report before its removal.
     public var clearInterval: Double
+    /// A peer is stale, and its zone unknown, once unheard for `staleGaps` times its usual gap
+    /// between samples (an average learnt per peer), but never before `minimumStale` seconds nor
+    /// after `clearInterval`. Heard again before `clearInterval`, it comes back with its filter.
+    public var staleGaps: Double
+    public var minimumStale: Double
     /// The most peers the table holds; a new peer past the cap evicts the one heard least recently.
     public var maxPeers: Int
     public var thresholds: ZoneThresholds
@@ -13,11 +19,16 @@ public struct RangingConfiguration: Sendable {
     public var defaultMeasuredPower: Double
     public var makeFilter: @Sendable () -> any RSSIFilter
 
-    public init(clearInterval: Double = 10, maxPeers: Int = 1024, thresholds: ZoneThresholds = ZoneThresholds(),
-                hysteresisMargin: Double = 0.2, dwell: Double = 1.0, distanceModel: any DistanceModel = LogDistanceModel(),
+    /// The defaults are the ones `ranging-bench` chose (docs/ranging.md).
+    public init(clearInterval: Double = 10, staleGaps: Double = 4.5, minimumStale: Double = 3, maxPeers: Int = 1024,
+                thresholds: ZoneThresholds = ZoneThresholds(),
+                hysteresisMargin: Double = 0.125, dwell: Double = 0, distanceModel: any DistanceModel = LogDistanceModel(),
                 defaultMeasuredPower: Double = -59, makeFilter: @escaping @Sendable () -> any RSSIFilter = { KalmanRSSIFilter() }) {
         precondition(clearInterval > 0 && maxPeers > 0, "clear interval and peer cap must be positive")
+        precondition(staleGaps > 0 && minimumStale > 0, "stale limits must be positive")
         self.clearInterval = clearInterval
+        self.staleGaps = staleGaps
+        self.minimumStale = minimumStale
         self.maxPeers = maxPeers
         self.thresholds = thresholds
         self.hysteresisMargin = hysteresisMargin
@@ -38,16 +49,30 @@ public struct PeerRanging: Sendable {
     public internal(set) var distance: Double
     public internal(set) var measuredPower: Double
     public var proximity: Proximity { tracker.zone }
+    /// The usual time between two of its samples: an exponentially weighted mean, each gap capped
+    /// at twice the mean so far (nil until the second sample).
+    public internal(set) var typicalGap: Double?
     var filter: any RSSIFilter
     var tracker: ZoneTracker
-    /// Set once the peer has been reported as unknown for silence; removed at the next tick.
+    /// Set once the peer has been reported as unknown for silence; removed once unheard for the
+    /// clear interval.
     var departing = false
+
+    /// Weight of one gap in `typicalGap`.
+    static let gapWeight = 0.1
+
+    /// How long it may stay unheard before it is stale. Heard only once, its rate is unknown: the
+    /// clear interval.
+    func staleLimit(_ c: RangingConfiguration) -> Double {
+        guard let typicalGap else { return c.clearInterval }
+        return min(max(c.minimumStale, c.staleGaps * typicalGap), c.clearInterval)
+    }
 }
 
 /// One report: every peer's zone (the seed's `foundDevices` callback), and who left.
 public struct RangingReport: Sendable, Equatable {
     public var zones: [String: Proximity]
-    /// Peers reported as unknown for the first time because they fell silent.
+    /// Peers reported as unknown for the first time because they fell silent (went stale).
     public var silenced: [String]
     /// Peers removed from the table in this tick.
     public var removed: [String]
@@ -70,7 +95,8 @@ public struct FoundDevicesTable: Sendable {
     @discardableResult
     public mutating func observe(_ identifier: String, rssi: Double, at t: Timestamp, measuredPower: Double? = nil) -> PeerRanging {
         var peer: PeerRanging
-        if let existing = peers[identifier] {
+        // Taken out of the table while it changes, so its filter's buffers are not copied.
+        if let existing = peers.removeValue(forKey: identifier) {
             peer = existing
         } else {
             if peers.count >= configuration.maxPeers { evictLeastRecentlySeen() }
@@ -81,6 +107,14 @@ public struct FoundDevicesTable: Sendable {
                                                     dwell: configuration.dwell))
         }
         if let measuredPower { peer.measuredPower = measuredPower }
+        if peer.lastSeen < t {
+            let gap = t - peer.lastSeen
+            if let typical = peer.typicalGap {
+                peer.typicalGap = typical + PeerRanging.gapWeight * (min(gap, 2 * typical) - typical)
+            } else {
+                peer.typicalGap = gap
+            }
+        }
         peer.filter.add(rssi, at: t)
         peer.rssi = rssi
         peer.lastSeen = t
@@ -97,12 +131,17 @@ public struct FoundDevicesTable: Sendable {
         peers[oldest] = nil
     }
 
-    /// Once per ranging interval: expires silent peers and reports every zone.
+    /// Once per ranging interval: reports every zone. A peer gone stale is reported unknown (and
+    /// listed in `silenced` once); a peer unheard for the clear interval that was already reported
+    /// unknown is removed.
     public mutating func tick(at t: Timestamp) -> RangingReport {
         var silenced: [String] = []
         var removed: [String] = []
-        for (id, peer) in peers where t - peer.lastSeen > configuration.clearInterval {
+        for (id, peer) in peers {
+            let silent = t - peer.lastSeen
+            guard silent > peer.staleLimit(configuration) else { continue }
             if peer.departing {
+                guard silent > configuration.clearInterval else { continue }
                 peers[id] = nil
                 removed.append(id)
             } else {

@@ -39,9 +39,10 @@ public struct ZoneThresholds: Sendable, Hashable {
 /// Zone decisions with hysteresis, so a peer standing on a boundary does not flap.
 ///
 /// A change of zone needs two things: the distance must pass the boundary by a margin
-/// (`margin`, a fraction of the boundary: with 0.2 a 3 m boundary is crossed outwards above 3.6 m
-/// and inwards below 2.4 m), and the new zone must hold for `dwell` seconds. The first reading
-/// decides at once.
+/// (`margin`, a fraction of the boundary: with 0.125 a 3 m boundary is crossed outwards above
+/// 3.375 m and inwards below 2.625 m), and the new zone must hold for `dwell` seconds (0: at once).
+/// The first reading decides at once. The defaults are the node's (docs/ranging.md): with its
+/// filter, a dwell only added its own length to every reaction.
 public struct ZoneTracker: Sendable, Hashable {
     public var thresholds: ZoneThresholds
     public var margin: Double
@@ -50,7 +51,7 @@ public struct ZoneTracker: Sendable, Hashable {
     private var candidate: Proximity?
     private var candidateSince: Timestamp = 0
 
-    public init(thresholds: ZoneThresholds = ZoneThresholds(), margin: Double = 0.2, dwell: Double = 1.0) {
+    public init(thresholds: ZoneThresholds = ZoneThresholds(), margin: Double = 0.125, dwell: Double = 0) {
         self.thresholds = thresholds
         self.margin = margin
         self.dwell = dwell

@@ -7,40 +7,145 @@ public protocol RSSIFilter: Sendable {
     func estimate(at t: Timestamp) -> Double?
 }
 
-/// A one-dimensional Kalman filter on RSSI whose process noise grows with the time between
-/// samples, so it behaves the same at 10 samples a second as at one: a random-walk model where
-/// the true RSSI drifts with variance `processNoisePerSecond` × Δt, measured with variance
-/// `measurementNoise` (σ² of the shadowing). Samples further than `outlierSigmas` standard
-/// deviations from the prediction are clipped to that bound first (RSSI has heavy tails).
+/// The node's filter: a one-dimensional Kalman filter on RSSI that is time-aware, learns the noise
+/// level, clips outliers and restarts when the level changes (the peer moved).
+///
+/// - Model: the true RSSI is a random walk whose variance grows by `processNoisePerSecond` × Δt
+///   between samples, so the filter behaves the same at 10 samples a second as at one; each sample
+///   is the true RSSI plus noise of variance R.
+/// - R starts at `measurementNoise` and, when `noiseAdaptation` > 0, follows the data: an
+///   exponentially weighted mean (weight `noiseAdaptation` per sample) of half the squared
+///   difference between successive samples, whose expectation is σ² for a steady level; each term
+///   is capped at 9 R, so a step or a spike hardly moves it.
+/// - A sample further than `outlierSigmas` standard deviations of the innovation from the
+///   prediction is clipped to that bound before the update (RSSI has heavy tails).
+/// - Change detection: a two-sided CUSUM on the standardised innovation u (clipped to
+///   ±`outlierSigmas`), g⁺ = max(0, g⁺ + u − k), g⁻ = max(0, g⁻ − u − k) with k = `changeSlack`.
+///   When either passes h = `changeThreshold`, the filter restarts at that CUSUM's estimate of the
+///   change point (the first sample since it last left zero) and runs again over the samples
+///   since, with the process noise raised to `maneuverNoise` for `maneuverTime` seconds: a peer
+///   that has started to move usually keeps moving. Without this a filter smooth enough to stand
+///   still on a zone boundary would take seconds to follow a real move. `.infinity` disables it.
 public struct KalmanRSSIFilter: RSSIFilter, Hashable {
     public var processNoisePerSecond: Double
-    public var measurementNoise: Double
+    /// The noise variance to start from, dB²; setting it also resets the learnt one.
+    public var measurementNoise: Double {
+        didSet { r = measurementNoise }
+    }
     public var outlierSigmas: Double
+    public var noiseAdaptation: Double
+    public var changeThreshold: Double
+    public var changeSlack: Double
+    public var maneuverNoise: Double
+    public var maneuverTime: Double
+    /// Bounds of the learnt noise variance, dB².
+    public static let noiseRange: ClosedRange<Double> = 1...400
+    /// The most samples a CUSUM keeps for a restart (the oldest are dropped).
+    static let changeWindow = 64
+
     private var x: Double?
     private var p: Double = 0
     private var last: Timestamp = 0
+    private var r: Double
+    private var previous: Double?
+    private var rise = Cusum()
+    private var fall = Cusum()
+    private var maneuverUntil: Timestamp = -.infinity
 
-    public init(processNoisePerSecond: Double = 4, measurementNoise: Double = 16, outlierSigmas: Double = 2.5) {
+    /// One side of the change detector: its statistic, and the samples since it left zero.
+    struct Cusum: Hashable {
+        var g = 0.0
+        var samples: [Sample] = []
+
+        mutating func add(_ step: Double, _ sample: Sample) {
+            if g == 0 { samples.removeAll(keepingCapacity: true) }
+            g = max(0, g + step)
+            if g > 0 {
+                if samples.count == KalmanRSSIFilter.changeWindow { samples.removeFirst() }
+                samples.append(sample)
+            }
+        }
+    }
+
+    struct Sample: Hashable {
+        var t: Timestamp
+        var rssi: Double
+    }
+
+    /// The defaults are the node's, chosen by `ranging-bench` (docs/ranging.md). With
+    /// `noiseAdaptation: 0, changeThreshold: .infinity` it is a plain time-aware Kalman filter.
+    public init(processNoisePerSecond: Double = 0.25, measurementNoise: Double = 36, outlierSigmas: Double = 2.5,
+                noiseAdaptation: Double = 0.01, changeThreshold: Double = 3.25, changeSlack: Double = 0.75,
+                maneuverNoise: Double = 64, maneuverTime: Double = 3) {
         self.processNoisePerSecond = processNoisePerSecond
         self.measurementNoise = measurementNoise
         self.outlierSigmas = outlierSigmas
+        self.noiseAdaptation = noiseAdaptation
+        self.changeThreshold = changeThreshold
+        self.changeSlack = changeSlack
+        self.maneuverNoise = maneuverNoise
+        self.maneuverTime = maneuverTime
+        r = measurementNoise
     }
+
+    /// The noise variance in use (learnt when `noiseAdaptation` > 0), dB².
+    public var noiseVariance: Double { r }
 
     public mutating func add(_ rssi: Double, at t: Timestamp) {
         guard let x else {
-            self.x = rssi
-            p = measurementNoise
-            last = t
+            restart(at: Sample(t: t, rssi: rssi))
+            previous = rssi
             return
         }
+        if noiseAdaptation > 0, let previous {
+            let half = (rssi - previous) * (rssi - previous) / 2
+            r += noiseAdaptation * (min(half, 9 * r) - r)
+            r = min(max(r, Self.noiseRange.lowerBound), Self.noiseRange.upperBound)
+        }
+        previous = rssi
+        let (predicted, sd) = predict(to: t)
+        let u = min(max((rssi - x) / sd, -outlierSigmas), outlierSigmas)
+        let sample = Sample(t: t, rssi: rssi)
+        rise.add(u - changeSlack, sample)
+        fall.add(-u - changeSlack, sample)
+        if rise.g > changeThreshold || fall.g > changeThreshold {
+            let window = rise.g > changeThreshold ? rise.samples : fall.samples
+            restart(at: window[0])
+            maneuverUntil = window[0].t + maneuverTime
+            for sample in window.dropFirst() {
+                let (predicted, sd) = predict(to: sample.t)
+                update(sample.rssi, predicted: predicted, sd: sd)
+            }
+            return
+        }
+        update(rssi, predicted: predicted, sd: sd)
+    }
+
+    /// Advances the variance to `t`: the predicted variance and the innovation's standard deviation.
+    private mutating func predict(to t: Timestamp) -> (p: Double, sd: Double) {
         let dt = max(0, t - last)
-        last = t
-        let predictedP = p + processNoisePerSecond * dt
-        let bound = outlierSigmas * (predictedP + measurementNoise).squareRoot()
+        last = max(last, t)
+        let q = t < maneuverUntil ? max(maneuverNoise, processNoisePerSecond) : processNoisePerSecond
+        let predicted = p + q * dt
+        return (predicted, (predicted + r).squareRoot())
+    }
+
+    /// The Kalman update with the sample clipped to `outlierSigmas` innovation deviations.
+    private mutating func update(_ rssi: Double, predicted: Double, sd: Double) {
+        guard let x else { return }
+        let bound = outlierSigmas * sd
         let z = min(max(rssi, x - bound), x + bound)
-        let gain = predictedP / (predictedP + measurementNoise)
+        let gain = predicted / (predicted + r)
         self.x = x + gain * (z - x)
-        p = (1 - gain) * predictedP
+        p = (1 - gain) * predicted
+    }
+
+    private mutating func restart(at sample: Sample) {
+        x = sample.rssi
+        p = r
+        last = sample.t
+        rise = Cusum()
+        fall = Cusum()
     }
 
     public func estimate(at t: Timestamp) -> Double? { x }
@@ -61,7 +166,8 @@ public struct MeanOfLastFilter: RSSIFilter, Hashable {
 }
 
 /// The Android Beacon Library's `RunningAverageRssiFilter` (baseline): the mean of the samples of
-/// the last `window` seconds after dropping the top and bottom 10%.
+/// the last `window` seconds, sorted, without the top and bottom `count / 10 + 1` when there are
+/// more than two (its `calculateRssi`: a little over 10% off each end).
 public struct TrimmedRunningAverageFilter: RSSIFilter, Hashable {
     public let window: Double
     private var samples: [(t: Timestamp, rssi: Double)] = []
@@ -82,8 +188,8 @@ public struct TrimmedRunningAverageFilter: RSSIFilter, Hashable {
     public func estimate(at t: Timestamp) -> Double? {
         let recent = samples.filter { $0.t >= t - window }.map(\.rssi).sorted()
         guard !recent.isEmpty else { return nil }
-        let trim = recent.count / 10
-        let kept = recent[trim..<(recent.count - trim)]
+        let n = recent.count
+        let kept = n > 2 ? recent[(n / 10 + 1)...(n - n / 10 - 2)] : recent[...]
         return kept.reduce(0, +) / Double(kept.count)
     }
 }

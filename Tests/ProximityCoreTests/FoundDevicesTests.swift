@@ -21,6 +21,95 @@ struct FoundDevicesTests {
         #expect(table.tick(at: 20).zones == ["b": .far])
     }
 
+    @Test("a silent peer goes stale after a few of its usual gaps, then is removed at the clear interval",
+          arguments: [(0.1, 3.0), (1.0, 4.5)])
+    func stale(interval: Double, staleAfter: Double) {
+        var table = FoundDevicesTable()
+        var t = 0.0
+        while t < 30 {
+            table.observe("a", rssi: -65, at: t)
+            t += interval
+        }
+        let last = t - interval
+        var silencedAt: [Double] = []
+        var removedAt: Double?
+        var tick = (last + 0.5).rounded(.up)
+        while tick < last + 15 {
+            let report = table.tick(at: tick)
+            if report.silenced == ["a"] { silencedAt.append(tick) }
+            if report.removed == ["a"] { removedAt = tick }
+            if tick - last <= staleAfter { #expect(report.zones["a"] == .near) }
+            if tick - last > staleAfter + 0.1 && tick - last <= 10 { #expect(report.zones["a"] == .unknown) }
+            tick += 1
+        }
+        // Reported once, at the first tick past the stale limit; removed at the first past 10 s.
+        #expect(silencedAt.count == 1)
+        #expect((silencedAt.first ?? 0) - last > staleAfter - 0.1 && (silencedAt.first ?? 0) - last <= staleAfter + 1.1)
+        #expect((removedAt ?? 0) - last > 10 && (removedAt ?? 0) - last <= 11)
+    }
+
+    @Test("heard again while stale, a peer comes back")
+    func comesBack() {
+        var table = FoundDevicesTable()
+        for i in 0..<100 { table.observe("a", rssi: -65, at: Double(i) * 0.1) }
+        #expect(table.tick(at: 14).silenced == ["a"])
+        #expect(table.tick(at: 15).zones["a"] == .unknown)
+        table.observe("a", rssi: -65, at: 15.5)
+        let back = table.tick(at: 16)
+        #expect(back.zones["a"] == .near)
+        #expect(back.removed.isEmpty && back.silenced.isEmpty)
+    }
+
+    @Test("the defaults")
+    func defaults() {
+        let c = RangingConfiguration()
+        #expect(c.clearInterval == 10)
+        #expect(c.thresholds == ZoneThresholds(immediate: 0.5, near: 3))
+        #expect(c.hysteresisMargin == 0.125 && c.dwell == 0)
+        #expect(c.staleGaps == 4.5 && c.minimumStale == 3)
+        #expect(c.makeFilter() is KalmanRSSIFilter)
+    }
+
+    @Test("standing on the 3 m boundary it changes zone far less than plain thresholds; a move to 6 m shows within two reports")
+    func boundaryAndStep() {
+        // 3 m at n = 2 and -59 dBm at 1 m: -68.5 dBm; σ = 6 dB, 10 samples a second, 5 minutes.
+        var noise = TestNoise(seed: 5)
+        let samples = (0..<3000).map { (t: Double($0) * 0.1, rssi: (-68.5 + noise.gaussian(6)).rounded()) }
+        func changes(_ configuration: RangingConfiguration) -> Int {
+            var table = FoundDevicesTable(configuration: configuration)
+            var i = 0
+            var changes = 0
+            var last: Proximity?
+            for tick in 1...300 {
+                while i < samples.count, samples[i].t < Double(tick) {
+                    table.observe("a", rssi: samples[i].rssi, at: samples[i].t)
+                    i += 1
+                }
+                let zone = table.tick(at: Double(tick)).zones["a"]
+                if let last, zone != last { changes += 1 }
+                last = zone
+            }
+            return changes
+        }
+        let node = changes(RangingConfiguration())
+        let meanOfTen = changes(RangingConfiguration(hysteresisMargin: 0, makeFilter: { MeanOfLastFilter(count: 10) }))
+        #expect(meanOfTen > 100)
+        #expect(node * 3 < meanOfTen)
+
+        // At 1.5 m (near) for 30 s, then at 6 m (far): reported far two reports later.
+        var followed = 0
+        for seed in UInt64(1)...50 {
+            var noise = TestNoise(seed: seed)
+            var table = FoundDevicesTable()
+            var t = 0.0
+            while t < 30 { table.observe("a", rssi: (-62.5 + noise.gaussian(6)).rounded(), at: t); t += 0.1 }
+            let before = table.tick(at: 30).zones["a"]
+            while t < 32 { table.observe("a", rssi: (-74.6 + noise.gaussian(6)).rounded(), at: t); t += 0.1 }
+            if before == .near && table.tick(at: 32).zones["a"] == .far { followed += 1 }
+        }
+        #expect(followed >= 48)
+    }
+
     @Test("the cap evicts the peer heard least recently")
     func cap() {
         var table = FoundDevicesTable(configuration: RangingConfiguration(maxPeers: 3))
