@@ -264,8 +264,10 @@ func dumpTrace(_ kind: TraceKind, condition: RadioCondition, seed: UInt64, specs
         trace = TraceSet.boundary(3)
         trace.simulate(radio, rng: root.derived("boundary 3.0"))
     case .departure:
+        // The same phase draws as evaluate(): walk, steps, then the departures in order.
         _ = TraceSet.walk(rng: &phases)
         _ = TraceSet.steps(rng: &phases)
+        _ = TraceSet.departure(TraceSet.departureDistances[0], rng: &phases)
         trace = TraceSet.departure(TraceSet.departureDistances[1], rng: &phases)
         trace.simulate(radio, rng: root.derived("departure \(TraceSet.departureDistances[1])"))
     }
