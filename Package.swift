@@ -40,7 +40,7 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit",
+                "DBusKit", "BlueZ", "ProximityCore",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -114,7 +114,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim"]
         ),
     ]
 )
