@@ -14,9 +14,17 @@ public struct NodeConfiguration: Sendable {
     public var serviceUUID: UUID
     public var name: String
     public var stateDirectory: URL
+    /// The BlueZ adapter to use (`hci0`), `--adapter`.
+    public var adapter: String
+    /// Power the adapter on if it is off (`--power-on`).
+    public var powerOn: Bool
+    /// How many peers are identified (connected to) at once.
+    public var identificationConcurrency: Int = 2
 
     public init(bus: BusAddress = .system, busName: BusName = defaultBusName, serviceUUID: UUID = defaultServiceUUID,
-                name: String = NodeConfiguration.hostName(), stateDirectory: URL) {
+                name: String = NodeConfiguration.hostName(), stateDirectory: URL, adapter: String = "hci0", powerOn: Bool = false) {
+        self.adapter = adapter
+        self.powerOn = powerOn
         self.bus = bus
         self.busName = busName
         self.serviceUUID = serviceUUID

@@ -1,6 +1,7 @@
 import DBusKit
 import Foundation
 import Logging
+import ProximityCore
 import ServiceLifecycle
 
 /// A failure to start, with the one line to print and the exit status to use.
@@ -40,6 +41,8 @@ public final class NodeDaemon: Service, Sendable {
         let identity: UUID
         let connection: DBusConnection
         let nodeObject: DBusObject
+        let shared: NodeShared
+        let state: StateDirectory
     }
 
     static func start(_ configuration: NodeConfiguration, logger: Logger) async throws(StartupError) -> Running {
@@ -58,8 +61,9 @@ public final class NodeDaemon: Service, Sendable {
         }
 
         let identity: UUID
+        let state: StateDirectory
         do {
-            let state = try StateDirectory(configuration.stateDirectory)
+            state = try StateDirectory(configuration.stateDirectory)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
             await connection.close()
@@ -68,11 +72,14 @@ public final class NodeDaemon: Service, Sendable {
 
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
         let status = NodeStatus(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
-                                name: configuration.name, advertising: false, discovering: false)
+                                name: configuration.name, advertising: false, discovering: false,
+                                adapter: configuration.adapter, clearInterval: RangingConfiguration().clearInterval,
+                                measuredPower: Int16(RangingConfiguration().defaultMeasuredPower))
+        let shared = NodeShared(clearInterval: status.clearInterval)
         let nodeObject: DBusObject
         do {
             try await connection.addObjectManager(at: NodeAPI.rootPath)
-            nodeObject = try await connection.export([NodeAPI.node1Interface(status: status, peers: { [] })], at: NodeAPI.rootPath)
+            nodeObject = try await connection.export([NodeAPI.node1Interface(status: status, shared: shared)], at: NodeAPI.rootPath)
         } catch {
             await connection.close()
             throw StartupError(.unavailable, "cannot export the node's objects: \(error)")
@@ -102,7 +109,7 @@ public final class NodeDaemon: Service, Sendable {
             "dbus.bus": "\(configuration.bus)",
             "dbus.unique": "\(connection.uniqueName)",
         ])
-        return Running(identity: identity, connection: connection, nodeObject: nodeObject)
+        return Running(identity: identity, connection: connection, nodeObject: nodeObject, shared: shared, state: state)
     }
 
     private enum Ending { case shutdownRequested, busLost }
@@ -110,7 +117,13 @@ public final class NodeDaemon: Service, Sendable {
     public func run() async throws {
         let node = try await NodeDaemon.start(configuration, logger: logger)
         let connection = node.connection
+        let engine = NodeEngine(configuration: configuration, identity: node.identity, connection: connection,
+                                nodeObject: node.nodeObject, shared: node.shared, state: node.state, logger: logger)
         let ending: Ending = await withTaskGroup(of: Ending?.self) { group in
+            group.addTask {
+                await engine.run()
+                return nil
+            }
             group.addTask { [connection] in
                 await connection.waitUntilDisconnected()
                 return Task.isCancelled ? nil : .busLost
@@ -124,13 +137,16 @@ public final class NodeDaemon: Service, Sendable {
                 }
             }
             var result: Ending = .shutdownRequested
-            if let first = await group.next(), let first { result = first }
+            while let next = await group.next() {
+                if let next { result = next; break }
+            }
             group.cancelAll()
             return result
         }
         switch ending {
         case .shutdownRequested:
             logger.info("shutting down")
+            await engine.stop()
             await connection.close()
             logger.info("stopped")
         case .busLost:

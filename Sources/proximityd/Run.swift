@@ -33,6 +33,12 @@ struct Run: AsyncParsableCommand {
         "The general service UUID shared by all nodes of a deployment.", valueName: "uuid"))
     var serviceUUID: String = NodeConfiguration.defaultServiceUUID.lowercased
 
+    @Option(name: .long, help: ArgumentHelp("The Bluetooth adapter to use.", valueName: "name"))
+    var adapter: String = "hci0"
+
+    @Flag(name: .customLong("power-on"), help: "Power the adapter on if it is off.")
+    var powerOn = false
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp(
         "trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String = "info"
@@ -50,6 +56,9 @@ struct Run: AsyncParsableCommand {
             guard !name.isEmpty, name.utf8.count <= 248, !name.utf8.contains(0) else {
                 throw ValidationError("--name: must be 1 to 248 bytes of UTF-8 (the Bluetooth name limit)")
             }
+        }
+        guard !adapter.isEmpty, adapter.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x5f }) else {
+            throw ValidationError("--adapter: '\(adapter)' is not an adapter name such as hci0")
         }
         if let stateDirectory, stateDirectory.isEmpty {
             throw ValidationError("--state-dir: must not be empty")
@@ -69,7 +78,9 @@ struct Run: AsyncParsableCommand {
             busName: try BusName(busName),
             serviceUUID: UUID(uuidString: serviceUUID)!,
             name: name ?? NodeConfiguration.hostName(),
-            stateDirectory: StateDirectory.resolve(explicit: stateDirectory)
+            stateDirectory: StateDirectory.resolve(explicit: stateDirectory),
+            adapter: adapter,
+            powerOn: powerOn
         )
         do {
             let daemon = NodeDaemon(configuration, logger: logger)

@@ -1,0 +1,246 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import ProximityNode
+import ProximityTesting
+import Synchronization
+import Testing
+
+/// Three boxes in bluez-sim (in process, real time), one proximityd process per box.
+final class SimBoxes: Sendable {
+    let scenario: Scenario
+    let buses: [String: PrivateBus]
+    let simulator: Simulator
+    let runner: Task<Void, Never>
+    let root: URL
+
+    init(scenario: Scenario, buses: [String: PrivateBus], simulator: Simulator, runner: Task<Void, Never>, root: URL) {
+        self.scenario = scenario
+        self.buses = buses
+        self.simulator = simulator
+        self.runner = runner
+        self.root = root
+    }
+
+    static func start(_ scenario: Scenario) async throws -> SimBoxes {
+        var buses: [String: PrivateBus] = [:]
+        for box in scenario.boxes { buses[box.name] = try await PrivateBus.start(name: "node-\(box.name)") }
+        let simulator = Simulator(scenario: scenario, addresses: buses.mapValues(\.address), clock: RealSimClock())
+        try await simulator.start()
+        let runner = Task { await simulator.run() }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-e2e-\(UUID().uuidString)")
+        return SimBoxes(scenario: scenario, buses: buses, simulator: simulator, runner: runner, root: root)
+    }
+
+    func stop() async {
+        runner.cancel()
+        await runner.value
+        await simulator.stop()
+        for bus in buses.values { await bus.stop() }
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    func stateDirectory(_ box: String) -> URL { root.appendingPathComponent(box) }
+
+    /// Starts proximityd on `box`'s bus; returns once it owns org.proximityd.
+    func startDaemon(_ box: String) async throws -> ManagedProcess {
+        let bus = buses[box]!
+        let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
+                                        ["run", "--bus", bus.address, "--state-dir", stateDirectory(box).path,
+                                         "--name", box, "--log-level", "debug"])
+        try await eventually("\(box)'s proximityd owns org.proximityd", timeout: .seconds(20)) {
+            guard daemon.isRunning else { throw TestKitError("proximityd exited: \(daemon.stderr)") }
+            return try await self.busctl(box, ["status", "org.proximityd"]).status == 0
+        }
+        return daemon
+    }
+
+    func busctl(_ box: String, _ arguments: [String]) async throws -> CommandResult {
+        try await runCommand("busctl", ["--address=\(buses[box]!.address)"] + arguments)
+    }
+
+    func node(_ box: String, _ arguments: [String]) async throws -> CommandResult {
+        try await busctl(box, ["call", "org.proximityd", "/org/proximityd", "org.proximityd.Node1"] + arguments)
+    }
+
+    func property(_ box: String, _ name: String) async throws -> String {
+        try await busctl(box, ["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", name]).stdout.trimmed
+    }
+
+    /// `GetRanging`, parsed from busctl's `a{ss} N "k" "v" …`.
+    func ranging(_ box: String) async throws -> [String: String] {
+        let out = try await node(box, ["GetRanging"]).stdout
+        let quoted = out.split(separator: "\"", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        var result: [String: String] = [:]
+        var i = 0
+        while i + 1 < quoted.count { result[quoted[i]] = quoted[i + 1]; i += 2 }
+        return result
+    }
+}
+
+/// Polls `condition` until it holds, bounded by `timeout` (a bounded condition wait).
+func eventually(_ what: String, timeout: Duration, every: Duration = .milliseconds(200),
+                _ condition: @Sendable () async throws -> Bool) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while clock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: every)
+    }
+    throw TestKitError("timed out after \(timeout) waiting for \(what)")
+}
+
+/// Counts GATT connections made from a box, per device path: `ServicesResolved` becoming true, as
+/// BlueZ announces it. (`Connected` would also count the peers connecting *to* the box: bluez-sim,
+/// like BlueZ, shows the central as a connected device on the peripheral's side, without services.)
+final class ConnectionCounter: Sendable {
+    final class Counts: Sendable { let value = Mutex<[String: Int]>([:]) }
+    let counts = Counts()
+    let task: Task<Void, Never>
+
+    init(_ signals: DBusSignalStream) {
+        let counts = self.counts
+        task = Task {
+            for await signal in signals {
+                guard signal.body.count >= 2, signal.body[0].string == "org.bluez.Device1",
+                      let changed = signal.body[1].stringKeyedDictionary,
+                      case .variant(.boolean(true))? = changed["ServicesResolved"], let path = signal.path else { continue }
+                counts.value.withLock { $0[path.rawValue, default: 0] += 1 }
+            }
+        }
+    }
+
+    var snapshot: [String: Int] { counts.value.withLock { $0 } }
+}
+
+@Suite("proximityd end to end on bluez-sim", .serialized)
+struct NodeEndToEndTests {
+    static func scenario() -> Scenario {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 1
+        radio.packetLoss = 0
+        return Scenario(seed: 42, radio: radio, boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1.5, y: 0))),
+            BoxSpec(name: "charlie", address: "AA:00:00:00:00:03", trajectory: Trajectory(fixed: Position(x: 6, y: 0))),
+        ])
+    }
+
+    @Test("three nodes identify each other once and range each other into the zones their positions give")
+    func threeNodes() async throws {
+        let sim = try await SimBoxes.start(Self.scenario())
+        var daemons: [String: ManagedProcess] = [:]
+        var observers: [DBusConnection] = []
+        do {
+            let boxes = ["alpha", "bravo", "charlie"]
+            var counters: [String: ConnectionCounter] = [:]
+            for box in boxes {
+                let observer = try await sim.buses[box]!.connect()
+                observers.append(observer)
+                let signals = try await observer.subscribe(MatchRule(sender: "org.bluez", interface: .properties, member: "PropertiesChanged"))
+                counters[box] = ConnectionCounter(signals)
+            }
+            for box in boxes { daemons[box] = try await sim.startDaemon(box) }
+            var ids: [String: String] = [:]
+            for box in boxes {
+                let raw = try await sim.property(box, "Identifier")
+                ids[box] = raw.replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
+            }
+            let expected: [String: [String: String]] = [
+                "alpha": [ids["bravo"]!: "near", ids["charlie"]!: "far"],
+                "bravo": [ids["alpha"]!: "near", ids["charlie"]!: "far"],
+                "charlie": [ids["alpha"]!: "far", ids["bravo"]!: "far"],
+            ]
+            for box in boxes {
+                try await eventually("\(box) ranges its peers as \(expected[box]!)", timeout: .seconds(60)) {
+                    try await sim.ranging(box) == expected[box]!
+                }
+            }
+            for box in boxes {
+                #expect(try await sim.property(box, "Advertising") == "b true")
+                #expect(try await sim.property(box, "Discovering") == "b true")
+                let peers = try await sim.node(box, ["GetPeers"]).stdout.trimmed
+                #expect(peers.hasPrefix("ao 2 "), "\(peers)")
+                let log = daemons[box]!.stderr
+                #expect(log.components(separatedBy: "identified a peer").count - 1 == 2, "\(box) identified more than twice:\n\(log)")
+                let file = try String(contentsOf: sim.stateDirectory(box).appendingPathComponent("peers.json"), encoding: .utf8)
+                for other in boxes where other != box { #expect(file.contains(ids[other]!), "\(file)") }
+            }
+            // One outgoing GATT connection per peer: each node connects to each other node once.
+            let counts = counters.mapValues(\.snapshot)
+            for box in boxes {
+                let others = Set(sim.scenario.boxes.filter { $0.name != box }.map { "/org/bluez/hci0/dev_" + $0.address.replacingOccurrences(of: ":", with: "_") })
+                #expect(counts[box]! == Dictionary(uniqueKeysWithValues: others.map { ($0, 1) }), "\(box): \(counts[box]!)")
+            }
+            let path = try await sim.busctl("alpha", ["get-property", "org.proximityd",
+                                                      "/org/proximityd/peers/\(escaped(ids["bravo"]!))", "org.proximityd.Peer1", "Proximity", "Kind"])
+            #expect(path.stdout.trimmed == "s \"near\"\ns \"node\"", "\(path)")
+            let introspect = try await sim.busctl("alpha", ["introspect", "--xml-interface", "org.proximityd",
+                                                            "/org/proximityd/peers/\(escaped(ids["bravo"]!))"])
+            let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.Peer1.xml"), encoding: .utf8)
+            #expect(interfaceElement(introspect.stdout, "org.proximityd.Peer1") != nil, "\(introspect)")
+            #expect(interfaceElement(introspect.stdout, "org.proximityd.Peer1") == interfaceElement(file, "org.proximityd.Peer1"),
+                    "\(introspect.stdout)")
+
+            // A restart uses the identities kept in peers.json: ranging again, no new connection.
+            await daemons["alpha"]!.stop()
+            #expect(daemons["alpha"]!.exitStatus == 0, "\(daemons["alpha"]!.stderr)")
+            daemons["alpha"] = try await sim.startDaemon("alpha")
+            try await eventually("alpha ranges its peers again after a restart", timeout: .seconds(60)) {
+                try await sim.ranging("alpha") == expected["alpha"]!
+            }
+            #expect(counters["alpha"]!.snapshot.values.reduce(0, +) == 2, "\(counters["alpha"]!.snapshot)")
+            #expect(!daemons["alpha"]!.stderr.contains("identified a peer"), "\(daemons["alpha"]!.stderr)")
+        } catch {
+            for daemon in daemons.values { await daemon.stop() }
+            for observer in observers { await observer.close() }
+            await sim.stop()
+            throw error
+        }
+        for (box, daemon) in daemons {
+            await daemon.stop()
+            #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
+        }
+        for observer in observers { await observer.close() }
+        await sim.stop()
+    }
+}
+
+@Suite("proximityd without BlueZ", .serialized)
+struct NodeWithoutBlueZTests {
+    @Test("without org.bluez the node serves Node1, says it waits for bluetoothd, and validates ClearInterval")
+    func noBlueZ() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            try await daemon.waitForOutput(containing: "waiting for bluetoothd (org.bluez)", inStderr: true)
+            let node = ["org.proximityd", "/org/proximityd", "org.proximityd.Node1"]
+            let values = try await box.busctl(["get-property"] + node + ["Adapter", "ClearInterval", "MeasuredPower", "Advertising"])
+            #expect(values.stdout.trimmed == "s \"hci0\"\nd 10\nn -59\nb false", "\(values)")
+            let ranging = try await box.busctl(["call"] + node + ["GetRanging"])
+            #expect(ranging.stdout.trimmed == "a{ss} 0", "\(ranging)")
+            let set = try await box.busctl(["set-property"] + node + ["ClearInterval", "d", "2.5"])
+            #expect(set.status == 0, "\(set)")
+            let now = try await box.busctl(["get-property"] + node + ["ClearInterval"])
+            #expect(now.stdout.trimmed == "d 2.5", "\(now)")
+            for bad in ["0", "3600.5", "1e9"] {
+                let refused = try await box.busctl(["set-property"] + node + ["ClearInterval", "d", bad])
+                #expect(refused.status != 0 && refused.stderr.contains("ClearInterval must be"), "\(bad): \(refused)")
+            }
+            #expect(try await box.busctl(["get-property"] + node + ["ClearInterval"]).stdout.trimmed == "d 2.5")
+            await daemon.stop()
+            #expect(daemon.exitStatus == 0, "\(daemon.stderr)")
+        }
+    }
+}
+
+/// One interface element of an introspection document, whitespace-normalised.
+func interfaceElement(_ xml: String, _ name: String) -> String? {
+    guard let start = xml.range(of: "<interface name=\"\(name)\">"),
+          let end = xml.range(of: "</interface>", range: start.upperBound..<xml.endIndex) else { return nil }
+    return xml[start.lowerBound..<end.upperBound].split(whereSeparator: \.isWhitespace).joined(separator: " ")
+}
+
+/// The path element DBusKit makes of a string (`ObjectPath.appending(escaped:)`).
+func escaped(_ s: String) -> String {
+    ObjectPath.root.appending(escaped: s).rawValue.dropFirst().description
+}
