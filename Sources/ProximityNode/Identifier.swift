@@ -20,7 +20,8 @@ struct Identifier: Sendable {
     /// The most bytes read from a peer's identity characteristic.
     var maxLength = 64
     var attempts = 3
-    var resolveTimeout: Duration = .seconds(15)
+    var resolveTimeout: Duration = .seconds(10)
+    var incomingLinkTimeout: Duration = .seconds(10)
 
     /// The peer's identity, or nil once every attempt failed.
     func identify(_ device: ObjectPath, address: String) async -> UUID? {
@@ -51,6 +52,14 @@ struct Identifier: Sendable {
     }
 
     private func identifyOnce(_ path: ObjectPath) async throws -> UUID {
+        // A peer identifying this node holds a link to it as central; BlueZ then reports the
+        // device connected but without services, and Connect succeeds at once without
+        // resolving them. Let that link end first (bounded), so the read is not left waiting.
+        let clock = ContinuousClock()
+        let linkDeadline = clock.now.advanced(by: incomingLinkTimeout)
+        while await mirror.device(at: path)?.connected == true, clock.now < linkDeadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let device = Device(connection: connection, path: path)
         try await device.connect()
         do {

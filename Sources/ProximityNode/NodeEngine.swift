@@ -24,9 +24,12 @@ public actor NodeEngine {
 
     private var table: FoundDevicesTable
     private var identities: [String: UUID]
-    /// Addresses queued or being identified, and those that failed (not retried this run).
+    /// Addresses queued or being identified; those whose identification failed, with when (tried
+    /// again after ``retryAfter``); those never to identify (this node's own identity).
     private var identifying: Set<String> = []
-    private var failed: Set<String> = []
+    private var failed: [String: Timestamp] = [:]
+    private var ignored: Set<String> = []
+    let retryAfter: Double = 60
     private var queue: AsyncStream<(ObjectPath, String)>.Continuation?
     private var advertisement: Advertisement?
     private var application: GattApplication?
@@ -183,9 +186,14 @@ public actor NodeEngine {
         }
         setUp = true
         logger.info("adapter ready", metadata: ["bluez.adapter": "\(info.path)", "bluez.address": "\(info.address)"])
+        // BlueZ keeps registrations across a power cycle: AlreadyExists means registered.
         do {
-            if let application { try await application.register(with: adapter.gattManager) }
-            if let advertisement { try await advertisement.register(with: adapter.advertisingManager) }
+            if let application {
+                do { try await application.register(with: adapter.gattManager) } catch BlueZCallError.alreadyExists {}
+            }
+            if let advertisement {
+                do { try await advertisement.register(with: adapter.advertisingManager) } catch BlueZCallError.alreadyExists {}
+            }
             registered = true
             nodeObject.set("Advertising", .boolean(true), interface: NodeAPI.node1)
         } catch {
@@ -218,7 +226,11 @@ public actor NodeEngine {
             _ = table.observe(key, rssi: Double(rssi), at: now)
             return
         }
-        guard info.advertises(serviceUUID), !identifying.contains(address), !failed.contains(address) else { return }
+        guard info.advertises(serviceUUID), !identifying.contains(address), !ignored.contains(address) else { return }
+        if let when = failed[address] {
+            guard now - when >= retryAfter else { return }
+            failed[address] = nil
+        }
         identifying.insert(address)
         logger.debug("identifying a new peer", metadata: ["peer.address": "\(address)"])
         queue?.yield((info.path, address))
@@ -227,10 +239,13 @@ public actor NodeEngine {
     private func identified(_ address: String, _ result: UUID?) {
         identifying.remove(address)
         guard let result else {
-            failed.insert(address)
+            failed[address] = now
             return
         }
-        guard result != identity else { return }
+        guard result != identity else {
+            ignored.insert(address)
+            return
+        }
         identities[address] = result
         PeerDirectory.save(identities, to: state, logger: logger)
     }

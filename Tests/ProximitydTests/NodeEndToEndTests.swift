@@ -11,31 +11,40 @@ final class SimBoxes: Sendable {
     let scenario: Scenario
     let buses: [String: PrivateBus]
     let simulator: Simulator
-    let runner: Task<Void, Never>
+    let runner = Mutex<Task<Void, Never>?>(nil)
     let root: URL
 
-    init(scenario: Scenario, buses: [String: PrivateBus], simulator: Simulator, runner: Task<Void, Never>, root: URL) {
+    init(scenario: Scenario, buses: [String: PrivateBus], simulator: Simulator, root: URL) {
         self.scenario = scenario
         self.buses = buses
         self.simulator = simulator
-        self.runner = runner
         self.root = root
     }
 
-    static func start(_ scenario: Scenario) async throws -> SimBoxes {
+    /// The boxes' buses, and the simulator unless `simulate` is false (then ``simulate()``
+    /// starts it later: bluetoothd appearing after the nodes).
+    static func start(_ scenario: Scenario, simulate: Bool = true) async throws -> SimBoxes {
         var buses: [String: PrivateBus] = [:]
         for box in scenario.boxes { buses[box.name] = try await PrivateBus.start(name: "node-\(box.name)") }
         let simulator = Simulator(scenario: scenario, addresses: buses.mapValues(\.address), clock: RealSimClock())
-        try await simulator.start()
-        let runner = Task { await simulator.run() }
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-e2e-\(UUID().uuidString)")
-        return SimBoxes(scenario: scenario, buses: buses, simulator: simulator, runner: runner, root: root)
+        let boxes = SimBoxes(scenario: scenario, buses: buses, simulator: simulator, root: root)
+        if simulate { try await boxes.simulate() }
+        return boxes
+    }
+
+    func simulate() async throws {
+        try await simulator.start()
+        let simulator = self.simulator
+        runner.withLock { $0 = Task { await simulator.run() } }
     }
 
     func stop() async {
-        runner.cancel()
-        await runner.value
-        await simulator.stop()
+        if let runner = runner.withLock({ $0 }) {
+            runner.cancel()
+            await runner.value
+            await simulator.stop()
+        }
         for bus in buses.values { await bus.stop() }
         try? FileManager.default.removeItem(at: root)
     }
@@ -202,6 +211,62 @@ struct NodeEndToEndTests {
             #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
         }
         for observer in observers { await observer.close() }
+        await sim.stop()
+    }
+}
+
+@Suite("proximityd and bluetoothd coming and going", .serialized)
+struct NodeBlueZLifecycleTests {
+    @Test("nodes started before bluetoothd start once it appears, and register again after a bluetoothd restart")
+    func lateAndRestartedBlueZ() async throws {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 1
+        radio.packetLoss = 0
+        let scenario = Scenario(seed: 7, radio: radio, boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
+        ])
+        let sim = try await SimBoxes.start(scenario, simulate: false)
+        var daemons: [String: ManagedProcess] = [:]
+        do {
+            for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
+            try await daemons["alpha"]!.waitForOutput(containing: "waiting for bluetoothd (org.bluez)", inStderr: true)
+            #expect(try await sim.property("alpha", "Advertising") == "b false")
+            try await sim.simulate()
+            let bravo = try await sim.property("bravo", "Identifier").replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
+            try await eventually("alpha ranges bravo once bluetoothd appeared", timeout: .seconds(60)) {
+                try await sim.ranging("alpha") == [bravo: "near"]
+            }
+            #expect(try await sim.property("alpha", "Advertising") == "b true")
+
+            let restart = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
+                                                         "org.proximityd.BlueZSim1", "RestartBluetoothd", "s", "alpha"])
+            #expect(restart.status == 0, "\(restart)")
+            try await daemons["alpha"]!.waitForOutput(containing: "bluetoothd restarted", inStderr: true)
+            try await eventually("alpha advertises and discovers again", timeout: .seconds(30)) {
+                let advertising = try await sim.property("alpha", "Advertising")
+                let discovering = try await sim.property("alpha", "Discovering")
+                return advertising == "b true" && discovering == "b true"
+            }
+            let state = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
+                                                       "org.proximityd.BlueZSim1", "GetState"])
+            #expect(state.stdout.contains("advertisement0"), "\(state)")
+            // Both keep ranging each other: alpha hears bravo again (its identity cached), bravo hears alpha's new advertisement.
+            try await eventually("both range each other after the restart", timeout: .seconds(60)) {
+                let alpha = try await sim.ranging("alpha")
+                let bravoSees = try await sim.ranging("bravo")
+                return alpha == [bravo: "near"] && bravoSees.values.first == "near"
+            }
+            #expect(daemons["alpha"]!.stderr.components(separatedBy: "identified a peer").count - 1 == 1, "\(daemons["alpha"]!.stderr)")
+        } catch {
+            for daemon in daemons.values { await daemon.stop() }
+            await sim.stop()
+            throw error
+        }
+        for (box, daemon) in daemons {
+            await daemon.stop()
+            #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
+        }
         await sim.stop()
     }
 }
