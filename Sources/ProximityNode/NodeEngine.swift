@@ -30,6 +30,7 @@ public actor NodeEngine {
     private var failed: [String: Timestamp] = [:]
     private var ignored: Set<String> = []
     let retryAfter: Double = 60
+    let maxQueuedIdentifications = 256
     private var queue: AsyncStream<(ObjectPath, String)>.Continuation?
     private var advertisement: Advertisement?
     private var application: GattApplication?
@@ -227,6 +228,9 @@ public actor NodeEngine {
             return
         }
         guard info.advertises(serviceUUID), !identifying.contains(address), !ignored.contains(address) else { return }
+        // A flood of advertisers must not grow the queue without bound: beyond the cap a device
+        // waits for a later sample, after the queue drained.
+        guard identifying.count < maxQueuedIdentifications else { return }
         if let when = failed[address] {
             guard now - when >= retryAfter else { return }
             failed[address] = nil

@@ -217,7 +217,7 @@ struct NodeEndToEndTests {
 
 @Suite("proximityd and bluetoothd coming and going", .serialized)
 struct NodeBlueZLifecycleTests {
-    @Test("nodes started before bluetoothd start once it appears, and register again after a bluetoothd restart")
+    @Test("nodes started before bluetoothd start once it appears, and register again after a bluetoothd restart and an adapter power cycle")
     func lateAndRestartedBlueZ() async throws {
         var radio = RadioParameters()
         radio.shadowingSigma = 1
@@ -258,6 +258,27 @@ struct NodeBlueZLifecycleTests {
                 return alpha == [bravo: "near"] && bravoSees.values.first == "near"
             }
             #expect(daemons["alpha"]!.stderr.components(separatedBy: "identified a peer").count - 1 == 1, "\(daemons["alpha"]!.stderr)")
+
+            // An adapter power cycle: both flags drop, then come back with the adapter.
+            let off = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
+                                                     "org.proximityd.BlueZSim1", "SetPowered", "sb", "alpha", "false"])
+            #expect(off.status == 0, "\(off)")
+            try await eventually("alpha sees its adapter off", timeout: .seconds(30)) {
+                let advertising = try await sim.property("alpha", "Advertising")
+                let discovering = try await sim.property("alpha", "Discovering")
+                return advertising == "b false" && discovering == "b false"
+            }
+            let on = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
+                                                    "org.proximityd.BlueZSim1", "SetPowered", "sb", "alpha", "true"])
+            #expect(on.status == 0, "\(on)")
+            try await eventually("alpha advertises and discovers after the power cycle", timeout: .seconds(30)) {
+                let advertising = try await sim.property("alpha", "Advertising")
+                let discovering = try await sim.property("alpha", "Discovering")
+                return advertising == "b true" && discovering == "b true"
+            }
+            try await eventually("alpha ranges bravo after the power cycle", timeout: .seconds(60)) {
+                try await sim.ranging("alpha") == [bravo: "near"]
+            }
         } catch {
             for daemon in daemons.values { await daemon.stop() }
             await sim.stop()
