@@ -330,3 +330,86 @@ func interfaceElement(_ xml: String, _ name: String) -> String? {
 func escaped(_ s: String) -> String {
     ObjectPath.root.appending(escaped: s).rawValue.dropFirst().description
 }
+
+/// A hostile "node": advertises the general UUID and serves `value` as its identity, exported by
+/// hand on a box's bus (as any program could), registered with the box's BlueZ.
+func serveHostileIdentity(_ value: [UInt8], on connection: DBusConnection) async throws {
+    let general = NodeConfiguration.defaultServiceUUID.lowercased
+    let root: ObjectPath = "/org/test/hostile"
+    try await connection.addObjectManager(at: root)
+    _ = try await connection.export([DBusInterface("org.bluez.GattService1", properties: [
+        DBusProperty("UUID", .string, .string(general)),
+        DBusProperty("Primary", .boolean, .boolean(true)),
+    ])], at: "/org/test/hostile/service0")
+    _ = try await connection.export([DBusInterface("org.bluez.GattCharacteristic1", methods: [
+        DBusMethod("ReadValue", inputs: [DBusArgument("options", .dictionary(key: .string, value: .variant))],
+                   outputs: [DBusArgument("value", .array(.byte))]) { call in
+            var offset = 0
+            if case .variant(.uint16(let o))? = call.arguments.first?.stringKeyedDictionary?["offset"] { offset = Int(o) }
+            return [.bytes(value.dropFirst(offset))]
+        },
+    ], properties: [
+        DBusProperty("UUID", .string, .string("5830b129-79a9-4a7e-be31-5d76f8856c51")),
+        DBusProperty("Service", .objectPath, .objectPath("/org/test/hostile/service0")),
+        DBusProperty("Flags", .array(.string), .strings(["read"])),
+    ])], at: "/org/test/hostile/service0/char0")
+    _ = try await connection.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.GattManager1",
+                                  member: "RegisterApplication", [.objectPath(root), .vardict([:])])
+    _ = try await connection.export([DBusInterface("org.bluez.LEAdvertisement1", methods: [
+        DBusMethod("Release") { _ in [] },
+    ], properties: [
+        DBusProperty("Type", .string, .string("peripheral"), changeSignal: .const),
+        DBusProperty("ServiceUUIDs", .array(.string), .strings([general]), changeSignal: .const),
+    ])], at: "/org/test/hostile/advertisement0")
+    _ = try await connection.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.LEAdvertisingManager1",
+                                  member: "RegisterAdvertisement", [.objectPath("/org/test/hostile/advertisement0"), .vardict([:])])
+}
+
+@Suite("proximityd against hostile peers", .serialized)
+struct NodeHostilePeerTests {
+    @Test("an oversized identity and one that is not a UUID are rejected and logged; the node keeps ranging nothing and runs on")
+    func hostileIdentities() async throws {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 1
+        radio.packetLoss = 0
+        let scenario = Scenario(seed: 3, radio: radio, boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
+            BoxSpec(name: "charlie", address: "AA:00:00:00:00:03", trajectory: Trajectory(fixed: Position(x: 2, y: 0))),
+        ])
+        let sim = try await SimBoxes.start(scenario)
+        var connections: [DBusConnection] = []
+        var daemon: ManagedProcess?
+        do {
+            let bravo = try await sim.buses["bravo"]!.connect()
+            let charlie = try await sim.buses["charlie"]!.connect()
+            connections = [bravo, charlie]
+            try await serveHostileIdentity([UInt8](repeating: 0x41, count: 300), on: bravo)
+            try await serveHostileIdentity(Array("not-a-uuid-but-exactly-36-bytes-long".utf8), on: charlie)
+            let alpha = try await sim.startDaemon("alpha")
+            daemon = alpha
+            try await eventually("alpha rejects both identities", timeout: .seconds(60)) {
+                alpha.stderr.components(separatedBy: "rejected a peer's identity").count - 1 == 2
+            }
+            let log = alpha.stderr
+            let lines = log.split(separator: "\n").filter { $0.contains("rejected a peer's identity") }
+            #expect(lines.contains { $0.contains("AA:00:00:00:00:02") && $0.contains("longer than 64 bytes") }, "\(log)")
+            #expect(lines.contains { $0.contains("AA:00:00:00:00:03") && $0.contains("are not a UUID") }, "\(log)")
+            #expect(!log.contains("identified a peer"), "\(log)")
+            #expect(try await sim.ranging("alpha").isEmpty)
+            #expect(try await sim.node("alpha", ["GetPeers"]).stdout.trimmed == "ao 0")
+            let file = sim.stateDirectory("alpha").appendingPathComponent("peers.json")
+            #expect(!FileManager.default.fileExists(atPath: file.path))
+            #expect(alpha.isRunning)
+        } catch {
+            await daemon?.stop()
+            for connection in connections { await connection.close() }
+            await sim.stop()
+            throw error
+        }
+        await daemon?.stop()
+        #expect(daemon?.exitStatus == 0, "\(daemon?.stderr ?? "")")
+        for connection in connections { await connection.close() }
+        await sim.stop()
+    }
+}
