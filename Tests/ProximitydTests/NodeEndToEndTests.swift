@@ -292,6 +292,67 @@ struct NodeBlueZLifecycleTests {
     }
 }
 
+extension NodeBlueZLifecycleTests {
+    @Test("a peer that goes silent is dropped (ClearInterval set to 1 s): InterfacesRemoved, gone from GetRanging and GetPeers")
+    func silentPeerIsDropped() async throws {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 1
+        radio.packetLoss = 0
+        let scenario = Scenario(seed: 11, radio: radio, boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
+        ])
+        let sim = try await SimBoxes.start(scenario)
+        var daemons: [String: ManagedProcess] = [:]
+        var observer: DBusConnection?
+        do {
+            for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
+            let bravo = try await sim.property("bravo", "Identifier").replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
+            try await eventually("alpha ranges bravo", timeout: .seconds(60)) {
+                try await sim.ranging("alpha") == [bravo: "near"]
+            }
+            let set = try await sim.busctl("alpha", ["set-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1",
+                                                     "ClearInterval", "d", "1"])
+            #expect(set.status == 0, "\(set)")
+            let connection = try await sim.buses["alpha"]!.connect()
+            observer = connection
+            let removals = try await connection.subscribe(MatchRule(sender: "org.proximityd", interface: "org.freedesktop.DBus.ObjectManager",
+                                                                    member: "InterfacesRemoved"))
+            let peerPath = "/org/proximityd/peers/\(escaped(bravo))"
+            let removed = Task { () -> Bool in
+                for await signal in removals where signal.body.first == .objectPath(ObjectPath(stringLiteral: peerPath)) { return true }
+                return false
+            }
+            // Bravo's adapter goes off: it stops advertising and alpha stops hearing it.
+            let off = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
+                                                     "org.proximityd.BlueZSim1", "SetPowered", "sb", "bravo", "false"])
+            #expect(off.status == 0, "\(off)")
+            try await eventually("alpha drops bravo", timeout: .seconds(30)) {
+                try await sim.ranging("alpha").isEmpty
+            }
+            let gotSignal = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask { await removed.value }
+                group.addTask { try await Task.sleep(for: .seconds(10)); return false }
+                defer { group.cancelAll(); removed.cancel() }
+                return try await group.next() ?? false
+            }
+            #expect(gotSignal, "no InterfacesRemoved for \(peerPath)")
+            #expect(try await sim.node("alpha", ["GetPeers"]).stdout.trimmed == "ao 0")
+        } catch {
+            for daemon in daemons.values { await daemon.stop() }
+            await observer?.close()
+            await sim.stop()
+            throw error
+        }
+        for (box, daemon) in daemons {
+            await daemon.stop()
+            #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
+        }
+        await observer?.close()
+        await sim.stop()
+    }
+}
+
 @Suite("proximityd without BlueZ", .serialized)
 struct NodeWithoutBlueZTests {
     @Test("without org.bluez the node serves Node1, says it waits for bluetoothd, and validates ClearInterval")
