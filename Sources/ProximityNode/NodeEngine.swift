@@ -125,9 +125,15 @@ public actor NodeEngine {
         queue?.finish()
         guard registered else { return }
         let adapter = Adapter(connection: connection, path: adapterPath)
-        if let advertisement { try? await advertisement.unregister(from: adapter.advertisingManager) }
-        if let application { try? await application.unregister(from: adapter.gattManager) }
+        do {
+            if let advertisement { try await advertisement.unregister(from: adapter.advertisingManager) }
+            if let application { try await application.unregister(from: adapter.gattManager) }
+        } catch {
+            logger.warning("cannot unregister from BlueZ", metadata: ["error": "\(error)"])
+            return
+        }
         registered = false
+        logger.info("unregistered the advertisement and the GATT application")
     }
 
     // MARK: - Events
@@ -267,6 +273,9 @@ public actor NodeEngine {
 
         for id in report.removed {
             if let object = peerObjects.removeValue(forKey: id) { await object.unexport() }
+            peerAddress[id] = nil
+            peerName[id] = nil
+            lastSample[id] = nil
         }
         for (id, peer) in table.peers {
             let values: [String: DBusValue] = [

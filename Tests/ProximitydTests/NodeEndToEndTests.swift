@@ -194,6 +194,7 @@ struct NodeEndToEndTests {
             // A restart uses the identities kept in peers.json: ranging again, no new connection.
             await daemons["alpha"]!.stop()
             #expect(daemons["alpha"]!.exitStatus == 0, "\(daemons["alpha"]!.stderr)")
+            #expect(daemons["alpha"]!.stderr.contains("unregistered the advertisement and the GATT application"))
             daemons["alpha"] = try await sim.startDaemon("alpha")
             try await eventually("alpha ranges its peers again after a restart", timeout: .seconds(60)) {
                 try await sim.ranging("alpha") == expected["alpha"]!
