@@ -146,7 +146,7 @@ public actor NodeEngine {
         case .adapterRemoved(let path):
             if path == adapterPath { lost("the adapter was removed") }
         case .bluezGone:
-            lost("bluetoothd went away")
+            lost("bluetoothd went away", waitingFor: "bluetoothd (org.bluez)")
         case .bluezRestarted:
             logger.notice("bluetoothd restarted")
         case .deviceAdded(let info):
@@ -158,9 +158,9 @@ public actor NodeEngine {
         }
     }
 
-    private func lost(_ why: String) {
+    private func lost(_ why: String, waitingFor: String = "the adapter") {
         guard setUp || registered else { return }
-        logger.warning("\(why): waiting for bluetoothd (org.bluez)")
+        logger.warning("\(why): waiting for \(waitingFor)", metadata: ["bluez.adapter": "\(configuration.adapter)"])
         setUp = false
         registered = false
         powering = false
