@@ -175,6 +175,25 @@ struct NodeEndToEndTests {
                 let file = try String(contentsOf: sim.stateDirectory(box).appendingPathComponent("peers.json"), encoding: .utf8)
                 for other in boxes where other != box { #expect(file.contains(ids[other]!), "\(file)") }
             }
+            // proximityctl shows the same peers, nearest first.
+            let ctl = BuiltProducts.path("proximityctl")
+            let alphaBus = sim.buses["alpha"]!.address
+            let peersJSON = try await runCommand(ctl, ["peers", "--json", "--bus", alphaBus])
+            #expect(peersJSON.status == 0, "\(peersJSON)")
+            let listed = try #require(try JSONSerialization.jsonObject(with: Data(peersJSON.stdout.utf8)) as? [[String: Any]])
+            #expect(listed.map { $0["identifier"] as? String } == [ids["bravo"]!, ids["charlie"]!], "\(peersJSON)")
+            #expect(listed.map { $0["proximity"] as? String } == ["near", "far"])
+            #expect(listed.map { $0["kind"] as? String } == ["node", "node"])
+            let table = try await runCommand(ctl, ["peers", "--bus", alphaBus])
+            #expect(table.stdout.hasPrefix("IDENTIFIER"), "\(table)")
+            #expect(table.stdout.contains(ids["bravo"]!) && table.stdout.contains("near"), "\(table)")
+            let watch = try await runCommand(ctl, ["watch", "--count", "2", "--interval", "0.2", "--bus", alphaBus], timeout: .seconds(20))
+            #expect(watch.status == 0, "\(watch)")
+            #expect(watch.stdout.components(separatedBy: ids["charlie"]!).count - 1 == 2, "\(watch)")
+            #expect(watch.stdout.contains("2 peers"), "\(watch)")
+            let badWatch = try await runCommand(ctl, ["watch", "--interval", "0", "--bus", alphaBus])
+            #expect(badWatch.status == 64, "\(badWatch)")
+
             // One outgoing GATT connection per peer: each node connects to each other node once.
             let counts = counters.mapValues(\.snapshot)
             for box in boxes {
