@@ -7,20 +7,16 @@ import DBusKit
 /// client, …). BlueZ keeps discovery and its filter per client connection: they end when this
 /// connection leaves the bus.
 public struct Adapter: Sendable {
-    public let connection: DBusConnection
-    public let path: ObjectPath
-    public let service: BusName
-    /// Per call.
-    public var timeout: Duration = .seconds(10)
+    public var object: BlueZObject
+    public var connection: DBusConnection { object.connection }
+    public var path: ObjectPath { object.path }
 
     public init(connection: DBusConnection, path: ObjectPath, service: BusName = BlueZService.name) {
-        self.connection = connection
-        self.path = path
-        self.service = service
+        object = BlueZObject(connection: connection, path: path, service: service)
     }
 
     private func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws {
-        _ = try await connection.callBlueZ(service, path, BlueZService.adapterInterface, member, arguments, timeout: timeout)
+        try await object.call(BlueZService.adapterInterface, member, arguments)
     }
 
     /// `SetDiscoveryFilter`: kept for this client's next `StartDiscovery` and after `StopDiscovery`.
@@ -47,8 +43,9 @@ public struct Adapter: Sendable {
     /// Sets `Powered`.
     public func setPowered(_ powered: Bool) async throws {
         do {
-            try await connection.setProperty(destination: service, path: path, interface: BlueZService.adapterInterface,
-                                             name: "Powered", value: .boolean(powered), timeout: timeout)
+            try await object.connection.setProperty(destination: object.service, path: object.path,
+                                                    interface: BlueZService.adapterInterface, name: "Powered",
+                                                    value: .boolean(powered), timeout: object.timeout)
         } catch let error as DBusError {
             throw BlueZCallError(error)
         }
@@ -56,11 +53,11 @@ public struct Adapter: Sendable {
 
     /// The advertising manager of this adapter (same object, `LEAdvertisingManager1`).
     public var advertisingManager: LEAdvertisingManager {
-        LEAdvertisingManager(connection: connection, path: path, service: service)
+        LEAdvertisingManager(connection: object.connection, path: object.path, service: object.service)
     }
 
     /// The GATT manager of this adapter (same object, `GattManager1`).
     public var gattManager: GattManager {
-        GattManager(connection: connection, path: path, service: service)
+        GattManager(connection: object.connection, path: object.path, service: object.service)
     }
 }

@@ -2,17 +2,11 @@ import DBusKit
 
 /// A proxy for an adapter's `org.bluez.LEAdvertisingManager1`.
 public struct LEAdvertisingManager: Sendable {
-    public let connection: DBusConnection
-    /// The adapter's path.
-    public let path: ObjectPath
-    public let service: BusName
-    /// BlueZ reads the advertisement back from us before it answers.
-    public var timeout: Duration = .seconds(10)
+    /// The adapter. BlueZ reads the advertisement back from us before it answers.
+    public var object: BlueZObject
 
     public init(connection: DBusConnection, path: ObjectPath, service: BusName = BlueZService.name) {
-        self.connection = connection
-        self.path = path
-        self.service = service
+        object = BlueZObject(connection: connection, path: path, service: service)
     }
 
     /// `RegisterAdvertisement`. BlueZ reads the `LEAdvertisement1` exported at `advertisement` on
@@ -20,13 +14,12 @@ public struct LEAdvertisingManager: Sendable {
     /// example over 31 bytes), `AlreadyExists` if it is registered, `NotPermitted` when the
     /// controller has no instance left.
     public func register(_ advertisement: ObjectPath, options: [String: DBusValue] = [:]) async throws {
-        _ = try await connection.callBlueZ(service, path, BlueZService.advertisingManagerInterface, "RegisterAdvertisement",
-                                           [.objectPath(advertisement), .vardict(options)], timeout: timeout)
+        try await object.call(BlueZService.advertisingManagerInterface, "RegisterAdvertisement",
+                              [.objectPath(advertisement), .vardict(options)])
     }
 
     /// `UnregisterAdvertisement` (BlueZ does not call `Release` for it). `DoesNotExist` if unknown.
     public func unregister(_ advertisement: ObjectPath) async throws {
-        _ = try await connection.callBlueZ(service, path, BlueZService.advertisingManagerInterface, "UnregisterAdvertisement",
-                                           [.objectPath(advertisement)], timeout: timeout)
+        try await object.call(BlueZService.advertisingManagerInterface, "UnregisterAdvertisement", [.objectPath(advertisement)])
     }
 }

@@ -118,7 +118,7 @@ struct RemoteAttribute: Sendable, Hashable {
 }
 
 /// The objects bluetoothd's GATT client exports for a connected peer (`src/gatt-client.c`):
-/// `serviceXXXX/charYYYY/descZZZZ` under the device, named by attribute handle.
+/// `service<hhhh>/char<hhhh>/desc<hhhh>` under the device, each named by its attribute handle in four hex digits.
 struct RemoteGattLayout: Sendable {
     var objects: [(path: ObjectPath, template: InterfaceTemplate.Kind, values: [String: DBusValue], attribute: RemoteAttribute)] = []
 
