@@ -55,6 +55,10 @@ public actor BlueZObjectMirror {
     private var generation = 0
     private var synchronizedOnce = false
     private var running = false
+    /// Callers waiting for a device to reach a state, re-checked whenever the mirror changes.
+    private var deviceWaiters: [UInt64: (path: ObjectPath, condition: @Sendable (DeviceInfo?) -> Bool,
+                                         continuation: CheckedContinuation<Bool, Never>)] = [:]
+    private var nextWaiter: UInt64 = 0
 
     private struct Key: Hashable {
         var path: ObjectPath
@@ -224,6 +228,51 @@ public actor BlueZObjectMirror {
     private func becomeAbsent() {
         state = .absent
         pending = []
+        wakeDeviceWaiters()
+    }
+
+    // MARK: - Waiting for a device's state
+
+    /// Returns true once `condition` holds for the device at `path` (nil: the mirror has no such
+    /// device), re-checked each time the mirror applies a change; false when `timeout` passes first.
+    public func waitForDevice(at path: ObjectPath, timeout: Duration,
+                              until condition: @escaping @Sendable (DeviceInfo?) -> Bool) async -> Bool {
+        if condition(device(at: path)) { return true }
+        nextWaiter += 1
+        let id = nextWaiter
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.park(id, path, condition) }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                await self.expire(id)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            expire(id)
+            return first
+        }
+    }
+
+    private func park(_ id: UInt64, _ path: ObjectPath, _ condition: @escaping @Sendable (DeviceInfo?) -> Bool) async -> Bool {
+        await withCheckedContinuation { continuation in
+            if condition(device(at: path)) {
+                continuation.resume(returning: true)
+            } else {
+                deviceWaiters[id] = (path, condition, continuation)
+            }
+        }
+    }
+
+    private func expire(_ id: UInt64) {
+        deviceWaiters.removeValue(forKey: id)?.continuation.resume(returning: false)
+    }
+
+    private func wakeDeviceWaiters() {
+        for (id, waiter) in deviceWaiters where waiter.condition(device(at: waiter.path)) {
+            deviceWaiters[id] = nil
+            waiter.continuation.resume(returning: true)
+        }
     }
 
     private func install(_ snapshot: [ObjectPath: Interfaces], owner: BusName, serial: UInt32) {
@@ -234,6 +283,7 @@ public actor BlueZObjectMirror {
         synchronizedOnce = true
         for adapter in adapters() { sink.yield(.adapterAdded(adapter)) }
         for device in devices() { sink.yield(.deviceAdded(device)) }
+        wakeDeviceWaiters()
     }
 
     private func ownerChanged(_ message: DBusMessage) async {
@@ -261,6 +311,7 @@ public actor BlueZObjectMirror {
             return
         }
         apply(message)
+        if !deviceWaiters.isEmpty { wakeDeviceWaiters() }
     }
 
     private func apply(_ message: DBusMessage) {

@@ -55,11 +55,7 @@ struct Identifier: Sendable {
         // A peer identifying this node holds a link to it as central; BlueZ then reports the
         // device connected but without services, and Connect succeeds at once without
         // resolving them. Let that link end first (bounded), so the read is not left waiting.
-        let clock = ContinuousClock()
-        let linkDeadline = clock.now.advanced(by: incomingLinkTimeout)
-        while await mirror.device(at: path)?.connected == true, clock.now < linkDeadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await mirror.waitForDevice(at: path, timeout: incomingLinkTimeout) { $0?.connected != true }
         let device = Device(connection: connection, path: path)
         try await device.connect()
         do {
@@ -73,13 +69,9 @@ struct Identifier: Sendable {
     }
 
     private func readIdentity(_ path: ObjectPath) async throws -> UUID {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: resolveTimeout)
-        // The mirror publishes no events for remote GATT objects; ServicesResolved is polled
-        // from the mirror (no round trip), bounded by the deadline.
-        while await mirror.device(at: path)?.servicesResolved != true {
-            guard clock.now < deadline else { throw BlueZTimeout(what: "ServicesResolved") }
-            try await Task.sleep(for: .milliseconds(50))
+        // ServicesResolved is a Device1 property: the mirror wakes us when it changes.
+        guard await mirror.waitForDevice(at: path, timeout: resolveTimeout, until: { $0?.servicesResolved == true }) else {
+            throw BlueZTimeout(what: "ServicesResolved")
         }
         guard let info = await mirror.characteristic(ProximityUUIDs.identityCharacteristic, inService: serviceUUID, of: path) else {
             throw IdentificationError(description: "no identity characteristic in the general service")
