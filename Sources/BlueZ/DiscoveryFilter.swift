@@ -33,9 +33,10 @@ public struct DiscoveryFilter: Sendable, Hashable {
         self.pattern = pattern
     }
 
-    /// What a node scans with: LE only, peers advertising the general service, every report.
-    public static func proximity(serviceUUID: String) -> DiscoveryFilter {
-        DiscoveryFilter(uuids: [serviceUUID], transport: .le, duplicateData: true)
+    /// What a node scans with: LE only, every report; only peers advertising the general service,
+    /// unless it ranges beacons too (they advertise no service UUID BlueZ could filter on).
+    public static func proximity(serviceUUID: String, beacons: Bool = false) -> DiscoveryFilter {
+        DiscoveryFilter(uuids: beacons ? [] : [serviceUUID], transport: .le, duplicateData: true)
     }
 
     /// The `a{sv}` BlueZ takes. Only the fields that are set appear.

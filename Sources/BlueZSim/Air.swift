@@ -29,13 +29,17 @@ public actor Air {
     var token: UInt64 = 0
     var lastSupervision: SimTime = 0
     /// Counters for the benchmark and the control interface.
-    public private(set) var stats = Stats()
+    public internal(set) var stats = Stats()
 
     public struct Stats: Sendable, Hashable {
         /// Advertising reports that reached an adapter's device table.
         public var reports = 0
         /// Advertising events transmitted.
         public var transmissions = 0
+        /// `Connect` calls that started a connection attempt, and those failed by
+        /// `connection_failure_rate`.
+        public var connectionAttempts = 0
+        public var injectedConnectionFailures = 0
     }
 
     /// Link-layer settings that are not part of the radio model.

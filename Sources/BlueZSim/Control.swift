@@ -47,6 +47,10 @@ public enum ControlService {
                 try await air.moveBox(box, to: p)
                 return []
             },
+            DBusMethod("SetAddress", inputs: [DBusArgument("box", .string), DBusArgument("address", .string)]) { call in
+                try await air.setAddress(call.arguments[0].string ?? "", to: call.arguments[1].string ?? "")
+                return []
+            },
             DBusMethod("SetPowered", inputs: [DBusArgument("box", .string), DBusArgument("powered", .boolean)]) { call in
                 let box = call.arguments[0].string ?? ""
                 guard await air.box(box) != nil else { throw ControlError.unknownBox(box) }
@@ -84,6 +88,26 @@ extension Air {
     public func moveBox(_ name: String, to position: Position) throws(ControlError) {
         guard boxes[name] != nil else { throw .unknownBox(name) }
         boxes[name]?.trajectory = Trajectory(fixed: position)
+    }
+
+    /// Changes the address a box is heard at, as a resolvable private address rotates: its
+    /// connections drop, and from now on scanners hear (and centrals connect to) the new address.
+    /// Peers' BlueZ keeps the old device until its temporary timeout. The adapter's own `Address`
+    /// (its identity address) does not change.
+    public func setAddress(_ name: String, to text: String) throws(ControlError) {
+        guard boxes[name] != nil else { throw .unknownBox(name) }
+        let address = text.uppercased()
+        do {
+            try BoxSpec.validate(name: name, address: address)
+        } catch {
+            throw .invalidArguments(error.message)
+        }
+        if boxes.contains(where: { $0.key != name && $0.value.spec.address == address })
+            || beacons.values.contains(where: { $0.spec.address == address }) {
+            throw .invalidArguments("the address \(address) is taken")
+        }
+        dropConnections(involving: name)
+        boxes[name]?.spec.address = address
     }
 
     /// Adds a beacon given as one entry of a scenario's `beacons` list, in JSON.
@@ -207,7 +231,9 @@ extension Air {
                 "sensitivity": r.sensitivity,
             ],
             "link": ["mtu": Int(settings.mtu), "connect_timeout": settings.connectTimeout],
-            "stats": ["transmissions": stats.transmissions, "reports": stats.reports],
+            "stats": ["transmissions": stats.transmissions, "reports": stats.reports,
+                      "connection_attempts": stats.connectionAttempts,
+                      "injected_connection_failures": stats.injectedConnectionFailures],
         ]
         guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)

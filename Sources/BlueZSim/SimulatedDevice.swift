@@ -132,6 +132,7 @@ extension Air {
         b.devices[address] = dev
         let attempt = radio.connectionAttempt(using: &b.rng)
         boxes[ctx.box] = b
+        stats.connectionAttempts += 1
         let start = clock.now
 
         func stillConnecting() -> DeviceState? {
@@ -153,6 +154,7 @@ extension Air {
             throw BlueZError.failed(BlueZ.LEConnectionError.abortByLocal)
         }
         if attempt.fails {
+            stats.injectedConnectionFailures += 1
             // The controller connected and the link was torn down at once: clients see Connected
             // flip, then the error.
             d.link = .connected

@@ -6,9 +6,13 @@ public struct RangingConfiguration: Sendable {
     public var clearInterval: Double
     /// A peer is stale, and its zone unknown, once unheard for `staleGaps` times its usual gap
     /// between samples (an average learnt per peer), but never before `minimumStale` seconds nor
-    /// after `clearInterval`. Heard again before `clearInterval`, it comes back with its filter.
+    /// later than one report before `clearInterval` (so a departing peer is reported unknown once,
+    /// then removed within `clearInterval` plus one report interval of its last sample). Heard
+    /// again before `clearInterval`, it comes back with its filter.
     public var staleGaps: Double
     public var minimumStale: Double
+    /// How often ``FoundDevicesTable/tick(at:)`` is called (the ranging report), seconds.
+    public var reportInterval: Double
     /// The most peers the table holds; a new peer past the cap evicts the one heard least recently.
     public var maxPeers: Int
     public var thresholds: ZoneThresholds
@@ -20,13 +24,15 @@ public struct RangingConfiguration: Sendable {
     public var makeFilter: @Sendable () -> any RSSIFilter
 
     /// The defaults are the ones `ranging-bench` chose (docs/ranging.md).
-    public init(clearInterval: Double = 10, staleGaps: Double = 4.5, minimumStale: Double = 3, maxPeers: Int = 1024,
+    public init(clearInterval: Double = 10, staleGaps: Double = 4.5, minimumStale: Double = 3, reportInterval: Double = 1,
+                maxPeers: Int = 1024,
                 thresholds: ZoneThresholds = ZoneThresholds(),
                 hysteresisMargin: Double = 0.125, dwell: Double = 0, distanceModel: any DistanceModel = LogDistanceModel(),
                 defaultMeasuredPower: Double = -59, makeFilter: @escaping @Sendable () -> any RSSIFilter = { KalmanRSSIFilter() }) {
         precondition(clearInterval > 0 && maxPeers > 0, "clear interval and peer cap must be positive")
-        precondition(staleGaps > 0 && minimumStale > 0, "stale limits must be positive")
+        precondition(staleGaps > 0 && minimumStale > 0 && reportInterval > 0, "stale limits must be positive")
         self.clearInterval = clearInterval
+        self.reportInterval = reportInterval
         self.staleGaps = staleGaps
         self.minimumStale = minimumStale
         self.maxPeers = maxPeers
@@ -62,10 +68,13 @@ public struct PeerRanging: Sendable {
     static let gapWeight = 0.1
 
     /// How long it may stay unheard before it is stale. Heard only once, its rate is unknown: the
-    /// clear interval.
+    /// latest limit. The latest is one report before the clear interval, so the report that
+    /// says "unknown" comes before the one that removes it (for clear intervals of 1.5 reports
+    /// and more; below that, half a report).
     func staleLimit(_ c: RangingConfiguration) -> Double {
-        guard let typicalGap else { return c.clearInterval }
-        return min(max(c.minimumStale, c.staleGaps * typicalGap), c.clearInterval)
+        let latest = max(c.clearInterval - c.reportInterval, c.reportInterval / 2)
+        guard let typicalGap else { return latest }
+        return min(max(c.minimumStale, c.staleGaps * typicalGap), latest)
     }
 }
 

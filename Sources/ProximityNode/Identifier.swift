@@ -8,8 +8,18 @@ struct IdentificationError: Error, CustomStringConvertible {
     let description: String
 }
 
+/// What one identification attempt came to.
+enum IdentificationResult: Sendable {
+    case identified(UUID)
+    /// The peer answered with something that is not an identity: not worth asking again soon.
+    case rejected(String)
+    /// The attempt failed (connection, timeout, BlueZ error): worth trying again.
+    case failed(String)
+}
+
 /// Identifies one peer over GATT: connect, wait for `ServicesResolved`, find the identity
-/// characteristic, read it (bounded), check it holds a UUID, disconnect. Retries with backoff.
+/// characteristic, read it (bounded), check it holds a UUID, disconnect. One attempt per call:
+/// the engine schedules retries with backoff, so a worker is never held by a peer that fails.
 /// Runs in the engine's identification workers, never in the event loop, so ranging of known
 /// peers never waits for a connection.
 struct Identifier: Sendable {
@@ -19,36 +29,24 @@ struct Identifier: Sendable {
     let logger: Logger
     /// The most bytes read from a peer's identity characteristic.
     var maxLength = 64
-    var attempts = 3
     var resolveTimeout: Duration = .seconds(10)
     var incomingLinkTimeout: Duration = .seconds(10)
 
-    /// The peer's identity, or nil once every attempt failed.
-    func identify(_ device: ObjectPath, address: String) async -> UUID? {
-        var backoff: Duration = .seconds(1)
-        for attempt in 1...attempts {
-            if Task.isCancelled { return nil }
-            do {
-                let identity = try await identifyOnce(device)
-                logger.info("identified a peer", metadata: ["peer.address": "\(address)", "peer.id": "\(identity.lowercased)",
-                                                            "attempt": "\(attempt)"])
-                return identity
-            } catch is CancellationError {
-                return nil
-            } catch let error as IdentificationError {
-                // A peer that answers with something else than a UUID is not retried.
-                logger.warning("rejected a peer's identity", metadata: ["peer.address": "\(address)", "error": "\(error)"])
-                return nil
-            } catch {
-                logger.notice("identification failed", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)",
-                                                                 "error": "\(error)"])
-            }
-            if attempt < attempts {
-                try? await Task.sleep(for: backoff)
-                backoff *= 2
-            }
+    func identify(_ device: ObjectPath, address: String, attempt: Int) async -> IdentificationResult {
+        logger.debug("connecting to identify a peer", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)"])
+        do {
+            let identity = try await identifyOnce(device)
+            logger.info("identified a peer", metadata: ["peer.address": "\(address)", "peer.id": "\(identity.lowercased)",
+                                                        "attempt": "\(attempt)"])
+            return .identified(identity)
+        } catch let error as IdentificationError {
+            logger.warning("rejected a peer's identity", metadata: ["peer.address": "\(address)", "error": "\(error)"])
+            return .rejected(error.description)
+        } catch {
+            logger.notice("identification failed", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)",
+                                                             "error": "\(error)"])
+            return .failed("\(error)")
         }
-        return nil
     }
 
     private func identifyOnce(_ path: ObjectPath) async throws -> UUID {
@@ -95,20 +93,42 @@ struct BlueZTimeout: Error, CustomStringConvertible {
     var description: String { "timed out waiting for \(what)" }
 }
 
+/// What is remembered of one address: whose it is, and when it was last heard (seconds since the
+/// Unix epoch), so the least recently heard go first when the cache is full.
+struct RememberedAddress: Sendable, Equatable {
+    var identity: UUID
+    var seen: Double
+}
+
 /// The peers identified so far, address → identity, kept in the state directory's `peers.json`
-/// so a restart does not connect again.
+/// so a restart does not connect again. It is a cache: an unreadable file is ignored (the peers
+/// are identified again), with a warning.
 struct PeerDirectory: Sendable {
     static let fileName = "peers.json"
+    private struct Entry: Codable {
+        var identity: String
+        var seen: Double
+    }
     private struct File: Codable {
         var version: Int
-        var identities: [String: String]
+        /// Version 2.
+        var peers: [String: Entry]?
+        /// Version 1: no times.
+        var identities: [String: String]?
     }
 
-    static func load(from state: StateDirectory, logger: Logger) -> [String: UUID] {
+    static func load(from state: StateDirectory, now: Double, logger: Logger) -> [String: RememberedAddress] {
         do {
             guard let data = try state.read(fileName) else { return [:] }
             let file = try JSONDecoder().decode(File.self, from: data)
-            return file.identities.compactMapValues { UUID(uuidString: $0) }
+            switch file.version {
+            case 1:
+                return (file.identities ?? [:]).compactMapValues { UUID(uuidString: $0).map { RememberedAddress(identity: $0, seen: now) } }
+            case 2:
+                return (file.peers ?? [:]).compactMapValues { e in UUID(uuidString: e.identity).map { RememberedAddress(identity: $0, seen: e.seen) } }
+            default:
+                throw IdentificationError(description: "version \(file.version) is not supported")
+            }
         } catch {
             logger.warning("ignoring the cache of identified peers", metadata: ["state.file": "\(state.file(fileName).path)",
                                                                                 "error": "\(error)"])
@@ -116,11 +136,12 @@ struct PeerDirectory: Sendable {
         }
     }
 
-    static func save(_ identities: [String: UUID], to state: StateDirectory, logger: Logger) {
+    static func save(_ peers: [String: RememberedAddress], to state: StateDirectory, logger: Logger) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         do {
-            let data = try encoder.encode(File(version: 1, identities: identities.mapValues(\.lowercased)))
+            let entries = peers.mapValues { Entry(identity: $0.identity.lowercased, seen: ($0.seen * 1000).rounded() / 1000) }
+            let data = try encoder.encode(File(version: 2, peers: entries, identities: nil))
             try state.write(fileName, data)
         } catch {
             logger.error("cannot save the identified peers", metadata: ["error": "\(error)"])

@@ -9,6 +9,8 @@ public enum NodeAPI {
     public static let node1: InterfaceName = "org.proximityd.Node1"
     public static let peer1: InterfaceName = "org.proximityd.Peer1"
     public static let invalidArguments: ErrorName = "org.proximityd.Error.InvalidArguments"
+    public static let doesNotExist: ErrorName = "org.proximityd.Error.DoesNotExist"
+    public static let failed: ErrorName = "org.proximityd.Error.Failed"
 
     /// The object path of a peer: its identifier, escaped as one path element.
     public static func peerPath(_ identifier: String) -> ObjectPath {
@@ -29,18 +31,26 @@ public struct NodeStatus: Sendable, Equatable {
 }
 
 /// What the engine publishes and the node's method handlers read: the latest ranging report, the
-/// peers' paths and the clear interval a client set. Shared between the bus's handlers and the
-/// engine, behind a lock (handlers never wait for the engine).
+/// peers' paths, and the settings a client changed (kept in the state directory before the call
+/// returns). Shared between the bus's handlers and the engine, behind a lock (handlers never wait
+/// for the engine).
 public final class NodeShared: Sendable {
     struct State {
         var ranging: [String: String] = [:]
         var peers: [ObjectPath] = []
+        var settings: NodeSettings
         var clearInterval: Double
+        /// Bumped at every change of the overrides, so the engine copies them only then.
+        var overridesVersion = 0
     }
     let state: Mutex<State>
+    let directory: StateDirectory?
 
-    public init(clearInterval: Double) {
-        state = Mutex(State(clearInterval: clearInterval))
+    /// `clearInterval` is the one to use now (the command line's, else the saved one, else the
+    /// default); `settings` what `directory` holds.
+    public init(clearInterval: Double, settings: NodeSettings = NodeSettings(), directory: StateDirectory? = nil) {
+        state = Mutex(State(settings: settings, clearInterval: clearInterval))
+        self.directory = directory
     }
 
     public var ranging: [String: String] {
@@ -51,9 +61,43 @@ public final class NodeShared: Sendable {
         get { state.withLock { $0.peers } }
         set { state.withLock { $0.peers = newValue } }
     }
-    public var clearInterval: Double {
-        get { state.withLock { $0.clearInterval } }
-        set { state.withLock { $0.clearInterval = newValue } }
+    public var clearInterval: Double { state.withLock { $0.clearInterval } }
+    public var overridesVersion: Int { state.withLock { $0.overridesVersion } }
+    public var measuredPowerOverrides: [String: Int16] { state.withLock { $0.settings.measuredPower } }
+
+    /// Applies a change to the settings once it is saved; a failure to save changes nothing.
+    private func change(_ body: (inout NodeSettings) -> Void, then apply: (inout State) -> Void = { _ in }) throws(DBusError) {
+        try state.withLock { (s: inout State) throws(DBusError) in
+            var settings = s.settings
+            body(&settings)
+            if let directory {
+                do { try settings.save(to: directory) } catch {
+                    throw DBusError(NodeAPI.failed, "cannot save the setting: \(error)")
+                }
+            }
+            s.settings = settings
+            apply(&s)
+        }
+    }
+
+    func setClearInterval(_ seconds: Double) throws(DBusError) {
+        try change({ $0.clearInterval = seconds }, then: { $0.clearInterval = seconds })
+    }
+
+    func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
+        let count = state.withLock { $0.settings.measuredPower.count }
+        let known = state.withLock { $0.settings.measuredPower[identifier] != nil }
+        guard known || count < NodeSettings.maxOverrides else {
+            throw DBusError(NodeAPI.invalidArguments, "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
+        }
+        try change({ $0.measuredPower[identifier] = power }, then: { $0.overridesVersion += 1 })
+    }
+
+    func resetMeasuredPower(for identifier: String) throws(DBusError) {
+        guard state.withLock({ $0.settings.measuredPower[identifier] != nil }) else {
+            throw DBusError(NodeAPI.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
+        }
+        try change({ $0.measuredPower[identifier] = nil }, then: { $0.overridesVersion += 1 })
     }
 }
 
@@ -75,6 +119,21 @@ extension NodeAPI {
             DBusMethod("GetRanging", outputs: [DBusArgument("zones", .dictionary(key: .string, value: .string))]) { _ in
                 [.stringMap(shared.ranging)]
             },
+            DBusMethod("SetMeasuredPower", inputs: [DBusArgument("identifier", .string), DBusArgument("power", .int16)]) { call in
+                let identifier = call.arguments[0].string ?? ""
+                let power = Int16(call.arguments[1].integer ?? 0)
+                if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
+                    throw DBusError(invalidArguments, problem)
+                }
+                try shared.setMeasuredPower(power, for: identifier)
+                return []
+            },
+            DBusMethod("ResetMeasuredPower", inputs: [DBusArgument("identifier", .string)]) { call in
+                let identifier = call.arguments[0].string ?? ""
+                if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(invalidArguments, problem) }
+                try shared.resetMeasuredPower(for: identifier)
+                return []
+            },
         ], properties: [
             DBusProperty("Identifier", .string, .string(status.identifier), changeSignal: .const),
             DBusProperty("ServiceUUID", .string, .string(status.serviceUUID), changeSignal: .const),
@@ -83,10 +142,10 @@ extension NodeAPI {
             DBusProperty("Advertising", .boolean, .boolean(status.advertising)),
             DBusProperty("Discovering", .boolean, .boolean(status.discovering)),
             DBusProperty("ClearInterval", .double, .double(status.clearInterval)) { value in
-                guard case .double(let seconds) = value, seconds > 0, seconds <= 3600 else {
+                guard case .double(let seconds) = value, NodeSettings.clearIntervalRange.contains(seconds) else {
                     throw DBusError(invalidArguments, "ClearInterval must be a number of seconds above 0 and at most 3600")
                 }
-                shared.clearInterval = seconds
+                try shared.setClearInterval(seconds)
                 return .double(seconds)
             },
             DBusProperty("MeasuredPower", .int16, .int16(status.measuredPower), changeSignal: .const),
@@ -95,22 +154,35 @@ extension NodeAPI {
         ])
     }
 
-    /// The declaration of `org.proximityd.Peer1`, with the peer's current values.
+    /// Properties of `org.proximityd.Peer1` only peers of some kinds have: `Major`/`Minor`
+    /// (iBeacon, AltBeacon), `Namespace`/`Instance` (Eddystone-UID), `URL` (Eddystone-URL). A
+    /// peer's kind never changes, so its set of properties does not either.
+    public static let beaconProperties: [(name: String, type: DBusType)] = [
+        ("Major", .uint16), ("Minor", .uint16), ("Namespace", .string), ("Instance", .string), ("URL", .string),
+    ]
+
+    /// The declaration of `org.proximityd.Peer1`, with the peer's current values. The
+    /// kind-specific properties are declared when `values` has them.
     public static func peer1Interface(_ values: [String: DBusValue]) -> DBusInterface {
         func p(_ name: String, _ type: DBusType, _ fallback: DBusValue, const: Bool = false) -> DBusProperty {
             DBusProperty(name, type, values[name] ?? fallback, changeSignal: const ? .const : .emits)
         }
-        return DBusInterface(peer1, properties: [
+        var properties = [
             p("Identifier", .string, .string(""), const: true),
             p("Kind", .string, .string("node"), const: true),
             p("Address", .string, .string("")),
             p("Name", .string, .string("")),
             p("RSSI", .int16, .int16(0)),
             p("SmoothedRSSI", .double, .double(0)),
+            p("MeasuredPower", .int16, .int16(0)),
             p("Distance", .double, .double(0)),
             p("Proximity", .string, .string("unknown")),
             p("FirstSeen", .uint64, .uint64(0), const: true),
             p("LastSeen", .uint64, .uint64(0)),
-        ])
+        ]
+        for (name, type) in beaconProperties {
+            if let value = values[name] { properties.append(DBusProperty(name, type, value, changeSignal: .const)) }
+        }
+        return DBusInterface(peer1, properties: properties)
     }
 }

@@ -20,6 +20,18 @@ public struct NodeConfiguration: Sendable {
     public var powerOn: Bool
     /// How many peers are identified (connected to) at once.
     public var identificationConcurrency: Int = 2
+    /// `--clear-interval`: when given, it wins over the value saved from D-Bus for this run.
+    public var clearInterval: Double?
+    /// `--measured-power`: this node's RSSI at 1 m, and the one assumed for peer nodes (whose
+    /// radios are alike) unless a per-peer override says otherwise. Beacons state their own.
+    public var measuredPower: Int16 = -59
+    /// `--max-peers`: the found-devices table's cap.
+    public var maxPeers: Int = 1024
+    /// `--no-beacons` clears it: range iBeacon, AltBeacon and Eddystone beacons too.
+    public var trackBeacons = true
+    /// The most addresses whose identity is remembered (`peers.json`); the least recently heard
+    /// go first.
+    public var maxRememberedAddresses: Int = 4096
 
     public init(bus: BusAddress = .system, busName: BusName = defaultBusName, serviceUUID: UUID = defaultServiceUUID,
                 name: String = NodeConfiguration.hostName(), stateDirectory: URL, adapter: String = "hci0", powerOn: Bool = false) {

@@ -62,9 +62,11 @@ public final class NodeDaemon: Service, Sendable {
 
         let identity: UUID
         let state: StateDirectory
+        let settings: NodeSettings
         do {
             state = try StateDirectory(configuration.stateDirectory)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
+            settings = try NodeSettings.load(from: state)
         } catch {
             await connection.close()
             throw StartupError(error.kind == .corrupt ? .config : .ioError, error.description)
@@ -73,9 +75,10 @@ public final class NodeDaemon: Service, Sendable {
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
         let status = NodeStatus(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
                                 name: configuration.name, advertising: false, discovering: false,
-                                adapter: configuration.adapter, clearInterval: RangingConfiguration().clearInterval,
-                                measuredPower: Int16(RangingConfiguration().defaultMeasuredPower))
-        let shared = NodeShared(clearInterval: status.clearInterval)
+                                adapter: configuration.adapter,
+                                clearInterval: configuration.clearInterval ?? settings.clearInterval ?? RangingConfiguration().clearInterval,
+                                measuredPower: configuration.measuredPower)
+        let shared = NodeShared(clearInterval: status.clearInterval, settings: settings, directory: state)
         let nodeObject: DBusObject
         do {
             try await connection.addObjectManager(at: NodeAPI.rootPath)

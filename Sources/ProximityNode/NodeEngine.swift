@@ -23,24 +23,43 @@ public actor NodeEngine {
     let serviceUUID: String
 
     private var table: FoundDevicesTable
-    private var identities: [String: UUID]
-    /// Addresses queued or being identified; those whose identification failed, with when (tried
-    /// again after ``retryAfter``); those never to identify (this node's own identity).
+    /// Address → identity of the peer nodes identified (persisted in `peers.json`, capped).
+    private var identities: [String: RememberedAddress]
+    /// Addresses queued or being identified; those whose identification failed, with how often
+    /// and when to try again; those never to identify (this node's own identity).
     private var identifying: Set<String> = []
-    private var failed: [String: Timestamp] = [:]
+    private var failed: [String: (attempts: Int, retryAt: Timestamp)] = [:]
     private var ignored: Set<String> = []
-    let retryAfter: Double = 60
+    /// Attempt n failing waits `2^(n-1)` s (at most `maxBackoff`) before the next; after
+    /// `maxAttempts` failures, or one rejected identity, the address is left alone for `banTime`.
+    let maxAttempts = 8
+    let maxBackoff: Double = 60
+    let banTime: Double = 600
     let maxQueuedIdentifications = 256
-    private var queue: AsyncStream<(ObjectPath, String)>.Continuation?
+    private var queue: AsyncStream<(ObjectPath, String, Int)>.Continuation?
     private var advertisement: Advertisement?
     private var application: GattApplication?
     private var registered = false
+    private var registering = false
+    private var discovering = false
     private var setUp = false
     private var powering = false
+    /// When registration, or starting discovery, is tried again after a failure, and the next delay.
+    private var retryRegistration: (at: Timestamp, backoff: Double)?
+    private var retryDiscovery: (at: Timestamp, backoff: Double)?
     private var peerObjects: [String: DBusObject] = [:]
-    private var peerAddress: [String: String] = [:]
-    private var peerName: [String: String] = [:]
-    private var lastSample: [String: Int16] = [:]
+    private var peerInfo: [String: PeerInfo] = [:]
+    private var overrides: [String: Int16] = [:]
+    private var overridesVersion = -1
+
+    /// What the table does not hold of a peer: how it is known and what it last said.
+    struct PeerInfo {
+        var kind: String
+        var address: String
+        var name: String
+        var rssi: Int16
+        var beacon: BeaconIdentity?
+    }
 
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
@@ -60,10 +79,12 @@ public actor NodeEngine {
         self.serviceUUID = configuration.serviceUUID.lowercased
         var ranging = RangingConfiguration()
         ranging.clearInterval = shared.clearInterval
+        ranging.maxPeers = configuration.maxPeers
+        ranging.defaultMeasuredPower = Double(configuration.measuredPower)
         self.table = FoundDevicesTable(configuration: ranging)
-        self.identities = PeerDirectory.load(from: state, logger: logger)
         self.origin = ContinuousClock.now
         self.epochAtOrigin = Date().timeIntervalSince1970
+        self.identities = PeerDirectory.load(from: state, now: epochAtOrigin, logger: logger)
     }
 
     /// Seconds on the monotonic clock since the engine started: the core's time.
@@ -86,7 +107,7 @@ public actor NodeEngine {
         } catch {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
-        let (requests, queue) = AsyncStream.makeStream(of: (ObjectPath, String).self, bufferingPolicy: .unbounded)
+        let (requests, queue) = AsyncStream.makeStream(of: (ObjectPath, String, Int).self, bufferingPolicy: .unbounded)
         self.queue = queue
         let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, logger: logger)
         logger.info("waiting for bluetoothd (org.bluez)", metadata: ["bluez.adapter": "\(configuration.adapter)"])
@@ -98,8 +119,13 @@ public actor NodeEngine {
                 for await event in self.mirror.events { await self.handle(event) }
             }
             group.addTask {
+                // On a fixed schedule (a report each second, not a second after the last one
+                // ended), so the clear interval's bound holds; a late tick does not bunch up.
+                let clock = ContinuousClock()
+                var next = clock.now
                 while !Task.isCancelled {
-                    do { try await Task.sleep(for: .seconds(1)) } catch { return }
+                    next = max(next.advanced(by: .seconds(1)), clock.now.advanced(by: .milliseconds(500)))
+                    do { try await Task.sleep(until: next, clock: clock) } catch { return }
                     await self.tick()
                 }
             }
@@ -110,8 +136,8 @@ public actor NodeEngine {
             }
             for _ in 0..<max(1, configuration.identificationConcurrency) {
                 group.addTask {
-                    for await (path, address) in requests {
-                        let result = await identifier.identify(path, address: address)
+                    for await (path, address, attempt) in requests {
+                        let result = await identifier.identify(path, address: address, attempt: attempt)
                         await self.identified(address, result)
                     }
                 }
@@ -163,18 +189,23 @@ public actor NodeEngine {
         logger.warning("\(why): waiting for \(waitingFor)", metadata: ["bluez.adapter": "\(configuration.adapter)"])
         setUp = false
         registered = false
+        discovering = false
         powering = false
+        retryRegistration = nil
+        retryDiscovery = nil
         nodeObject.set(["Advertising": .boolean(false), "Discovering": .boolean(false)], interface: NodeAPI.node1)
     }
 
     private func adapterSeen(_ info: AdapterInfo) async {
         if setUp {
-            if !info.discovering {
-                nodeObject.set("Discovering", .boolean(false), interface: NodeAPI.node1)
-            } else {
-                nodeObject.set("Discovering", .boolean(true), interface: NodeAPI.node1)
+            if !info.powered {
+                lost("the adapter was powered off")
+            } else if discovering != info.discovering {
+                // Someone stopped our discovery (or BlueZ did): start it again.
+                discovering = info.discovering
+                nodeObject.set("Discovering", .boolean(info.discovering), interface: NodeAPI.node1)
+                if !info.discovering { await startDiscovery() }
             }
-            if !info.powered { lost("the adapter was powered off") }
             return
         }
         let adapter = Adapter(connection: connection, path: adapterPath)
@@ -193,6 +224,19 @@ public actor NodeEngine {
         }
         setUp = true
         logger.info("adapter ready", metadata: ["bluez.adapter": "\(info.path)", "bluez.address": "\(info.address)"])
+        await register()
+        await startDiscovery()
+        // Devices already in the mirror (a restart) are considered again.
+        for device in await mirror.devices(on: adapterPath) { self.device(device, sample: false) }
+    }
+
+    /// Registers the GATT application and the advertisement; after a failure (instances used up,
+    /// a busy or confused bluetoothd) tries again with a doubling delay up to a minute.
+    private func register() async {
+        guard setUp, !registered, !registering else { return }
+        registering = true
+        defer { registering = false }
+        let adapter = Adapter(connection: connection, path: adapterPath)
         // BlueZ keeps registrations across a power cycle: AlreadyExists means registered.
         do {
             if let application {
@@ -201,62 +245,130 @@ public actor NodeEngine {
             if let advertisement {
                 do { try await advertisement.register(with: adapter.advertisingManager) } catch BlueZCallError.alreadyExists {}
             }
+            guard setUp else { return }
             registered = true
+            if retryRegistration != nil { logger.notice("registered the advertisement and the GATT application") }
+            retryRegistration = nil
             nodeObject.set("Advertising", .boolean(true), interface: NodeAPI.node1)
         } catch {
-            logger.error("cannot register the advertisement or the GATT application", metadata: ["error": "\(error)"])
+            let backoff = retryRegistration?.backoff ?? 1
+            retryRegistration = (now + backoff, min(backoff * 2, 60))
+            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(backoff)) s",
+                         metadata: ["error": "\(error)"])
         }
+    }
+
+    private func startDiscovery() async {
+        guard setUp else { return }
+        let adapter = Adapter(connection: connection, path: adapterPath)
         do {
-            try await adapter.setDiscoveryFilter(.proximity(serviceUUID: serviceUUID))
-            try await adapter.startDiscovery()
+            try await adapter.setDiscoveryFilter(.proximity(serviceUUID: serviceUUID, beacons: configuration.trackBeacons))
+            do { try await adapter.startDiscovery() } catch BlueZCallError.inProgress {}
+            guard setUp else { return }
+            discovering = true
+            retryDiscovery = nil
             nodeObject.set("Discovering", .boolean(true), interface: NodeAPI.node1)
         } catch {
-            logger.error("cannot start discovery", metadata: ["error": "\(error)"])
+            let backoff = retryDiscovery?.backoff ?? 1
+            retryDiscovery = (now + backoff, min(backoff * 2, 60))
+            logger.error("cannot start discovery; trying again in \(Int(backoff)) s", metadata: ["error": "\(error)"])
         }
-        // Devices already in the mirror (a restart) are considered again.
-        for device in await mirror.devices(on: adapterPath) { self.device(device, sample: false) }
     }
 
     private func released() {
         logger.notice("BlueZ released the advertisement")
         nodeObject.set("Advertising", .boolean(false), interface: NodeAPI.node1)
+        guard registered else { return }
+        // Still set up: register again (the application is kept, so it answers AlreadyExists).
+        registered = false
+        retryRegistration = (now + 1, 2)
     }
+
+    // MARK: - Devices
 
     private func device(_ info: DeviceInfo, sample: Bool) {
         let address = info.address
-        if let name = info.name ?? info.alias, let id = identities[address]?.lowercased { peerName[id] = name }
-        if let id = identities[address] {
+        if var remembered = identities[address] {
             guard sample, let rssi = info.rssi else { return }
-            let key = id.lowercased
-            peerAddress[key] = address
-            lastSample[key] = rssi
-            _ = table.observe(key, rssi: Double(rssi), at: now)
+            let id = remembered.identity.lowercased
+            remembered.seen = epochAtOrigin + now
+            identities[address] = remembered
+            observe(id, kind: "node", address: address, name: info.name ?? info.alias, rssi: rssi, beacon: nil, framePower: nil)
+            return
+        }
+        if configuration.trackBeacons, !info.manufacturerData.isEmpty || !info.serviceData.isEmpty,
+           let beacon = BeaconParser.parse(manufacturerData: info.manufacturerData, serviceData: info.serviceData) {
+            guard sample, let rssi = info.rssi else { return }
+            observe(beacon.identifier, kind: beacon.kind, address: address, name: info.name, rssi: rssi, beacon: beacon,
+                    framePower: beacon.measuredPower)
             return
         }
         guard info.advertises(serviceUUID), !identifying.contains(address), !ignored.contains(address) else { return }
         // A flood of advertisers must not grow the queue without bound: beyond the cap a device
         // waits for a later sample, after the queue drained.
         guard identifying.count < maxQueuedIdentifications else { return }
-        if let when = failed[address] {
-            guard now - when >= retryAfter else { return }
-            failed[address] = nil
+        var attempt = 1
+        if let failure = failed[address] {
+            guard now >= failure.retryAt else { return }
+            attempt = failure.attempts >= maxAttempts ? 1 : failure.attempts + 1
         }
         identifying.insert(address)
-        logger.debug("identifying a new peer", metadata: ["peer.address": "\(address)"])
-        queue?.yield((info.path, address))
+        queue?.yield((info.path, address, attempt))
     }
 
-    private func identified(_ address: String, _ result: UUID?) {
+    private func observe(_ id: String, kind: String, address: String, name: String?, rssi: Int16, beacon: BeaconIdentity?,
+                         framePower: Double?) {
+        let power = overrides[id].map(Double.init) ?? framePower
+        _ = table.observe(id, rssi: Double(rssi), at: now, measuredPower: power)
+        if var known = peerInfo[id] {
+            known.address = address
+            known.rssi = rssi
+            if let name { known.name = name }
+            peerInfo[id] = known
+        } else {
+            peerInfo[id] = PeerInfo(kind: kind, address: address, name: name ?? "", rssi: rssi, beacon: beacon)
+        }
+    }
+
+    private func identified(_ address: String, _ outcome: IdentificationResult) {
         identifying.remove(address)
-        guard let result else {
-            failed[address] = now
+        let result: UUID
+        switch outcome {
+        case .identified(let uuid):
+            result = uuid
+            failed[address] = nil
+        case .rejected:
+            failed[address] = (maxAttempts, now + banTime)
+            logger.warning("leaving a peer alone", metadata: ["peer.address": "\(address)", "for": "\(Int(banTime)) s"])
+            return
+        case .failed:
+            let attempts = (failed[address]?.attempts ?? 0) % maxAttempts + 1
+            if attempts >= maxAttempts {
+                failed[address] = (attempts, now + banTime)
+                logger.warning("identification failed \(attempts) times: leaving the peer alone",
+                               metadata: ["peer.address": "\(address)", "for": "\(Int(banTime)) s"])
+            } else {
+                failed[address] = (attempts, now + min(pow(2, Double(attempts - 1)), maxBackoff))
+            }
             return
         }
         guard result != identity else {
             ignored.insert(address)
             return
         }
-        identities[address] = result
+        // The same peer at a new address (a private address rotated, a new adapter): the old
+        // addresses no longer name it.
+        let previous = identities.filter { $0.key != address && $0.value.identity == result }.map(\.key)
+        for old in previous { identities[old] = nil }
+        if !previous.isEmpty {
+            logger.notice("a peer changed address", metadata: ["peer.id": "\(result.lowercased)", "peer.address": "\(address)",
+                                                              "peer.previous": "\(previous.sorted().joined(separator: ","))"])
+        }
+        identities[address] = RememberedAddress(identity: result, seen: epochAtOrigin + now)
+        if identities.count > configuration.maxRememberedAddresses {
+            let excess = identities.count - configuration.maxRememberedAddresses
+            for old in identities.sorted(by: { $0.value.seen < $1.value.seen }).prefix(excess).map(\.key) { identities[old] = nil }
+        }
         PeerDirectory.save(identities, to: state, logger: logger)
     }
 
@@ -264,8 +376,19 @@ public actor NodeEngine {
 
     private func tick() async {
         let t = now
+        if let retry = retryRegistration, t >= retry.at { await register() }
+        if let retry = retryDiscovery, t >= retry.at { await startDiscovery() }
         let interval = shared.clearInterval
         if table.configuration.clearInterval != interval { table.configuration.clearInterval = interval }
+        let version = shared.overridesVersion
+        if version != overridesVersion {
+            overridesVersion = version
+            overrides = shared.measuredPowerOverrides
+        }
+        // Forget failures long past (a crowd of passers-by must not grow these without bound).
+        if failed.count > maxQueuedIdentifications {
+            failed = failed.filter { t < $0.value.retryAt + banTime }
+        }
         let report = table.tick(at: t)
         let zones = report.zones.mapValues(\.rawValue)
         shared.ranging = zones
@@ -273,37 +396,54 @@ public actor NodeEngine {
 
         for id in report.removed {
             if let object = peerObjects.removeValue(forKey: id) { await object.unexport() }
-            peerAddress[id] = nil
-            peerName[id] = nil
-            lastSample[id] = nil
+            peerInfo[id] = nil
+        }
+        // Peers evicted by the cap leave the table without a report.
+        for id in peerObjects.keys where table.peers[id] == nil {
+            if let object = peerObjects.removeValue(forKey: id) { await object.unexport() }
+            peerInfo[id] = nil
         }
         for (id, peer) in table.peers {
-            let values: [String: DBusValue] = [
-                "Identifier": .string(id),
-                "Kind": .string("node"),
-                "Address": .string(peerAddress[id] ?? ""),
-                "Name": .string(peerName[id] ?? ""),
-                "RSSI": .int16(lastSample[id] ?? Int16(clamping: Int(peer.rssi.rounded()))),
+            guard let info = peerInfo[id] else { continue }
+            var values: [String: DBusValue] = [
+                "Address": .string(info.address),
+                "Name": .string(info.name),
+                "RSSI": .int16(info.rssi),
                 "SmoothedRSSI": .double(peer.smoothedRSSI),
+                "MeasuredPower": .int16(Int16(clamping: Int(peer.measuredPower.rounded()))),
                 "Distance": .double(peer.distance),
                 "Proximity": .string(peer.proximity.rawValue),
-                "FirstSeen": .uint64(epochMicroseconds(peer.firstSeen)),
                 "LastSeen": .uint64(epochMicroseconds(peer.lastSeen)),
             ]
             if let object = peerObjects[id] {
-                var changing = values
-                changing["Identifier"] = nil
-                changing["Kind"] = nil
-                changing["FirstSeen"] = nil
-                object.set(changing, interface: NodeAPI.peer1)
-            } else {
-                do {
-                    peerObjects[id] = try await connection.export([NodeAPI.peer1Interface(values)], at: NodeAPI.peerPath(id))
-                } catch {
-                    logger.error("cannot export a peer", metadata: ["peer.id": "\(id)", "error": "\(error)"])
-                }
+                object.set(values, interface: NodeAPI.peer1)
+                continue
+            }
+            values["Identifier"] = .string(id)
+            values["Kind"] = .string(info.kind)
+            values["FirstSeen"] = .uint64(epochMicroseconds(peer.firstSeen))
+            switch info.beacon {
+            case .iBeacon(_, let major, let minor, _), .altBeacon(_, _, let major, let minor, _):
+                values["Major"] = .uint16(major)
+                values["Minor"] = .uint16(minor)
+            case .eddystoneUID(let namespace, let instance, _):
+                values["Namespace"] = .string(hex(namespace))
+                values["Instance"] = .string(hex(instance))
+            case .eddystoneURL(let url, _):
+                values["URL"] = .string(url)
+            case nil:
+                break
+            }
+            do {
+                peerObjects[id] = try await connection.export([NodeAPI.peer1Interface(values)], at: NodeAPI.peerPath(id))
+            } catch {
+                logger.error("cannot export a peer", metadata: ["peer.id": "\(id)", "error": "\(error)"])
             }
         }
         shared.peers = peerObjects.values.map(\.path).sorted { $0.rawValue < $1.rawValue }
     }
+}
+
+private func hex(_ bytes: [UInt8]) -> String {
+    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
 }

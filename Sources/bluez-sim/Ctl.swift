@@ -39,7 +39,7 @@ struct ControlOptions: ParsableArguments {
 struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Control a running simulator (org.proximityd.BlueZSim on any box bus).",
-        subcommands: [Status.self, Move.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Failures.self, SetValue.self])
+        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Failures.self, SetValue.self])
 
     // Declared here too, so `--bus` may come before the subcommand (`ctl --bus ADDR move …`).
     @OptionGroup var options: ControlOptions
@@ -62,6 +62,18 @@ struct Ctl: AsyncParsableCommand {
         @Argument var z: Double = 0
         func run() async throws {
             _ = try await options.call("MoveBox", [.string(box), .double(x), .double(y), .double(z)])
+        }
+    }
+
+    struct SetAddress: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "address",
+            abstract: "Change the address a box is heard at (a private address rotating); its connections drop.")
+        @OptionGroup var options: ControlOptions
+        @Argument(help: "The box.") var box: String
+        @Argument(help: "The new address, AA:BB:CC:DD:EE:FF.") var address: String
+        func run() async throws {
+            _ = try await options.call("SetAddress", [.string(box), .string(address)])
         }
     }
 

@@ -39,6 +39,22 @@ struct Run: AsyncParsableCommand {
     @Flag(name: .customLong("power-on"), help: "Power the adapter on if it is off.")
     var powerOn = false
 
+    @Option(name: .customLong("clear-interval"), help: ArgumentHelp(
+        "Seconds a peer stays in the found-devices table unheard (0 < s <= 3600). Default: the value last set over D-Bus (ClearInterval), else 10.",
+        valueName: "seconds"))
+    var clearInterval: Double?
+
+    @Option(name: .customLong("measured-power"), help: ArgumentHelp(
+        "This node's RSSI at 1 m in dBm, also assumed for peer nodes without an override (-127...20).", valueName: "dBm"))
+    var measuredPower: Int16 = -59
+
+    @Option(name: .customLong("max-peers"), help: ArgumentHelp("The most peers the found-devices table holds (1...100000).",
+                                                                valueName: "n"))
+    var maxPeers: Int = 1024
+
+    @Flag(name: .customLong("beacons"), inversion: .prefixedNo, help: "Range iBeacon, AltBeacon and Eddystone beacons too.")
+    var beacons = true
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp(
         "trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: String = "info"
@@ -60,6 +76,15 @@ struct Run: AsyncParsableCommand {
         guard !adapter.isEmpty, adapter.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x5f }) else {
             throw ValidationError("--adapter: '\(adapter)' is not an adapter name such as hci0")
         }
+        if let clearInterval, !NodeSettings.clearIntervalRange.contains(clearInterval) {
+            throw ValidationError("--clear-interval: \(clearInterval) is not a number of seconds above 0 and at most 3600")
+        }
+        if let problem = NodeSettings.problem(measuredPower: measuredPower) {
+            throw ValidationError("--measured-power: \(problem)")
+        }
+        guard (1...100_000).contains(maxPeers) else {
+            throw ValidationError("--max-peers: \(maxPeers) is not between 1 and 100000")
+        }
         if let stateDirectory, stateDirectory.isEmpty {
             throw ValidationError("--state-dir: must not be empty")
         }
@@ -73,7 +98,7 @@ struct Run: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "proximityd")
-        let configuration = NodeConfiguration(
+        var configuration = NodeConfiguration(
             bus: try BusAddress(parsing: bus),
             busName: try BusName(busName),
             serviceUUID: UUID(uuidString: serviceUUID)!,
@@ -82,6 +107,10 @@ struct Run: AsyncParsableCommand {
             adapter: adapter,
             powerOn: powerOn
         )
+        configuration.clearInterval = clearInterval
+        configuration.measuredPower = measuredPower
+        configuration.maxPeers = maxPeers
+        configuration.trackBeacons = beacons
         do {
             let daemon = NodeDaemon(configuration, logger: logger)
             let group = ServiceGroup(configuration: .init(

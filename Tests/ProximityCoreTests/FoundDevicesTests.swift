@@ -48,6 +48,41 @@ struct FoundDevicesTests {
         #expect((removedAt ?? 0) - last > 10 && (removedAt ?? 0) - last <= 11)
     }
 
+    @Test("a departing peer is reported unknown, then removed within the clear interval plus one report",
+          arguments: [(1.5, 0.1), (1.5, 1), (2, 0.1), (2, 1), (3, 0.1), (3, 1), (3, 2.5), (4, 0.1), (4, 2.5), (10, 0.1), (10, 1),
+                      (10, 2.5), (10, 8)])
+    func departureBound(clear: Double, sampleInterval: Double) {
+        for phase in [0.0, 0.25, 0.5, 0.99] {
+            var table = FoundDevicesTable(configuration: RangingConfiguration(clearInterval: clear))
+            var t = 0.0
+            var tick = phase
+            var last = 0.0
+            var unknownAt: Double?
+            var removedAt: Double?
+            // Heard for 30 s, then never again; the table is ticked once a second throughout.
+            while tick < 60 {
+                while t <= tick && t < 30 {
+                    table.observe("a", rssi: -65, at: t)
+                    last = t
+                    t += sampleInterval
+                }
+                let report = table.tick(at: tick)
+                if tick > last, t >= 30, unknownAt == nil, report.zones["a"] == .unknown { unknownAt = tick }
+                if report.removed.contains("a") {
+                    #expect(t >= 30, "clear \(clear), every \(sampleInterval) s: removed while heard, at \(tick)")
+                    removedAt = tick
+                }
+                tick += 1
+            }
+            let removed = try? #require(removedAt, "clear \(clear), every \(sampleInterval) s, phase \(phase): never removed")
+            let unknown = try? #require(unknownAt, "clear \(clear), every \(sampleInterval) s, phase \(phase): never reported unknown")
+            guard let removed, let unknown else { continue }
+            #expect(unknown < removed)
+            #expect(removed - last > clear && removed - last <= clear + 1,
+                    "clear \(clear), every \(sampleInterval) s, phase \(phase): removed \(removed - last) s after the last sample")
+        }
+    }
+
     @Test("heard again while stale, a peer comes back")
     func comesBack() {
         var table = FoundDevicesTable()

@@ -1,0 +1,101 @@
+import Foundation
+import Logging
+
+/// What a client changed over D-Bus and the node keeps across restarts, in the state directory's
+/// `settings.json`: the clear interval and the per-peer measured-power overrides.
+///
+/// A change is written (atomically) before the method or `Set` call that made it returns, so a
+/// reply means the setting survives a crash. A file that cannot be parsed stops the start with a
+/// clear error and is never overwritten: it holds the user's choices.
+public struct NodeSettings: Codable, Sendable, Equatable {
+    public static let fileName = "settings.json"
+    public static let currentVersion = 1
+
+    public var version = NodeSettings.currentVersion
+    /// `ClearInterval` as last set over D-Bus, seconds.
+    public var clearInterval: Double?
+    /// Peer identifier → RSSI at 1 m (dBm) to use for it instead of its own or the default.
+    public var measuredPower: [String: Int16] = [:]
+
+    public init(clearInterval: Double? = nil, measuredPower: [String: Int16] = [:]) {
+        self.clearInterval = clearInterval
+        self.measuredPower = measuredPower
+    }
+
+    enum CodingKeys: String, CodingKey { case version, clearInterval, measuredPower }
+
+    /// Every key may be missing (a hand-written file may hold only what it changes).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        version = try c.decodeIfPresent(Int.self, forKey: .version) ?? NodeSettings.currentVersion
+        clearInterval = try c.decodeIfPresent(Double.self, forKey: .clearInterval)
+        measuredPower = try c.decodeIfPresent([String: Int16].self, forKey: .measuredPower) ?? [:]
+    }
+
+    public static func load(from state: StateDirectory) throws(StateError) -> NodeSettings {
+        guard let data = try state.read(fileName) else { return NodeSettings() }
+        let path = state.file(fileName).path
+        let settings: NodeSettings
+        do {
+            settings = try JSONDecoder().decode(NodeSettings.self, from: data)
+        } catch {
+            throw StateError(kind: .corrupt, path: path, detail: "not a settings file (\(decodingSummary(error))); fix or remove it")
+        }
+        guard settings.version == currentVersion else {
+            throw StateError(kind: .corrupt, path: path, detail: "version \(settings.version) is not supported (expected \(currentVersion))")
+        }
+        if let interval = settings.clearInterval, !NodeSettings.clearIntervalRange.contains(interval) {
+            throw StateError(kind: .corrupt, path: path, detail: "clearInterval \(interval) is outside 0 < seconds <= 3600")
+        }
+        for (identifier, power) in settings.measuredPower {
+            if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
+                throw StateError(kind: .corrupt, path: path, detail: "measuredPower[\(identifier.debugDescription)]: \(problem)")
+            }
+        }
+        return settings
+    }
+
+    public func save(to state: StateDirectory) throws(StateError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        let data: Data
+        do { data = try encoder.encode(self) } catch {
+            throw StateError(kind: .cannotWrite, path: state.file(Self.fileName).path, detail: "\(error)")
+        }
+        try state.write(Self.fileName, data + Data("\n".utf8))
+    }
+
+    // MARK: - What may be set
+
+    /// `ClearInterval` and `--clear-interval`: more than 0 s, at most an hour.
+    public static let clearIntervalRange: ClosedRange<Double> = Double.leastNonzeroMagnitude...3600
+    /// A measured power (RSSI at 1 m) a radio can have, dBm.
+    public static let measuredPowerRange: ClosedRange<Int16> = -127...20
+    /// The most overrides kept (each is a few dozen bytes).
+    public static let maxOverrides = 4096
+
+    /// Why `identifier` cannot name a peer, or nil.
+    public static func problem(identifier: String) -> String? {
+        if identifier.isEmpty { return "the identifier is empty" }
+        if identifier.utf8.count > 255 { return "the identifier is longer than 255 bytes" }
+        if identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "the identifier contains control characters"
+        }
+        return nil
+    }
+
+    public static func problem(measuredPower: Int16) -> String? {
+        measuredPowerRange.contains(measuredPower) ? nil
+            : "a measured power of \(measuredPower) dBm is outside \(measuredPowerRange.lowerBound)…\(measuredPowerRange.upperBound)"
+    }
+}
+
+private func decodingSummary(_ error: Error) -> String {
+    switch error {
+    case DecodingError.dataCorrupted(let c): c.debugDescription
+    case DecodingError.keyNotFound(let key, _): "no \(key.stringValue)"
+    case DecodingError.typeMismatch(_, let c), DecodingError.valueNotFound(_, let c):
+        "\(c.codingPath.map(\.stringValue).joined(separator: ".")): \(c.debugDescription)"
+    default: "\(error)"
+    }
+}

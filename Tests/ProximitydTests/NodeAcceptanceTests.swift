@@ -1,0 +1,279 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import ProximityNode
+import ProximityTesting
+import Synchronization
+import Testing
+
+/// Signals collected in the background with when they arrived.
+final class SignalLog: Sendable {
+    struct Entry: Sendable {
+        let at: ContinuousClock.Instant
+        let signal: DBusMessage
+    }
+    final class Store: Sendable { let value = Mutex<[Entry]>([]) }
+    let store = Store()
+    let task: Task<Void, Never>
+
+    init(_ signals: DBusSignalStream) {
+        let store = self.store
+        task = Task {
+            for await signal in signals { store.value.withLock { $0.append(Entry(at: .now, signal: signal)) } }
+        }
+    }
+
+    var snapshot: [Entry] { store.value.withLock { $0 } }
+    func stop() { task.cancel() }
+}
+
+/// The zones of a `FoundDevices(a{ss})` signal.
+func zones(_ signal: DBusMessage) -> [String: String] {
+    guard case .dictionary(_, _, let entries)? = signal.body.first else { return [:] }
+    var result: [String: String] = [:]
+    for entry in entries {
+        if let k = entry.key.string, let v = entry.value.string { result[k] = v }
+    }
+    return result
+}
+
+/// Runs `body` with the boxes, stopping daemons and the simulator whatever happens.
+func withSimBoxes(_ scenario: Scenario, _ body: (SimBoxes, inout [String: ManagedProcess]) async throws -> Void) async throws {
+    let sim = try await SimBoxes.start(scenario)
+    var daemons: [String: ManagedProcess] = [:]
+    do {
+        try await body(sim, &daemons)
+    } catch {
+        for daemon in daemons.values { await daemon.stop() }
+        await sim.stop()
+        throw error
+    }
+    for (box, daemon) in daemons {
+        await daemon.stop()
+        #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
+    }
+    await sim.stop()
+}
+
+@Suite("proximityd acceptance on bluez-sim", .serialized)
+struct NodeAcceptanceTests {
+    static func radio(failures: Double = 0) -> RadioParameters {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 1
+        radio.packetLoss = 0
+        radio.connectionFailureRate = failures
+        return radio
+    }
+
+    @Test("a box moved out of range is reported unknown, then gone within the clear interval plus one second (--clear-interval 3)")
+    func outOfRange() async throws {
+        let scenario = Scenario(seed: 21, radio: Self.radio(), boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
+        ])
+        try await withSimBoxes(scenario) { sim, daemons in
+            daemons["alpha"] = try await sim.startDaemon("alpha", ["--clear-interval", "3"])
+            daemons["bravo"] = try await sim.startDaemon("bravo")
+            #expect(try await sim.property("alpha", "ClearInterval") == "d 3")
+            let bravo = try await sim.identifier("bravo")
+            try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha") == [bravo: "near"] }
+
+            let observer = try await sim.buses["alpha"]!.connect()
+            let reports = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Node1",
+                                                                          member: "FoundDevices")))
+            let removals = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd",
+                                                                           interface: "org.freedesktop.DBus.ObjectManager",
+                                                                           member: "InterfacesRemoved")))
+            defer { reports.stop(); removals.stop() }
+            let peerPath = ObjectPath(stringLiteral: "/org/proximityd/peers/\(escaped(bravo))")
+            let moved = ContinuousClock.now
+            #expect(try await sim.control(["MoveBox", "sddd", "bravo", "1000", "0", "0"]).status == 0)
+            try await eventually("InterfacesRemoved for bravo's peer object", timeout: .seconds(15), every: .milliseconds(50)) {
+                removals.snapshot.contains { $0.signal.body.first == .objectPath(peerPath) }
+            }
+            let removedAt = removals.snapshot.first { $0.signal.body.first == .objectPath(peerPath) }!.at
+            let elapsed = moved.duration(to: removedAt)
+            // Bravo was last heard before the move; 0.3 s covers the signal's way to this process.
+            #expect(elapsed <= .seconds(3 + 1) + .milliseconds(300), "removed \(elapsed) after the move")
+            let seen = reports.snapshot.filter { $0.at > moved }
+            let unknown = seen.firstIndex { zones($0.signal)[bravo] == "unknown" }
+            #expect(unknown != nil, "never reported unknown: \(seen.map { zones($0.signal) })")
+            if let unknown {
+                #expect(seen[unknown].at < removedAt)
+                #expect(seen[..<unknown].allSatisfy { zones($0.signal)[bravo] == "near" }, "\(seen.map { zones($0.signal) })")
+            }
+            #expect(seen.filter { $0.at > removedAt.advanced(by: .milliseconds(50)) }.allSatisfy { zones($0.signal)[bravo] == nil })
+            #expect(try await sim.ranging("alpha").isEmpty)
+            await observer.close()
+        }
+    }
+
+    @Test("with 30% of connections failing every peer is still identified, each within 8 attempts")
+    func connectionFailures() async throws {
+        let scenario = Scenario(seed: 8, radio: Self.radio(failures: 0.3), boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1.5, y: 0))),
+            BoxSpec(name: "charlie", address: "AA:00:00:00:00:03", trajectory: Trajectory(fixed: Position(x: 0, y: 1.5))),
+            BoxSpec(name: "delta", address: "AA:00:00:00:00:04", trajectory: Trajectory(fixed: Position(x: 1.5, y: 1.5))),
+        ])
+        try await withSimBoxes(scenario) { sim, daemons in
+            let boxes = scenario.boxes.map(\.name)
+            for box in boxes { daemons[box] = try await sim.startDaemon(box) }
+            var ids: [String: String] = [:]
+            for box in boxes { ids[box] = try await sim.identifier(box) }
+            for box in boxes {
+                let others = Set(boxes.filter { $0 != box }.map { ids[$0]! })
+                try await eventually("\(box) identifies its three peers", timeout: .seconds(90)) {
+                    Set(try await sim.ranging(box).keys) == others
+                }
+            }
+            let state = try await sim.control(["GetState"])
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(
+                state.stdout.trimmed.dropFirst(2).replacingOccurrences(of: "\\\"", with: "\"").dropFirst().dropLast().utf8)) as? [String: Any])
+            let stats = try #require(json["stats"] as? [String: Int], "\(state)")
+            let injected = stats["injected_connection_failures"] ?? 0
+            #expect(injected > 0, "no failure was injected: \(stats)")
+            var attemptsInLogs = 0
+            for box in boxes {
+                let log = daemons[box]!.stderr
+                for other in scenario.boxes where other.name != box {
+                    let attempts = log.split(separator: "\n").filter {
+                        $0.contains("connecting to identify a peer") && $0.contains("peer.address=\(other.address)")
+                    }.count
+                    attemptsInLogs += attempts
+                    #expect((1...8).contains(attempts), "\(box) tried \(other.name) \(attempts) times")
+                    let identified = log.split(separator: "\n").filter {
+                        $0.contains("identified a peer") && $0.contains("peer.address=\(other.address)")
+                    }.count
+                    #expect(identified == 1, "\(box) identified \(other.name) \(identified) times")
+                }
+            }
+            // The nodes' attempts are the simulator's: nothing else connected.
+            #expect(attemptsInLogs == stats["connection_attempts"], "\(stats)")
+        }
+    }
+
+    @Test("a peer that changes address is identified again at the new one, keeps its identity, and the old address is forgotten")
+    func addressChange() async throws {
+        let scenario = Scenario(seed: 5, radio: Self.radio(), boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
+        ])
+        try await withSimBoxes(scenario) { sim, daemons in
+            for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
+            let bravo = try await sim.identifier("bravo")
+            try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha") == [bravo: "near"] }
+            #expect(try await sim.peerProperty("alpha", bravo, ["Address"]) == "s \"AA:00:00:00:00:02\"")
+
+            #expect(try await sim.control(["SetAddress", "ss", "bravo", "aa:00:00:00:00:22"]).status == 0)
+            let peers = sim.stateDirectory("alpha").appendingPathComponent("peers.json")
+            try await eventually("alpha identifies bravo at its new address", timeout: .seconds(30)) {
+                try await sim.peerProperty("alpha", bravo, ["Address"]) == "s \"AA:00:00:00:00:22\""
+            }
+            try await eventually("peers.json holds the new address only", timeout: .seconds(5)) {
+                let file = try String(contentsOf: peers, encoding: .utf8)
+                return file.contains("AA:00:00:00:00:22") && !file.contains("AA:00:00:00:00:02")
+            }
+            #expect(try await sim.ranging("alpha") == [bravo: "near"])
+            let log = daemons["alpha"]!.stderr
+            #expect(log.contains("a peer changed address"), "\(log)")
+            #expect(log.components(separatedBy: "identified a peer").count - 1 == 2, "\(log)")
+            // Bad addresses are refused by the simulator's control service.
+            let bad = try await sim.control(["SetAddress", "ss", "bravo", "nope"])
+            #expect(bad.status != 0 && bad.stderr.contains("not a Bluetooth address"), "\(bad)")
+        }
+    }
+
+    @Test("beacons are ranged as peers of their kind with their frame's fields; a measured-power override is used, kept and reset")
+    func beacons() async throws {
+        var scenario = Scenario(seed: 9, radio: Self.radio(), boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 8, y: 0))),
+        ])
+        let ibeaconUUID = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+        scenario.beacons = [
+            BeaconSpec(name: "door", address: "C0:00:00:00:00:01",
+                       frame: .iBeacon(uuid: UUID(uuidString: ibeaconUUID)!, major: 7, minor: 42, measuredPower: -59),
+                       trajectory: Trajectory(fixed: Position(x: 2, y: 0))),
+            BeaconSpec(name: "desk", address: "C0:00:00:00:00:02",
+                       frame: .eddystoneUID(namespace: Array(0..<10), instance: [0xa, 0xb, 0xc, 0xd, 0xe, 0xf], txPowerAt0m: -18),
+                       trajectory: Trajectory(fixed: Position(x: 0, y: 0.3))),
+        ]
+        try await withSimBoxes(scenario) { sim, daemons in
+            daemons["alpha"] = try await sim.startDaemon("alpha")
+            daemons["bravo"] = try await sim.startDaemon("bravo")
+            let bravo = try await sim.identifier("bravo")
+            let door = "ibeacon:\(ibeaconUUID):7:42"
+            let desk = "eddystone:00010203040506070809:0a0b0c0d0e0f"
+            try await eventually("alpha ranges both beacons and bravo", timeout: .seconds(30)) {
+                Set(try await sim.ranging("alpha").keys) == [door, desk, bravo]
+            }
+            #expect(try await sim.peerProperty("alpha", door, ["Kind", "Major", "Minor", "MeasuredPower", "Address"])
+                        == "s \"ibeacon\"\nq 7\nq 42\nn -59\ns \"C0:00:00:00:00:01\"")
+            #expect(try await sim.peerProperty("alpha", desk, ["Kind", "Namespace", "Instance", "MeasuredPower"])
+                        == "s \"eddystone\"\ns \"00010203040506070809\"\ns \"0a0b0c0d0e0f\"\nn -59")
+            let introspect = try await sim.busctl("alpha", ["introspect", "--xml-interface", "org.proximityd",
+                                                            "/org/proximityd/peers/\(escaped(door))"])
+            let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.Peer1.xml"), encoding: .utf8)
+            #expect(interfaceElement(introspect.stdout, "org.proximityd.Peer1")
+                        == interfaceElement(file, "org.proximityd.Peer1", dropping: ["Namespace", "Instance", "URL"]), "\(introspect.stdout)")
+            #expect(!(try await sim.busctl("alpha", ["tree", "org.proximityd"]).stdout.contains("Namespace")))
+
+            // The door is 2 m away (near). Said to be 20 dB stronger at 1 m, it is computed far.
+            @Sendable func distance() async throws -> Double {
+                let text = try await sim.peerProperty("alpha", door, ["Distance"])
+                return Double(text.dropFirst(2)) ?? -1
+            }
+            let before = try await distance()
+            #expect(before > 1 && before < 3, "\(before)")
+            let set = try await sim.node("alpha", ["SetMeasuredPower", "sn", door, "--", "-39"])
+            #expect(set.status == 0, "\(set)")
+            try await eventually("the override is used", timeout: .seconds(10)) {
+                try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -39"
+            }
+            try await eventually("the door is computed far", timeout: .seconds(10)) { try await distance() > 10 }
+            #expect(try await sim.ranging("alpha")[door] == "far")
+
+            // Bad overrides are refused with a named error; nothing changes.
+            let client = try await sim.buses["alpha"]!.connect()
+            let cases: [(String, [DBusValue], ErrorName)] = [
+                ("SetMeasuredPower", [.string(""), .int16(-59)], NodeAPI.invalidArguments),
+                ("SetMeasuredPower", [.string(door), .int16(50)], NodeAPI.invalidArguments),
+                ("SetMeasuredPower", [.string(door), .int16(-300)], NodeAPI.invalidArguments),
+                ("SetMeasuredPower", [.string("a\u{1}b"), .int16(-59)], NodeAPI.invalidArguments),
+                ("SetMeasuredPower", [.string(door)], "org.freedesktop.DBus.Error.InvalidArgs"),
+                ("ResetMeasuredPower", [.string("ibeacon:nobody")], NodeAPI.doesNotExist),
+            ]
+            for (method, arguments, expected) in cases {
+                do {
+                    _ = try await client.call(destination: "org.proximityd", path: NodeAPI.rootPath, interface: NodeAPI.node1,
+                                              member: try MemberName(method), arguments)
+                    Issue.record("\(method)\(arguments) was accepted")
+                } catch let error as DBusError {
+                    #expect(error.name == expected, "\(method)\(arguments): \(error)")
+                }
+            }
+            await client.close()
+            #expect(try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -39")
+            let settings = try String(contentsOf: sim.stateDirectory("alpha").appendingPathComponent("settings.json"), encoding: .utf8)
+            #expect(settings.contains("\"\(door)\" : -39"), "\(settings)")
+
+            // Kept across a restart (settings.json), then reset.
+            await daemons["alpha"]!.stop()
+            daemons["alpha"] = try await sim.startDaemon("alpha")
+            try await eventually("the override survives a restart", timeout: .seconds(30)) {
+                try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -39"
+            }
+            #expect(try await sim.node("alpha", ["ResetMeasuredPower", "s", door]).status == 0)
+            try await eventually("the frame's measured power is used again", timeout: .seconds(10)) {
+                try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -59"
+            }
+            // --no-beacons: nodes only. The beacons advertise more often than bravo, so by the time
+            // bravo is ranged they would have been too.
+            await daemons["alpha"]!.stop()
+            daemons["alpha"] = try await sim.startDaemon("alpha", ["--no-beacons"])
+            try await eventually("alpha ranges bravo", timeout: .seconds(30)) { try await sim.ranging("alpha")[bravo] != nil }
+            #expect(try await sim.ranging("alpha").keys.sorted() == [bravo])
+        }
+    }
+}
