@@ -65,8 +65,8 @@ public final class NodeDaemon: Service, Sendable {
         let settings: NodeSettings
         do {
             state = try StateDirectory(configuration.stateDirectory)
-            identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
             settings = try NodeSettings.load(from: state)
+            identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
             await connection.close()
             throw StartupError(error.kind == .corrupt ? .config : .ioError, error.description)

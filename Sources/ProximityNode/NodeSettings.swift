@@ -39,7 +39,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         do {
             settings = try JSONDecoder().decode(NodeSettings.self, from: data)
         } catch {
-            throw StateError(kind: .corrupt, path: path, detail: "not a settings file (\(decodingSummary(error))); fix or remove it")
+            throw StateError(kind: .corrupt, path: path, detail: "not a settings file: \(decodingSummary(error))")
         }
         guard settings.version == currentVersion else {
             throw StateError(kind: .corrupt, path: path, detail: "version \(settings.version) is not supported (expected \(currentVersion))")

@@ -64,7 +64,9 @@ struct DaemonLifecycleTests {
         let usage = try await runCommand(BuiltProducts.path("proximityd"), ["run", "--bus", "nonsense"])
         #expect(usage.status == 64)
         #expect(usage.stderr.contains("--bus: 'nonsense' is not 'system', 'session' or a D-Bus address"))
-        for bad in [["--service-uuid", "not-a-uuid"], ["--log-level", "loud"], ["--bus-name", "org..x"], ["--name", ""]] {
+        for bad in [["--service-uuid", "not-a-uuid"], ["--log-level", "loud"], ["--bus-name", "org..x"], ["--name", ""],
+                    ["--clear-interval", "0"], ["--clear-interval", "3601"], ["--clear-interval", "nan"], ["--clear-interval", "x"],
+                    ["--measured-power", "21"], ["--measured-power=-128"], ["--max-peers", "0"], ["--adapter", "hci 0"]] {
             let result = try await runCommand(BuiltProducts.path("proximityd"), ["run"] + bad)
             #expect(result.status == 64, "\(bad): \(result)")
         }
@@ -87,6 +89,20 @@ struct DaemonLifecycleTests {
             try await expectFailure(["run", "--bus", box.address, "--state-dir", box.stateDirectory.path], status: 78,
                                     startsWith: "proximityd: error: \(identity.path) is corrupt")
             #expect(try String(contentsOf: identity, encoding: .utf8) == "not a uuid\n")
+            try FileManager.default.removeItem(at: identity)
+
+            // Settings a client made are the user's: a file that cannot be read is refused, kept.
+            let settings = box.stateDirectory.appendingPathComponent("settings.json")
+            for (content, detail) in [("{\"clearInterval\": -1}", "clearInterval -1.0 is outside"),
+                                      ("{\"measuredPower\": {\"x\": 99}}", "measuredPower[\"x\"]: a measured power of 99 dBm"),
+                                      ("{\"version\": 7}", "version 7 is not supported"),
+                                      ("[1, 2", "not a settings file")] {
+                try content.write(to: settings, atomically: true, encoding: .utf8)
+                try await expectFailure(["run", "--bus", box.address, "--state-dir", box.stateDirectory.path], status: 78,
+                                        startsWith: "proximityd: error: \(settings.path) is corrupt (\(detail)")
+                #expect(try String(contentsOf: settings, encoding: .utf8) == content)
+            }
+            try FileManager.default.removeItem(at: settings)
 
             let notADirectory = box.bus.directory.appendingPathComponent("plain-file")
             try "x".write(to: notADirectory, atomically: true, encoding: .utf8)

@@ -276,4 +276,43 @@ struct NodeAcceptanceTests {
             #expect(try await sim.ranging("alpha").keys.sorted() == [bravo])
         }
     }
+
+    @Test("with every advertising instance taken the node says so and retries, and advertises once one is free")
+    func instancesExhausted() async throws {
+        let scenario = Scenario(seed: 4, radio: Self.radio(), boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
+        ])
+        try await withSimBoxes(scenario) { sim, daemons in
+            // Another program on alpha holds all five instances.
+            let hog = try await sim.buses["alpha"]!.connect()
+            for i in 0..<5 {
+                let path = try ObjectPath("/org/test/hog/ad\(i)")
+                _ = try await hog.export([DBusInterface("org.bluez.LEAdvertisement1", methods: [DBusMethod("Release") { _ in [] }],
+                                                        properties: [
+                                                            DBusProperty("Type", .string, .string("broadcast"), changeSignal: .const),
+                                                            DBusProperty("LocalName", .string, .string("hog\(i)"), changeSignal: .const),
+                                                        ])], at: path)
+                _ = try await hog.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.LEAdvertisingManager1",
+                                       member: "RegisterAdvertisement", [.objectPath(path), .vardict([:])])
+            }
+            daemons["alpha"] = try await sim.startDaemon("alpha")
+            daemons["bravo"] = try await sim.startDaemon("bravo")
+            let alpha = try await sim.identifier("alpha")
+            let bravo = try await sim.identifier("bravo")
+            try await daemons["alpha"]!.waitForOutput(containing: "Maximum advertisements reached", inStderr: true)
+            #expect(daemons["alpha"]!.stderr.contains("cannot register the advertisement or the GATT application; trying again in 1 s"))
+            #expect(try await sim.property("alpha", "Advertising") == "b false")
+            // Alpha still scans and ranges; bravo cannot find alpha, which does not advertise.
+            try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha")[bravo] == "near" }
+            #expect(try await sim.ranging("bravo")[alpha] == nil)
+
+            _ = try await hog.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.LEAdvertisingManager1",
+                                   member: "UnregisterAdvertisement", [.objectPath("/org/test/hog/ad0")])
+            try await eventually("alpha advertises", timeout: .seconds(40)) { try await sim.property("alpha", "Advertising") == "b true" }
+            #expect(daemons["alpha"]!.stderr.contains("registered the advertisement and the GATT application"))
+            try await eventually("bravo finds alpha", timeout: .seconds(60)) { try await sim.ranging("bravo")[alpha] == "near" }
+            await hog.close()
+        }
+    }
 }

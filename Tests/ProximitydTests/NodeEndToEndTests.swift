@@ -413,8 +413,17 @@ struct NodeWithoutBlueZTests {
                 #expect(refused.status != 0 && refused.stderr.contains("ClearInterval must be"), "\(bad): \(refused)")
             }
             #expect(try await box.busctl(["get-property"] + node + ["ClearInterval"]).stdout.trimmed == "d 2.5")
-            await daemon.stop()
-            #expect(daemon.exitStatus == 0, "\(daemon.stderr)")
+            // Kept across a restart, even a SIGKILL: the reply came after settings.json was written.
+            daemon.signal(SIGKILL)
+            _ = try await daemon.waitForExit(timeout: .seconds(10))
+            let again = try await box.startDaemon()
+            #expect(try await box.busctl(["get-property"] + node + ["ClearInterval"]).stdout.trimmed == "d 2.5")
+            await again.stop()
+            // --clear-interval wins for the run it is given to.
+            let overridden = try await box.startDaemon(["--clear-interval", "4"])
+            #expect(try await box.busctl(["get-property"] + node + ["ClearInterval"]).stdout.trimmed == "d 4")
+            await overridden.stop()
+            #expect(overridden.exitStatus == 0, "\(overridden.stderr)")
         }
     }
 }
