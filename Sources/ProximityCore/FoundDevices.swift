@@ -13,7 +13,10 @@ public struct RangingConfiguration: Sendable {
     public var minimumStale: Double
     /// How often ``FoundDevicesTable/tick(at:)`` is called (the ranging report), seconds.
     public var reportInterval: Double
-    /// The most peers the table holds; a new peer past the cap evicts the one heard least recently.
+    /// The most peers the table holds. When it is full a new peer takes the place of a stale one
+    /// (the least recently heard), else of the farthest if it is clearly nearer (by
+    /// ``FoundDevicesTable/displacementFactor``); otherwise its sample is dropped. So a crowd keeps
+    /// the nearest peers, without churn.
     public var maxPeers: Int
     public var thresholds: ZoneThresholds
     public var hysteresisMargin: Double
@@ -92,6 +95,11 @@ public struct RangingReport: Sendable, Equatable {
 public struct FoundDevicesTable: Sendable {
     public var configuration: RangingConfiguration
     public private(set) var peers: [String: PeerRanging] = [:]
+    /// Peers pushed out by the cap, and samples of new peers dropped because the table was full.
+    public private(set) var evictions = 0
+    public private(set) var dropped = 0
+    /// A new peer replaces the farthest of a full table only when nearer by this factor.
+    public static let displacementFactor = 1.25
 
     public init(configuration: RangingConfiguration = RangingConfiguration()) {
         self.configuration = configuration
@@ -100,15 +108,22 @@ public struct FoundDevicesTable: Sendable {
     public var count: Int { peers.count }
 
     /// Feeds one RSSI sample. `measuredPower` is the peer's own RSSI-at-1 m when it says it (a
-    /// beacon frame, or a per-peer override), else the configured default.
+    /// beacon frame, or a per-peer override), else the configured default. Nil when the table is
+    /// full and the sample's peer did not earn a place.
     @discardableResult
-    public mutating func observe(_ identifier: String, rssi: Double, at t: Timestamp, measuredPower: Double? = nil) -> PeerRanging {
+    public mutating func observe(_ identifier: String, rssi: Double, at t: Timestamp, measuredPower: Double? = nil) -> PeerRanging? {
         var peer: PeerRanging
         // Taken out of the table while it changes, so its filter's buffers are not copied.
         if let existing = peers.removeValue(forKey: identifier) {
             peer = existing
         } else {
-            if peers.count >= configuration.maxPeers { evictLeastRecentlySeen() }
+            if peers.count >= configuration.maxPeers {
+                let distance = configuration.distanceModel.distance(rssi: rssi, measuredPower: measuredPower ?? configuration.defaultMeasuredPower)
+                guard makeRoom(forDistance: distance, at: t) else {
+                    dropped += 1
+                    return nil
+                }
+            }
             peer = PeerRanging(identifier: identifier, firstSeen: t, lastSeen: t, rssi: rssi, smoothedRSSI: rssi,
                                distance: 0, measuredPower: configuration.defaultMeasuredPower,
                                filter: configuration.makeFilter(),
@@ -135,9 +150,27 @@ public struct FoundDevicesTable: Sendable {
         return peer
     }
 
-    private mutating func evictLeastRecentlySeen() {
-        guard let oldest = peers.min(by: { $0.value.lastSeen < $1.value.lastSeen })?.key else { return }
-        peers[oldest] = nil
+    /// Frees a place for a new peer at `distance`: a stale peer's, else the farthest's if the new
+    /// one is clearly nearer.
+    private mutating func makeRoom(forDistance distance: Double, at t: Timestamp) -> Bool {
+        var stale: (id: String, lastSeen: Timestamp)?
+        var farthest: (id: String, distance: Double)?
+        for (id, peer) in peers {
+            if t - peer.lastSeen > peer.staleLimit(configuration) {
+                if stale == nil || peer.lastSeen < stale!.lastSeen { stale = (id, peer.lastSeen) }
+            } else if farthest == nil || peer.distance > farthest!.distance {
+                farthest = (id, peer.distance)
+            }
+        }
+        if let stale {
+            peers[stale.id] = nil
+        } else if let farthest, distance * Self.displacementFactor < farthest.distance {
+            peers[farthest.id] = nil
+        } else {
+            return false
+        }
+        evictions += 1
+        return true
     }
 
     /// Once per ranging interval: reports every zone. A peer gone stale is reported unknown (and

@@ -319,7 +319,8 @@ public actor NodeEngine {
     private func observe(_ id: String, kind: String, address: String, name: String?, rssi: Int16, beacon: BeaconIdentity?,
                          framePower: Double?) {
         let power = overrides[id].map(Double.init) ?? framePower
-        _ = table.observe(id, rssi: Double(rssi), at: now, measuredPower: power)
+        // A full table may have no place for it (it keeps the nearest).
+        guard table.observe(id, rssi: Double(rssi), at: now, measuredPower: power) != nil else { return }
         if var known = peerInfo[id] {
             known.address = address
             known.rssi = rssi
@@ -401,8 +402,8 @@ public actor NodeEngine {
         // Peers evicted by the cap leave the table without a report.
         for id in peerObjects.keys where table.peers[id] == nil {
             if let object = peerObjects.removeValue(forKey: id) { await object.unexport() }
-            peerInfo[id] = nil
         }
+        if peerInfo.count > table.count { peerInfo = peerInfo.filter { table.peers[$0.key] != nil } }
         for (id, peer) in table.peers {
             guard let info = peerInfo[id] else { continue }
             var values: [String: DBusValue] = [

@@ -13,17 +13,27 @@ struct Bench: AsyncParsableCommand {
             --interval seconds. A DBusKit client sets a discovery filter (Transport le, \
             DuplicateData true: every report is announced), starts discovery, and counts the \
             PropertiesChanged signals carrying RSSI that arrive during --seconds.
+
+            With --proximityd PATH it also runs that proximityd on the box bus (its table capped \
+            at --max-peers) and reports its CPU use and peak RSS over the same window, and the \
+            size of its table, against the targets of 25% of one core and 50 MB.
             """)
 
     @Option(help: "Beacons on the air.") var devices = 200
     @Option(help: "Their advertising interval in seconds (0.02...10.24).") var interval = 0.04
     @Option(help: "How long to count, after a one-second warm-up.") var seconds = 5.0
     @Flag(help: "Print the result as JSON.") var json = false
+    @Option(help: ArgumentHelp("Run this proximityd on the box bus and measure it.", valueName: "path")) var proximityd: String?
+    @Option(name: .customLong("max-peers"), help: "The node's --max-peers.") var maxPeers = 100
+    @Option(help: "Seconds of warm-up before counting (the node identifies nothing, but fills its table).") var warmUp = 1.0
 
     func validate() throws {
         guard (1...5000).contains(devices) else { throw ValidationError("--devices must be 1...5000") }
         guard (0.02...10.24).contains(interval) else { throw ValidationError("--interval must be 0.02...10.24 s") }
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
+        guard warmUp >= 0, warmUp <= 600 else { throw ValidationError("--warm-up must be in [0, 600]") }
+        guard (1...100_000).contains(maxPeers) else { throw ValidationError("--max-peers must be 1...100000") }
+        if let proximityd, access(proximityd, X_OK) != 0 { throw ValidationError("--proximityd: \(proximityd) is not an executable") }
     }
 
     func run() async throws {
@@ -45,6 +55,24 @@ struct Bench: AsyncParsableCommand {
         try await simulator.start()
         let runner = Task { await simulator.run() }
 
+        var node: ManagedProcess?
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-bench-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: state) }
+        if let proximityd {
+            let process = try ManagedProcess(proximityd, ["run", "--bus", bus.address, "--state-dir", state.path, "--name", "bench",
+                                                          "--max-peers", "\(maxPeers)", "--log-level", "warning"])
+            node = process
+            let watcher = try await bus.connect()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await watcher.nameOwner(of: "org.proximityd") == nil {
+                guard process.isRunning, ContinuousClock.now < deadline else {
+                    throw ValidationError("proximityd did not start: \(process.stderr)")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            await watcher.close()
+        }
+
         let client = try await bus.connect()
         let signals = try await client.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: .properties,
                                                            member: "PropertiesChanged"))
@@ -54,7 +82,7 @@ struct Bench: AsyncParsableCommand {
         _ = try await client.call(destination: BlueZ.service, path: adapter, interface: BlueZ.adapterInterface, member: "StartDiscovery")
 
         let start = ContinuousClock.now
-        let warmUp = start + .seconds(1)
+        let warmUp = start + .milliseconds(Int64(self.warmUp * 1000))
         let end = warmUp + .milliseconds(Int64(seconds * 1000))
         let counter = Task { () -> (count: Int, cpu: Double) in
             var count = 0
@@ -75,9 +103,27 @@ struct Bench: AsyncParsableCommand {
             }
             return (count, processCPUSeconds() - cpuStart)
         }
+        var nodeStart: Double?
+        if let node {
+            try await Task.sleep(until: warmUp, clock: .continuous)
+            nodeStart = ProcessStats.cpuSeconds(node.pid)
+        }
+        try await Task.sleep(until: end, clock: .continuous)
+        let nodeCPU = node.flatMap { n in nodeStart.flatMap { s in ProcessStats.cpuSeconds(n.pid).map { $0 - s } } }
+        let nodePeak = node.flatMap { ProcessStats.peakResidentBytes($0.pid) }
+        var tableSize: Int?
+        if node != nil {
+            let reply = try await client.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.Node1",
+                                              member: "GetRanging")
+            if case .dictionary(_, _, let entries)? = reply.first { tableSize = entries.count }
+        }
         try await Task.sleep(until: end + .milliseconds(200), clock: .continuous)
         counter.cancel()
         let (count, cpu) = await counter.value
+        if let node {
+            await node.stop()
+            if node.exitStatus != 0 { FileHandle.standardError.write(Data("proximityd: \(node.stderr)\n".utf8)) }
+        }
         runner.cancel()
         await runner.value
         await client.close()
@@ -86,16 +132,29 @@ struct Bench: AsyncParsableCommand {
 
         let rate = Double(count) / seconds
         let offered = Double(devices) / (interval + 0.005)
+        let nodePercent = nodeCPU.map { 100 * $0 / seconds }
+        let nodeMB = nodePeak.map { Double($0) / 1_048_576 }
         if json {
+            var extra = ""
+            if let nodePercent, let nodeMB {
+                extra = ", \"proximityd_cpu_percent\": \(String(format: "%.1f", nodePercent)), \"proximityd_peak_rss_mb\": "
+                    + "\(String(format: "%.1f", nodeMB)), \"proximityd_table\": \(tableSize ?? -1), \"max_peers\": \(maxPeers)"
+            }
             print("""
                 {"devices": \(devices), "interval": \(interval), "seconds": \(seconds), "rssi_updates": \(count), \
                 "updates_per_second": \(Int(rate.rounded())), "offered_per_second": \(Int(offered.rounded())), \
-                "cpu_seconds": \(String(format: "%.2f", cpu))}
+                "cpu_seconds": \(String(format: "%.2f", cpu))\(extra)}
                 """)
         } else {
             print("\(devices) devices every \(interval) s for \(seconds) s: \(count) RSSI updates, "
                   + "\(Int(rate.rounded()))/s on one box bus (offered \(Int(offered.rounded()))/s); "
                   + "process CPU \(String(format: "%.2f", cpu)) s (simulator and client)")
+            if let nodePercent, let nodeMB {
+                let cpuOK = nodePercent < 25, memoryOK = nodeMB < 50
+                print("proximityd: CPU \(String(format: "%.1f", nodePercent))% of one core (target < 25%: \(cpuOK ? "met" : "NOT met")), "
+                      + "peak RSS \(String(format: "%.1f", nodeMB)) MB (target < 50 MB: \(memoryOK ? "met" : "NOT met")), "
+                      + "table \(tableSize.map(String.init) ?? "?") peers (cap \(maxPeers))")
+            }
         }
     }
 }
@@ -106,4 +165,25 @@ func processCPUSeconds() -> Double {
     getrusage(__rusage_who_t(0), &usage)  // RUSAGE_SELF
     return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
         + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
+/// What `/proc` says of another process.
+enum ProcessStats {
+    /// User and system CPU seconds (`/proc/PID/stat` fields 14 and 15).
+    static func cpuSeconds(_ pid: Int32) -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        // Fields after the command name, which may hold spaces: field 3 is the state.
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Peak resident set size (`VmHWM`), bytes.
+    static func peakResidentBytes(_ pid: Int32) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+              let kb = Int(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        return kb * 1024
+    }
 }

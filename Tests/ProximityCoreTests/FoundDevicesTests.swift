@@ -145,22 +145,33 @@ struct FoundDevicesTests {
         #expect(followed >= 48)
     }
 
-    @Test("the cap evicts the peer heard least recently")
+    @Test("a full table takes a new peer in place of a stale one, else of the farthest if clearly nearer, else drops it")
     func cap() {
         var table = FoundDevicesTable(configuration: RangingConfiguration(maxPeers: 3))
-        for (i, id) in ["a", "b", "c"].enumerated() { table.observe(id, rssi: -60, at: Double(i)) }
-        table.observe("a", rssi: -60, at: 5)
-        table.observe("d", rssi: -60, at: 6)
-        #expect(Set(table.peers.keys) == ["a", "c", "d"])
-        #expect(table.count == 3)
+        // a at 1 m, b at 3.5 m, c at 10 m (n = 2, -59 dBm at 1 m), heard every 0.1 s.
+        var t = 0.0
+        func hear(_ ids: [(String, Double)]) {
+            for (id, rssi) in ids { table.observe(id, rssi: rssi, at: t) }
+        }
+        while t < 5 { hear([("a", -59), ("b", -70), ("c", -79)]); t += 0.1 }
+        // d at 9 m is not clearly nearer than c: dropped, nothing changes.
+        #expect(table.observe("d", rssi: -78, at: t) == nil)
+        #expect(Set(table.peers.keys) == ["a", "b", "c"] && table.dropped == 1)
+        // e at 2 m takes the farthest's place.
+        #expect(table.observe("e", rssi: -65, at: t) != nil)
+        #expect(Set(table.peers.keys) == ["a", "b", "e"] && table.evictions == 1)
+        // b falls silent and goes stale: the next newcomer, however far, takes its place.
+        while t < 10 { hear([("a", -59), ("e", -65)]); t += 0.1 }
+        #expect(table.observe("f", rssi: -85, at: t) != nil)
+        #expect(Set(table.peers.keys) == ["a", "e", "f"] && table.count == 3)
     }
 
     @Test("a peer's own measured power is used for its distance")
     func measuredPower() {
         var table = FoundDevicesTable()
         let own = table.observe("beacon", rssi: -70, at: 0, measuredPower: -70)
-        #expect(abs(own.distance - 1) < 1e-9)
+        #expect(abs((own?.distance ?? 0) - 1) < 1e-9)
         let defaulted = table.observe("node", rssi: -70, at: 0)
-        #expect(abs(defaulted.distance - 3.548) < 0.01)
+        #expect(abs((defaulted?.distance ?? 0) - 3.548) < 0.01)
     }
 }
