@@ -28,8 +28,11 @@ struct Status: AsyncParsableCommand {
             ("identifier", "Identifier", properties["Identifier"]?.string ?? ""),
             ("name", "Name", properties["Name"]?.string ?? ""),
             ("service_uuid", "Service UUID", properties["ServiceUUID"]?.string ?? ""),
+            ("adapter", "Adapter", properties["Adapter"]?.string ?? ""),
             ("advertising", "Advertising", properties["Advertising"]?.bool ?? false),
             ("discovering", "Discovering", properties["Discovering"]?.bool ?? false),
+            ("clear_interval", "Clear after", properties["ClearInterval"]?.double ?? 0),
+            ("measured_power", "1 m RSSI", Int(properties["MeasuredPower"]?.integer ?? 0)),
             ("peers", "Peers", peers.count),
         ]
         if json {
@@ -41,8 +44,10 @@ struct Status: AsyncParsableCommand {
             print(String(decoding: data, as: UTF8.self))
         } else {
             for (_, label, value) in fields {
-                let shown: String = switch value {
-                case let b as Bool: b ? "yes" : "no"
+                let shown: String = switch (label, value) {
+                case (_, let b as Bool): b ? "yes" : "no"
+                case ("Clear after", let d as Double): "\(d.formatted()) s"
+                case ("1 m RSSI", let p as Int): "\(p) dBm"
                 default: "\(value)"
                 }
                 print("\((label + ":").padding(toLength: 14, withPad: " ", startingAt: 0))\(shown)")
