@@ -26,6 +26,12 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        // libbluetooth, for proximityctl doctor's kernel-level checks.
+        .systemLibrary(
+            name: "CBluetooth",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
         .target(
             name: "DBusKit",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]
@@ -57,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityNode", "DBusKit",
+                "ProximityNode", "DBusKit", "BlueZ", "CBluetooth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -315,4 +315,59 @@ struct NodeAcceptanceTests {
             await hog.close()
         }
     }
+
+    @Test("proximityctl doctor: the kernel as it is, bluetoothd, the adapter, advertising and proximityd on a box, with a fix for each problem")
+    func doctor() async throws {
+        let scenario = Scenario(seed: 2, radio: Self.radio(), boxes: [
+            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+        ])
+        // What this machine's kernel says, asked independently of the tool.
+        let kernelHasBluetooth = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1) >= 0 || errno != EAFNOSUPPORT
+        try await withSimBoxes(scenario) { sim, daemons in
+            let ctl = BuiltProducts.path("proximityctl")
+            let bus = sim.buses["alpha"]!.address
+            func doctor(_ extra: [String] = []) async throws -> CommandResult {
+                try await runCommand(ctl, ["doctor", "--bus", bus] + extra, timeout: .seconds(30))
+            }
+            daemons["alpha"] = try await sim.startDaemon("alpha")
+            try await eventually("alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
+            let healthy = try await doctor()
+            let lines = healthy.stdout.split(separator: "\n").map(String.init)
+            if kernelHasBluetooth {
+                #expect(lines.contains { $0.hasPrefix("ok      kernel:") }, "\(healthy)")
+            } else {
+                #expect(lines.contains { $0.hasPrefix("FAIL    kernel: no Bluetooth support") }, "\(healthy)")
+                #expect(lines.contains { $0.hasPrefix("        fix: load the module (modprobe bluetooth)") }, "\(healthy)")
+                #expect(healthy.status == 1, "\(healthy)")
+            }
+            #expect(lines.contains { $0.hasPrefix("ok      bluetoothd: org.bluez is :") }, "\(healthy)")
+            #expect(lines.contains("ok      adapter hci0: AA:00:00:00:00:01 is powered"), "\(healthy)")
+            #expect(lines.contains { $0.hasPrefix("ok      advertising: 4 instances free, 1 in use") }, "\(healthy)")
+            #expect(lines.contains { $0.hasPrefix("ok      proximityd: org.proximityd runs: advertising yes, discovering yes") }, "\(healthy)")
+            #expect(lines.contains("skipped policy: the bus policy matters on the system bus only"), "\(healthy)")
+            let json = try await doctor(["--json"])
+            let checks = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json)")
+            #expect(checks.first { $0["check"] as? String == "adapter hci0" }?["status"] as? String == "ok")
+
+            // The adapter off: a failure with its fix; proximityd says it is not fully up.
+            #expect(try await sim.control(["SetPowered", "sb", "alpha", "false"]).status == 0)
+            try await eventually("alpha stops advertising", timeout: .seconds(10)) { try await sim.property("alpha", "Advertising") == "b false" }
+            let off = try await doctor()
+            #expect(off.status == 1)
+            #expect(off.stdout.contains("FAIL    adapter hci0: AA:00:00:00:00:01 is powered off\n        fix: bluetoothctl power on"), "\(off)")
+            #expect(off.stdout.contains("warn    proximityd: org.proximityd runs but is not fully up: advertising no"), "\(off)")
+            let unknown = try await doctor(["--adapter", "hci3"])
+            #expect(unknown.stdout.contains("FAIL    adapter hci3: bluetoothd has no hci3; it has hci0\n        fix: use proximityd run --adapter hci0"), "\(unknown)")
+
+            // No bluetoothd, and no proximityd.
+            await daemons["alpha"]!.stop()
+            await sim.simulator.stop()
+            let none = try await doctor()
+            #expect(none.status == 1)
+            #expect(none.stdout.contains("FAIL    bluetoothd: org.bluez is not on the bus"), "\(none)")
+            #expect(none.stdout.contains("skipped adapter hci0: needs bluetoothd"), "\(none)")
+            #expect(none.stdout.contains("FAIL    proximityd: org.proximityd is not on the bus"), "\(none)")
+            #expect(!none.stderr.contains("Fatal error") && !none.stderr.contains("Backtrace"), "\(none)")
+        }
+    }
 }
