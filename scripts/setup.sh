@@ -9,6 +9,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   dbus-daemon dbus-bin                        # private buses, dbus-send
   libglib2.0-bin                              # gdbus, an independent client in the interop tests
   bluez                                       # bluetoothctl, a real BlueZ client
+  systemd                                     # systemd-analyze verify/security for dbus/proximityd.service
   python3 python3-venv python3-dbus python3-gi # Python baselines and fidelity clients (bleak: .venv-tests)
 )
 
