@@ -175,9 +175,12 @@ public actor NodeEngine {
             lost("bluetoothd went away", waitingFor: "bluetoothd (org.bluez)")
         case .bluezRestarted:
             logger.notice("bluetoothd restarted")
+        // Several nodes may share one bluetoothd, each with its own adapter: only this one's devices.
         case .deviceAdded(let info):
+            guard info.adapter == adapterPath else { return }
             device(info, sample: info.rssi != nil)
         case .deviceChanged(let info, let changed):
+            guard info.adapter == adapterPath else { return }
             device(info, sample: changed.contains("RSSI"))
         case .deviceRemoved:
             break
