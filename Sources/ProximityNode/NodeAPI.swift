@@ -38,6 +38,7 @@ public final class NodeShared: Sendable {
     struct State {
         var ranging: [String: String] = [:]
         var peers: [ObjectPath] = []
+        var identities: [String: String] = [:]
         var settings: NodeSettings
         var clearInterval: Double
         /// Bumped at every change of the overrides, so the engine copies them only then.
@@ -60,6 +61,11 @@ public final class NodeShared: Sendable {
     public var peers: [ObjectPath] {
         get { state.withLock { $0.peers } }
         set { state.withLock { $0.peers = newValue } }
+    }
+    /// Address → identity of the peer nodes identified so far (the `peers.json` cache).
+    public var identities: [String: String] {
+        get { state.withLock { $0.identities } }
+        set { state.withLock { $0.identities = newValue } }
     }
     public var clearInterval: Double { state.withLock { $0.clearInterval } }
     public var overridesVersion: Int { state.withLock { $0.overridesVersion } }
@@ -118,6 +124,9 @@ extension NodeAPI {
             },
             DBusMethod("GetRanging", outputs: [DBusArgument("zones", .dictionary(key: .string, value: .string))]) { _ in
                 [.stringMap(shared.ranging)]
+            },
+            DBusMethod("GetIdentities", outputs: [DBusArgument("identities", .dictionary(key: .string, value: .string))]) { _ in
+                [.stringMap(shared.identities)]
             },
             DBusMethod("SetMeasuredPower", inputs: [DBusArgument("identifier", .string), DBusArgument("power", .int16)]) { call in
                 let identifier = call.arguments[0].string ?? ""

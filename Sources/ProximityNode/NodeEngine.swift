@@ -107,6 +107,7 @@ public actor NodeEngine {
         } catch {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
+        shared.identities = identities.mapValues(\.identity.lowercased)
         let (requests, queue) = AsyncStream.makeStream(of: (ObjectPath, String, Int).self, bufferingPolicy: .unbounded)
         self.queue = queue
         let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, logger: logger)
@@ -374,6 +375,7 @@ public actor NodeEngine {
             for old in identities.sorted(by: { $0.value.seen < $1.value.seen }).prefix(excess).map(\.key) { identities[old] = nil }
         }
         PeerDirectory.save(identities, to: state, logger: logger)
+        shared.identities = identities.mapValues(\.identity.lowercased)
     }
 
     // MARK: - The tick

@@ -177,6 +177,8 @@ struct NodeAcceptanceTests {
             #expect(try await sim.ranging("alpha") == [bravo: "near"])
             let log = daemons["alpha"]!.stderr
             #expect(log.contains("a peer changed address"), "\(log)")
+            let identities = try await sim.node("alpha", ["GetIdentities"]).stdout.trimmed
+            #expect(identities == "a{ss} 1 \"AA:00:00:00:00:22\" \"\(bravo)\"", "\(identities)")
             #expect(log.components(separatedBy: "identified a peer").count - 1 == 2, "\(log)")
             // Bad addresses are refused by the simulator's control service.
             let bad = try await sim.control(["SetAddress", "ss", "bravo", "nope"])
