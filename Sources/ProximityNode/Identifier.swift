@@ -31,8 +31,17 @@ struct Identifier: Sendable {
     var maxLength = 64
     var resolveTimeout: Duration = .seconds(10)
     var incomingLinkTimeout: Duration = .seconds(10)
+    /// How long a node that yields waits for the peer to connect first (the peer's whole
+    /// identification, disconnect included, takes about 2.5 s on BlueZ).
+    var yieldTime: Duration = .seconds(3)
 
-    func identify(_ device: ObjectPath, address: String, attempt: Int) async -> IdentificationResult {
+    func identify(_ device: ObjectPath, address: String, attempt: Int, yields: Bool = false) async -> IdentificationResult {
+        if yields {
+            // The peer, with the lower address, connects first; its link shows here as Connected,
+            // and identifyOnce waits for it to end.
+            logger.debug("letting the peer connect first", metadata: ["peer.address": "\(address)"])
+            _ = await mirror.waitForDevice(at: device, timeout: yieldTime) { $0?.connected == true }
+        }
         logger.debug("connecting to identify a peer", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)"])
         do {
             let identity = try await identifyOnce(device)

@@ -36,7 +36,17 @@ public actor NodeEngine {
     let maxBackoff: Double = 60
     let banTime: Double = 600
     let maxQueuedIdentifications = 256
-    private var queue: AsyncStream<(ObjectPath, String, Int)>.Continuation?
+    private var queue: AsyncStream<IdentificationRequest>.Continuation?
+    /// The adapter's own address, for the tie-break between two nodes that find each other at once.
+    private var ownAddress: String?
+
+    struct IdentificationRequest: Sendable {
+        var path: ObjectPath
+        var address: String
+        var attempt: Int
+        /// This node has the higher address: it lets the peer connect first.
+        var yields: Bool
+    }
     private var advertisement: Advertisement?
     private var application: GattApplication?
     private var registered = false
@@ -108,7 +118,7 @@ public actor NodeEngine {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
         shared.identities = identities.mapValues(\.identity.lowercased)
-        let (requests, queue) = AsyncStream.makeStream(of: (ObjectPath, String, Int).self, bufferingPolicy: .unbounded)
+        let (requests, queue) = AsyncStream.makeStream(of: IdentificationRequest.self, bufferingPolicy: .unbounded)
         self.queue = queue
         let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, logger: logger)
         logger.info("waiting for bluetoothd (org.bluez)", metadata: ["bluez.adapter": "\(configuration.adapter)"])
@@ -137,9 +147,10 @@ public actor NodeEngine {
             }
             for _ in 0..<max(1, configuration.identificationConcurrency) {
                 group.addTask {
-                    for await (path, address, attempt) in requests {
-                        let result = await identifier.identify(path, address: address, attempt: attempt)
-                        await self.identified(address, result)
+                    for await request in requests {
+                        let result = await identifier.identify(request.path, address: request.address, attempt: request.attempt,
+                                                               yields: request.yields)
+                        await self.identified(request.address, result)
                     }
                 }
             }
@@ -228,6 +239,7 @@ public actor NodeEngine {
         }
         setUp = true
         logger.info("adapter ready", metadata: ["bluez.adapter": "\(info.path)", "bluez.address": "\(info.address)"])
+        ownAddress = info.address.uppercased()
         await register()
         await startDiscovery()
         // Devices already in the mirror (a restart) are considered again.
@@ -317,7 +329,11 @@ public actor NodeEngine {
             attempt = failure.attempts >= maxAttempts ? 1 : failure.attempts + 1
         }
         identifying.insert(address)
-        queue?.yield((info.path, address, attempt))
+        // Two nodes that find each other at once would connect to each other at once: crossing
+        // links, which BlueZ handles badly (and which crash the Linux 6.1 kernel's L2CAP code on
+        // emulated controllers). The node with the higher address lets the other go first.
+        let yields = attempt == 1 && (ownAddress.map { $0 > address.uppercased() } ?? false)
+        queue?.yield(IdentificationRequest(path: info.path, address: address, attempt: attempt, yields: yields))
     }
 
     private func observe(_ id: String, kind: String, address: String, name: String?, rssi: Int16, beacon: BeaconIdentity?,
