@@ -118,6 +118,10 @@ extension Air {
     /// goes true and back to false, then `Failed` "le-connection-abort-by-local"); a device that
     /// does not answer (not advertising connectable, off, out of range) fails the same way after
     /// the connection timeout.
+    /// How often a pending `Connect` looks for its peer again (a controller initiating scans
+    /// continuously; this is the simulator's granularity).
+    static let initiatorRetry: SimTime = 0.1
+
     func connect(_ ctx: BoxContext, address: String) async throws {
         guard var b = live(ctx), b.adapter.powered else { throw BlueZError.notReady }
         guard var dev = b.devices[address] else { throw BlueZError.doesNotExist }
@@ -146,13 +150,21 @@ extension Air {
         }
 
         try? await clock.sleep(until: start + attempt.latency)
-        guard var d = stillConnecting() else { throw BlueZError.failed(BlueZ.LEConnectionError.canceled) }
-        guard let peer = reachablePeripheral(address, from: ctx.box, at: clock.now) else {
-            try? await clock.sleep(until: start + settings.connectTimeout)
+        guard stillConnecting() != nil else { throw BlueZError.failed(BlueZ.LEConnectionError.canceled) }
+        // Like a controller, keep initiating until the peer is heard (it walks into range, powers
+        // on, starts advertising) or the connect timeout passes.
+        var reachable = reachablePeripheral(address, from: ctx.box, at: clock.now)
+        while reachable == nil, clock.now < start + settings.connectTimeout {
+            try? await clock.sleep(until: min(clock.now + Self.initiatorRetry, start + settings.connectTimeout))
+            guard stillConnecting() != nil else { throw BlueZError.failed(BlueZ.LEConnectionError.canceled) }
+            reachable = reachablePeripheral(address, from: ctx.box, at: clock.now)
+        }
+        guard let peer = reachable else {
             guard let d = stillConnecting() else { throw BlueZError.failed(BlueZ.LEConnectionError.canceled) }
             giveUp(d)
             throw BlueZError.failed(BlueZ.LEConnectionError.abortByLocal)
         }
+        guard var d = stillConnecting() else { throw BlueZError.failed(BlueZ.LEConnectionError.canceled) }
         if attempt.fails {
             stats.injectedConnectionFailures += 1
             // The controller connected and the link was torn down at once: clients see Connected

@@ -30,10 +30,15 @@ struct Identifier: Sendable {
     /// The most bytes read from a peer's identity characteristic.
     var maxLength = 64
     var resolveTimeout: Duration = .seconds(10)
-    var incomingLinkTimeout: Duration = .seconds(10)
-    /// How long a node that yields waits for the peer to connect first (the peer's whole
-    /// identification, disconnect included, takes about 2.5 s on BlueZ).
-    var yieldTime: Duration = .seconds(3)
+    var incomingLinkTimeout: Duration = .seconds(15)
+    /// How long a node that yields waits for the peer to connect first. The peer's whole
+    /// identification, disconnect included, takes about 2.5 s on BlueZ, but its connection can
+    /// take over 10 s to come up while both scan (btvirt: 13 s seen), and it shows here only once
+    /// up; connecting meanwhile would cross it. A peer that knows this node already never comes,
+    /// and then this is the cost, once per peer.
+    var yieldTime: Duration = .seconds(30)
+    /// How long after the peer's link ended before connecting.
+    var linkSettleTime: Duration = .seconds(3)
 
     func identify(_ device: ObjectPath, address: String, attempt: Int, yields: Bool = false) async -> IdentificationResult {
         if yields {
@@ -61,8 +66,16 @@ struct Identifier: Sendable {
     private func identifyOnce(_ path: ObjectPath) async throws -> UUID {
         // A peer identifying this node holds a link to it as central; BlueZ then reports the
         // device connected but without services, and Connect succeeds at once without
-        // resolving them. Let that link end first (bounded), so the read is not left waiting.
-        _ = await mirror.waitForDevice(at: path, timeout: incomingLinkTimeout) { $0?.connected != true }
+        // resolving them. Let that link end first. Never connect over it: a second link between
+        // the same two controllers is what BlueZ and the kernel handle worst. Still up after the
+        // wait, the attempt fails and is retried later.
+        let hadLink = await mirror.device(at: path)?.connected == true
+        guard await mirror.waitForDevice(at: path, timeout: incomingLinkTimeout, until: { $0?.connected != true }) else {
+            throw BlueZTimeout(what: "the peer's own link to this node to end")
+        }
+        // BlueZ shows the link gone before the controller has dropped it; connecting at once
+        // would make a second link to the same peer.
+        if hadLink { try await Task.sleep(for: linkSettleTime) }
         let device = Device(connection: connection, path: path)
         try await device.connect()
         do {

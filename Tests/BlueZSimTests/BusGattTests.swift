@@ -177,6 +177,20 @@ import Testing
             await expectError("org.bluez.Error.Failed", "le-connection-abort-by-local") {
                 _ = try await sim.during { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") }
             }
+            // Like a controller, a pending Connect keeps looking: beta advertising again 1 s into
+            // the 3 s timeout is connected to.
+            let simulator = sim.simulator
+            let comesBack = try await sim.during { () async throws -> String in
+                let started = simulator.clock.now
+                async let attempt = outcome { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") }
+                while simulator.clock.now < started + 1 { try await Task.sleep(for: .milliseconds(2)) }
+                _ = try await beta.bluez(adapterPath, BlueZ.advertisingManagerInterface, "RegisterAdvertisement",
+                                         [.objectPath("/org/test/adv0"), .vardict([:])])
+                let result = try await attempt
+                #expect(simulator.clock.now - started < 3, "connected only at the timeout")
+                return result
+            }
+            #expect(comesBack == "ok")
 
             try await sim.simulator.air.setPowered(box: "alpha", false)
             await expectError("org.bluez.Error.NotReady", "Resource Not Ready") {
