@@ -305,7 +305,7 @@ public actor NodeEngine {
     private func device(_ info: DeviceInfo, sample: Bool) {
         let address = info.address
         if var remembered = identities[address] {
-            guard sample, let rssi = info.rssi else { return }
+            guard sample, let rssi = info.rssi, Self.isMeasured(rssi) else { return }
             let id = remembered.identity.lowercased
             remembered.seen = epochAtOrigin + now
             identities[address] = remembered
@@ -314,7 +314,7 @@ public actor NodeEngine {
         }
         if configuration.trackBeacons, !info.manufacturerData.isEmpty || !info.serviceData.isEmpty,
            let beacon = BeaconParser.parse(manufacturerData: info.manufacturerData, serviceData: info.serviceData) {
-            guard sample, let rssi = info.rssi else { return }
+            guard sample, let rssi = info.rssi, Self.isMeasured(rssi) else { return }
             observe(beacon.identifier, kind: beacon.kind, address: address, name: info.name, rssi: rssi, beacon: beacon,
                     framePower: beacon.measuredPower)
             return
@@ -335,6 +335,10 @@ public actor NodeEngine {
         let yields = attempt == 1 && (ownAddress.map { $0 > address.uppercased() } ?? false)
         queue?.yield(IdentificationRequest(path: info.path, address: address, attempt: attempt, yields: yields))
     }
+
+    /// 127 is HCI's "RSSI not available" (emulated controllers report nothing else); a radio
+    /// never hears anything above +20 dBm.
+    static func isMeasured(_ rssi: Int16) -> Bool { rssi >= -127 && rssi <= 20 }
 
     private func observe(_ id: String, kind: String, address: String, name: String?, rssi: Int16, beacon: BeaconIdentity?,
                          framePower: Double?) {

@@ -1,0 +1,299 @@
+#!/bin/bash
+# The real-BlueZ suite: proximityd on bluetoothd 5.66 with btvirt controllers, inside the guest of
+# scripts/bluez-vm (3 controllers, dbus/org.proximityd.conf installed as the system bus policy).
+# Run it with scripts/test-real-bluez.sh. Every check goes through the guest's system bus with
+# busctl, as a user would; each wait polls a condition with a timeout.
+#
+#   1. three nodes, one per adapter (hci0..hci2) on one bus, identify each other: one GATT read per
+#      peer; time-to-identify is measured
+#   2. bluetoothd stopped and started: every node registers again, the peers are found again, and
+#      nobody connects again
+#   3. a node killed with SIGKILL and restarted keeps its identity and connects to nobody
+#   4. the adapter powered off, and every advertising instance taken: a clear state on the bus and
+#      in the log, and recovery once the cause is gone
+#   5. proximityctl doctor on a healthy box, with bluetoothd stopped and with a controller down
+#   6. the bus policy: root runs proximityd; nobody reads, but is refused every state-changing
+#      call and the name
+#
+# Environment: PROXIMITYD_BIN (directory of proximityd and proximityctl, default .build/debug),
+# REAL_BLUEZ_RESULTS (file to write time-to-identify figures to, optional).
+set -uo pipefail
+
+BIN=$(realpath "${PROXIMITYD_BIN:-.build/debug}")
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BTCTL=${PROXIMITYD_VM_BLUETOOTHD_CTL:?run this inside scripts/bluez-vm}
+# Logs and state: REAL_BLUEZ_WORK (in the repository, so they reach the host), else /tmp.
+WORK=${REAL_BLUEZ_WORK:-$(mktemp -d /tmp/real-bluez.XXXXXX)}
+mkdir -p "$WORK"
+GENERAL=b89491c9-43dd-4d75-bf16-dff381aed967
+FAILURES=0
+NODES=(0 1 2)
+
+say() { printf '\n== %s\n' "$*"; }
+pass() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; FAILURES=$((FAILURES + 1)); }
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.2 s.
+wait_for() {
+    local timeout=$1 what=$2
+    shift 2
+    local end=$(($(date +%s) + timeout))
+    while (($(date +%s) < end)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.2
+    done
+    fail "$what (not within ${timeout} s)"
+    return 1
+}
+
+name_of() { if [ "$1" = 0 ]; then echo org.proximityd; else echo "org.proximityd.hci$1"; fi; }
+node_call() { local i=$1; shift; busctl --system call "$(name_of "$i")" /org/proximityd org.proximityd.Node1 "$@"; }
+node_prop() { busctl --system get-property "$(name_of "$1")" /org/proximityd org.proximityd.Node1 "$2"; }
+bare() { sed -e 's/^[a-z]* //' -e 's/"//g'; }
+adapter_address() { busctl --system get-property org.bluez "/org/bluez/hci$1" org.bluez.Adapter1 Address | bare; }
+count() { grep -c -- "$2" "$WORK/node$1.log" 2>/dev/null || true; }
+
+start_node() {
+    local i=$1
+    "$BIN/proximityd" run --bus system --adapter "hci$i" --bus-name "$(name_of "$i")" --state-dir "$WORK/state$i" \
+        --name "node$i" --power-on --log-level debug 2>>"$WORK/node$i.log" &
+    echo $! >"$WORK/node$i.pid"
+    wait_for 60 "node$i owns $(name_of "$i")" node_prop "$i" Identifier
+}
+
+stop_node() {
+    local i=$1 pid
+    pid=$(cat "$WORK/node$i.pid")
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"
+    local status=$?
+    rm -f "$WORK/node$i.pid"
+    [ "$status" = 0 ] || fail "node$i exited with $status on SIGTERM"
+}
+
+has_identities() { # NODE ID...: GetIdentities lists every ID
+    local out
+    out=$(node_call "$1" GetIdentities) || return 1
+    shift
+    for id in "$@"; do [[ $out == *"\"$id\""* ]] || return 1; done
+}
+
+sees_device() { # NODE ADDRESS: BlueZ shows ADDRESS under the node's adapter, advertising the general UUID
+    busctl --system get-property org.bluez "/org/bluez/hci$1/dev_${2//:/_}" org.bluez.Device1 UUIDs 2>/dev/null | grep -qi "$GENERAL"
+}
+
+cleanup() {
+    for i in "${NODES[@]}"; do [ -f "$WORK/node$i.pid" ] && kill -TERM "$(cat "$WORK/node$i.pid")" 2>/dev/null; done
+    [ -n "${HOG:-}" ] && kill -TERM "$HOG" 2>/dev/null
+    wait 2>/dev/null
+}
+trap cleanup EXIT
+
+declare -A ID ADDR
+for i in "${NODES[@]}"; do ADDR[$i]=$(adapter_address "$i"); done
+echo "adapters: hci0 ${ADDR[0]}, hci1 ${ADDR[1]}, hci2 ${ADDR[2]}; bluetoothd $(/usr/libexec/bluetooth/bluetoothd --version 2>/dev/null)"
+
+# ---------------------------------------------------------------------------------------------
+say "1. three nodes on hci0..hci2 identify each other, a pair at a time"
+# btvirt on Debian's 6.1 kernel panics (hci_chan_del: list corruption, from bluetoothd's
+# l2cap_sock_release) when one emulated controller holds two LE links at once, which three nodes
+# identifying each other at the same moment always make. So the pairs meet one at a time; at the
+# end all three run together on their caches.
+declare -A IDENTIFIED_AT
+pair() { # A B: B starts while A runs; both must identify each other
+    local a=$1 b=$2 t0
+    t0=$(now)
+    start_node "$b"
+    ID[$b]=$(node_prop "$b" Identifier | bare)
+    local end=$(($(date +%s) + 120)) done_a="" done_b=""
+    while (($(date +%s) < end)) && { [ -z "$done_a" ] || [ -z "$done_b" ]; }; do
+        [ -z "$done_a" ] && has_identities "$a" "${ID[$b]}" && done_a=$(elapsed "$t0" "$(now)")
+        [ -z "$done_b" ] && has_identities "$b" "${ID[$a]}" && done_b=$(elapsed "$t0" "$(now)")
+        sleep 0.2
+    done
+    if [ -n "$done_a" ] && [ -n "$done_b" ]; then
+        pass "node$a and node$b identified each other: node$a in $done_a s, node$b in $done_b s"
+        IDENTIFIED_AT["$a-$b"]=$done_a
+        IDENTIFIED_AT["$b-$a"]=$done_b
+    else
+        fail "node$a and node$b did not identify each other: node$a $(node_call "$a" GetIdentities), node$b $(node_call "$b" GetIdentities)"
+    fi
+}
+start_node 0
+ID[0]=$(node_prop 0 Identifier | bare)
+pair 0 1
+stop_node 1
+pair 0 2
+stop_node 0
+pair 2 1
+start_node 0
+for i in "${NODES[@]}"; do
+    others=()
+    for j in "${NODES[@]}"; do [ "$j" != "$i" ] && others+=("${ID[$j]}"); done
+    has_identities "$i" "${others[@]}" && pass "node$i knows both peers by their identities" \
+        || fail "node$i: $(node_call "$i" GetIdentities)"
+    reads=$(count "$i" "identified a peer")
+    attempts=$(count "$i" "connecting to identify a peer")
+    [ "$reads" = 2 ] && pass "node$i read 2 identities in all ($attempts connection attempts)" || fail "node$i read $reads identities"
+    wait_for 60 "node$i advertises" bash -c "busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Advertising | grep -q true" &&
+        pass "node$i advertises"
+done
+if [ -n "${REAL_BLUEZ_RESULTS:-}" ]; then
+    for key in "${!IDENTIFIED_AT[@]}"; do echo "time_to_identify $key ${IDENTIFIED_AT[$key]}"; done >>"$REAL_BLUEZ_RESULTS"
+fi
+# btvirt reports RSSI 127, HCI's "not available": no sample, so nothing is ranged (ranging is
+# tested on bluez-sim).
+ranging=$(node_call 0 GetRanging)
+[ "$ranging" = "a{ss} 0" ] && pass "RSSI 127 (not available) is not taken for a sample: nothing ranged" \
+    || fail "node0 ranges peers from RSSI 127: $ranging"
+
+# ---------------------------------------------------------------------------------------------
+say "2. bluetoothd stopped and started"
+declare -A READY READS
+for i in "${NODES[@]}"; do READY[$i]=$(count "$i" "adapter ready"); READS[$i]=$(count "$i" "connecting to identify a peer"); done
+"$BTCTL" stop
+for i in "${NODES[@]}"; do
+    wait_for 30 "node$i notices bluetoothd left (Advertising false)" bash -c "busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Advertising | grep -q false"
+done
+"$BTCTL" start
+for i in "${NODES[@]}"; do
+    wait_for 60 "node$i registers again after the restart" bash -c "busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Advertising | grep -q true"
+    [ "$(count "$i" "adapter ready")" -gt "${READY[$i]}" ] && pass "node$i set up again on the new bluetoothd" || fail "node$i did not set up again"
+done
+for i in "${NODES[@]}"; do
+    for j in "${NODES[@]}"; do
+        [ "$i" = "$j" ] && continue
+        wait_for 90 "hci$i sees node$j again" sees_device "$i" "${ADDR[$j]}" && pass "hci$i sees node$j (${ADDR[$j]}) again"
+    done
+done
+for i in "${NODES[@]}"; do
+    [ "$(count "$i" "connecting to identify a peer")" = "${READS[$i]}" ] && pass "node$i connected to nobody again" \
+        || fail "node$i connected again after the restart"
+done
+
+# ---------------------------------------------------------------------------------------------
+say "3. node1 killed with SIGKILL and restarted"
+kill -KILL "$(cat "$WORK/node1.pid")"
+wait "$(cat "$WORK/node1.pid")" 2>/dev/null
+mv "$WORK/node1.log" "$WORK/node1.log.before"
+: >"$WORK/node1.log"
+start_node 1
+[ "$(node_prop 1 Identifier | bare)" = "${ID[1]}" ] && pass "node1 kept its identity ${ID[1]}" || fail "node1's identity changed"
+has_identities 1 "${ID[0]}" "${ID[2]}" && pass "node1 knows its peers from peers.json" || fail "node1 lost its peers"
+wait_for 60 "node1 discovers again" bash -c "busctl --system get-property org.proximityd.hci1 /org/proximityd org.proximityd.Node1 Discovering | grep -q true"
+for j in 0 2; do wait_for 60 "hci1 sees node$j" sees_device 1 "${ADDR[$j]}"; done
+[ "$(count 1 "connecting to identify a peer")" = 0 ] && pass "node1 connected to nobody after the restart" || fail "node1 connected again"
+
+# ---------------------------------------------------------------------------------------------
+say "4a. the adapter powered off, then on"
+busctl --system set-property org.bluez /org/bluez/hci2 org.bluez.Adapter1 Powered b false
+wait_for 30 "node2 shows Advertising false" bash -c "busctl --system get-property org.proximityd.hci2 /org/proximityd org.proximityd.Node1 Advertising | grep -q false" &&
+    pass "node2: Advertising false with the adapter off"
+wait_for 10 "node2 logs the adapter off" grep -q "the adapter was powered off" "$WORK/node2.log" && pass "node2 logs: the adapter was powered off"
+"$BIN/proximityctl" doctor --adapter hci2 --bus-name org.proximityd.hci2 >"$WORK/doctor-off.txt" 2>&1
+grep -q "FAIL    adapter hci2: .* is powered off" "$WORK/doctor-off.txt" && pass "doctor: adapter hci2 powered off, with a fix" \
+    || fail "doctor did not report hci2 off: $(cat "$WORK/doctor-off.txt")"
+busctl --system set-property org.bluez /org/bluez/hci2 org.bluez.Adapter1 Powered b true
+wait_for 60 "node2 advertises again after power on" bash -c "busctl --system get-property org.proximityd.hci2 /org/proximityd org.proximityd.Node1 Advertising | grep -q true" &&
+    pass "node2 advertises again"
+
+say "4b. every advertising instance taken"
+stop_node 2
+: >"$WORK/hog.out"
+/usr/bin/python3 "$HERE/adv_hog.py" hci2 >"$WORK/hog.out" 2>&1 &
+HOG=$!
+wait_for 60 "the hog takes the instances" grep -q "hogging" "$WORK/hog.out"
+echo "hog: $(tr '\n' ' ' <"$WORK/hog.out")"
+echo "LEAdvertisingManager1 on hci2: $(busctl --system get-property org.bluez /org/bluez/hci2 org.bluez.LEAdvertisingManager1 ActiveInstances SupportedInstances | tr '\n' ' ')"
+start_node 2
+wait_for 60 "node2 says it cannot register" grep -q "cannot register the advertisement or the GATT application; trying again" "$WORK/node2.log" &&
+    pass "node2 logs: $(grep -o 'cannot register[^"]*trying again in [0-9]* s' "$WORK/node2.log" | head -1) ($(grep -o 'error=[^ ]*.*' "$WORK/node2.log" | grep -m1 -o 'Maximum advertisements reached\|Failed[^ ]*' || true))"
+node_prop 2 Advertising | grep -q false && pass "node2: Advertising false while the instances are taken" || fail "node2 claims to advertise"
+"$BIN/proximityctl" doctor --adapter hci2 --bus-name org.proximityd.hci2 >"$WORK/doctor-full.txt" 2>&1
+grep -q "FAIL    advertising: no advertising instance free" "$WORK/doctor-full.txt" && pass "doctor: no advertising instance free, with a fix" \
+    || fail "doctor did not report the instances: $(cat "$WORK/doctor-full.txt")"
+kill -TERM "$HOG"
+wait "$HOG" 2>/dev/null
+HOG=
+wait_for 90 "node2 advertises once instances are free" bash -c "busctl --system get-property org.proximityd.hci2 /org/proximityd org.proximityd.Node1 Advertising | grep -q true" &&
+    pass "node2 advertises once the instances are free"
+
+# ---------------------------------------------------------------------------------------------
+say "5. proximityctl doctor"
+"$BIN/proximityctl" doctor >"$WORK/doctor.txt" 2>&1
+status=$?
+cat "$WORK/doctor.txt"
+[ "$status" = 0 ] && pass "doctor: healthy box, exit 0" || fail "doctor exit $status on a healthy box"
+grep -q "^ok      bluetoothd: org.bluez is :.*, version 5\." "$WORK/doctor.txt" && pass "doctor reports bluetoothd's version" || fail "doctor: no bluetoothd version"
+grep -q "^ok      policy: .*org.proximityd.conf is installed" "$WORK/doctor.txt" && pass "doctor finds the policy" || fail "doctor: no policy"
+"$BTCTL" stop
+"$BIN/proximityctl" doctor >"$WORK/doctor-nobtd.txt" 2>&1
+status=$?
+cat "$WORK/doctor-nobtd.txt"
+[ "$status" = 1 ] && grep -q "^FAIL    bluetoothd: org.bluez is not on the bus" "$WORK/doctor-nobtd.txt" &&
+    grep -q "^ok      controllers: hci0" "$WORK/doctor-nobtd.txt" && pass "doctor: bluetoothd stopped (the kernel still lists the controllers)" \
+    || fail "doctor with bluetoothd stopped"
+"$BTCTL" start
+wait_for 60 "node0 registers again" bash -c "busctl --system get-property org.proximityd /org/proximityd org.proximityd.Node1 Advertising | grep -q true"
+btmgmt --index 1 power off >/dev/null 2>&1
+"$BIN/proximityctl" doctor --adapter hci1 --bus-name org.proximityd.hci1 >"$WORK/doctor-down.txt" 2>&1
+cat "$WORK/doctor-down.txt"
+grep -q "^FAIL    controller hci1: .* is down" "$WORK/doctor-down.txt" && pass "doctor: controller hci1 down, with a fix" \
+    || fail "doctor with hci1 down"
+btmgmt --index 1 power on >/dev/null 2>&1
+
+# ---------------------------------------------------------------------------------------------
+say "6. the bus policy, as nobody"
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+as_nobody busctl --system introspect org.proximityd /org/proximityd >/dev/null 2>&1 && pass "nobody introspects" || fail "nobody cannot introspect"
+as_nobody busctl --system get-property org.proximityd /org/proximityd org.proximityd.Node1 Identifier >/dev/null 2>&1 &&
+    pass "nobody reads Identifier" || fail "nobody cannot read"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.Node1 GetRanging >/dev/null 2>&1 &&
+    pass "nobody calls GetRanging" || fail "nobody cannot call GetRanging"
+for call in "set-property org.proximityd /org/proximityd org.proximityd.Node1 ClearInterval d 5" \
+    "call org.proximityd /org/proximityd org.proximityd.Node1 SetMeasuredPower sn x -- -60" \
+    "call org.proximityd /org/proximityd org.proximityd.Node1 ResetMeasuredPower s x"; do
+    # shellcheck disable=SC2086
+    out=$(as_nobody busctl --system $call 2>&1)
+    [[ $out == *"Access denied"* ]] && pass "nobody is denied: busctl $call" || fail "nobody not denied ($out): busctl $call"
+done
+node_prop 0 ClearInterval | grep -q "^d 10$" && pass "ClearInterval unchanged" || fail "ClearInterval changed"
+mkdir -p "$WORK/nobody" && chmod 777 "$WORK/nobody"
+out=$(as_nobody "$BIN/proximityd" run --bus system --bus-name org.proximityd.rogue --state-dir "$WORK/nobody/state" 2>&1)
+status=$?
+[ "$status" = 69 ] && [[ $out == *"not allowed to own org.proximityd.rogue"* ]] && pass "nobody cannot own org.proximityd.rogue (exit 69)" \
+    || fail "nobody owning a name: exit $status: $out"
+
+# A member of group proximityd (the systemd unit's user) may own the name. The guest's /etc is
+# writable; the bus reads the group when it reloads its configuration.
+if groupadd --system proximityd && useradd --system --no-create-home -g proximityd proximityd-test; then
+    busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig >/dev/null
+    mkdir -p "$WORK/member" && chown proximityd-test:proximityd "$WORK/member"
+    setpriv --reuid=proximityd-test --regid=proximityd --init-groups -- "$BIN/proximityd" run --bus system \
+        --bus-name org.proximityd.member --adapter hci0 --state-dir "$WORK/member/state" 2>"$WORK/member.log" &
+    member=$!
+    wait_for 60 "a member of group proximityd owns org.proximityd.member" \
+        busctl --system get-property org.proximityd.member /org/proximityd org.proximityd.Node1 Identifier &&
+        pass "a member of group proximityd owns org.proximityd.member"
+    kill -TERM "$member" 2>/dev/null
+    wait "$member"
+else
+    fail "cannot create group proximityd in the guest"
+fi
+
+# ---------------------------------------------------------------------------------------------
+say "shutdown"
+for i in "${NODES[@]}"; do stop_node "$i"; done
+for i in "${NODES[@]}"; do
+    grep -q "unregistered the advertisement and the GATT application" "$WORK/node$i.log" && pass "node$i unregistered on SIGTERM" \
+        || fail "node$i did not unregister"
+done
+
+if ((FAILURES)); then
+    for i in "${NODES[@]}"; do echo "---- node$i log (tail)"; tail -n 40 "$WORK/node$i.log"; done
+    echo "real-bluez: $FAILURES check(s) failed"
+    exit 1
+fi
+echo "real-bluez: all checks passed"
