@@ -71,6 +71,9 @@ public actor Air {
         var applications: [GattApplication] = []
         var pendingApplications: Set<String> = []
         var rng: SeededGenerator
+        /// A restarted bluetoothd shows its adapter unpowered until it has powered it itself
+        /// (`AutoEnable`); a client's `Powered` meanwhile is refused with `Busy`.
+        var autoEnabling = false
 
         var adapterPath: ObjectPath { BlueZ.adapterPath(spec.adapter) }
         var alias: String { adapter.alias ?? adapter.name }
@@ -113,6 +116,7 @@ public actor Air {
         enum Action {
             case resolveServices(ConnectionKey, UInt64)
             case advertisementTimeout(box: String, generation: Int, owner: String, path: ObjectPath)
+            case autoEnable(box: String, generation: Int)
         }
         var time: SimTime
         var action: Action
@@ -371,6 +375,10 @@ public actor Air {
             boxes[box] = b
             announceInstances(box)
             Self.release(owner: owner, path: path, on: tree.connection)
+        case .autoEnable(let box, let generation):
+            guard let b = boxes[box], b.generation == generation, b.autoEnabling else { return }
+            boxes[box]?.autoEnabling = false
+            try? setPowered(box: box, true)
         }
     }
 

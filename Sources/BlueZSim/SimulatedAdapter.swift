@@ -204,6 +204,9 @@ struct AdapterState: Sendable {
 // MARK: - The adapter on the bus
 
 extension Air {
+    /// How long a restarted bluetoothd takes to power its adapter on.
+    static let autoEnableDelay: SimTime = 0.1
+
     /// Exports a box's "bluetoothd" objects on `tree` (a new instance: the box starts empty, as
     /// bluetoothd does after a restart) and returns the instance's generation.
     func attach(box name: String, tree: BusTree) -> Int {
@@ -214,6 +217,13 @@ extension Air {
         b.devices = [:]
         b.advertisements = []
         b.applications = []
+        // The scenario starts with bluetoothd up; a restarted one (as bluetoothd 5.66 does) shows
+        // the adapter off and powers it itself shortly after.
+        if b.generation > 1 {
+            b.adapter.powered = false
+            b.autoEnabling = true
+            timers.append(Timer(time: clock.now + Self.autoEnableDelay, action: .autoEnable(box: name, generation: b.generation)))
+        }
         boxes[name] = b
         let ctx = BoxContext(air: self, box: name, generation: b.generation)
         tree.add(BlueZ.rootPath, [
@@ -400,6 +410,7 @@ extension Air {
         guard var b = live(ctx) else { throw BlueZError.notReady }
         switch (property, value) {
         case ("Powered", .boolean(let on)):
+            if b.autoEnabling { throw BlueZError.adapterBusy }
             try setPowered(box: ctx.box, on)
             return value
         case ("Alias", .string(let s)):

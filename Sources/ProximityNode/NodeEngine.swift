@@ -60,6 +60,8 @@ public actor NodeEngine {
     private var peerObjects: [String: DBusObject] = [:]
     private var peerInfo: [String: PeerInfo] = [:]
     private var overrides: [String: Int16] = [:]
+    /// The zones of the last report, to log changes.
+    private var lastZones: [String: String] = [:]
     private var overridesVersion = -1
 
     /// What the table does not hold of a peer: how it is known and what it last said.
@@ -228,7 +230,10 @@ public actor NodeEngine {
             if configuration.powerOn && !powering {
                 powering = true
                 logger.info("powering the adapter on", metadata: ["bluez.adapter": "\(configuration.adapter)"])
-                do { try await adapter.setPowered(true) } catch {
+                do { try await adapter.setPowered(true) } catch BlueZCallError.other(name: "org.bluez.Error.Busy", _) {
+                    // A bluetoothd that just started powers its adapter itself (AutoEnable).
+                    logger.info("bluetoothd is powering the adapter on itself")
+                } catch {
                     logger.error("cannot power the adapter on", metadata: ["error": "\(error)"])
                 }
             } else if !powering {
@@ -417,6 +422,11 @@ public actor NodeEngine {
         }
         let report = table.tick(at: t)
         let zones = report.zones.mapValues(\.rawValue)
+        for (id, zone) in zones where lastZones[id] != zone {
+            logger.debug("zone changed", metadata: ["peer.id": "\(id)", "from": "\(lastZones[id] ?? "none")", "to": "\(zone)"])
+        }
+        for id in report.removed { logger.debug("peer left the table", metadata: ["peer.id": "\(id)"]) }
+        lastZones = zones
         shared.ranging = zones
         try? nodeObject.emit("FoundDevices", interface: NodeAPI.node1, [.stringMap(zones)])
 

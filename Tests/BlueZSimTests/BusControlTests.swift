@@ -32,6 +32,15 @@ import Testing
             let objects = try await alpha.managedObjects()
             #expect(objects[adapterPath]?[BlueZ.adapterInterface.rawValue]?["Discovering"] == .boolean(false))
             #expect(objects.keys.allSatisfy { !$0.rawValue.contains("dev_") })
+            // As bluetoothd 5.66: the adapter comes back off, and bluetoothd powers it itself;
+            // a client's Powered meanwhile is Busy.
+            #expect(objects[adapterPath]?[BlueZ.adapterInterface.rawValue]?["Powered"] == .boolean(false))
+            await expectError("org.bluez.Error.Busy", "Operation currently not available") {
+                _ = try await alpha.bluez(adapterPath, "org.freedesktop.DBus.Properties", "Set",
+                                         [.string(BlueZ.adapterInterface.rawValue), .string("Powered"), .variant(.boolean(true))])
+            }
+            await sim.advance(0.2)
+            #expect(try await alpha.managedObjects()[adapterPath]?[BlueZ.adapterInterface.rawValue]?["Powered"] == .boolean(true))
             // The control service stayed.
             #expect(try await control(alpha, "GetState").first?.string?.contains("\"alpha\"") == true)
             await alpha.close()

@@ -103,7 +103,12 @@ extension BlueZBusTests {
                 #expect(await running.mirror.adapters().map(\.discovering) == [false])
                 #expect(await running.mirror.managedObjects == (try await managedObjects(running.connection)))
 
-                // The new bluetoothd knows nothing of the old filter and discovery: start again.
+                // The new bluetoothd shows its adapter off, then powers it itself (as 5.66 does).
+                #expect(await running.mirror.adapters().map(\.powered) == [false])
+                try await running.log.wait(from: mark, "the adapter powered") {
+                    if case .adapterChanged(let a, let changed) = $0 { changed.contains("Powered") && a.powered } else { false }
+                }
+                // It knows nothing of the old filter and discovery: start again.
                 try await adapter.setDiscoveryFilter(.proximity(serviceUUID: generalUUID))
                 try await adapter.startDiscovery()
                 try await running.log.wait(from: mark, "beta again") { $0.addedDevice?.path == betaDevice }
