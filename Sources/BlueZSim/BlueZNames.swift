@@ -65,8 +65,8 @@ public struct BlueZError: Error, DBusErrorConvertible, Sendable, Hashable, Custo
     public static func invalidArguments(_ message: String) -> BlueZError { BlueZError("InvalidArguments", message) }
     public static let busy = BlueZError("InProgress", "Operation already in progress")
     public static let inProgress = BlueZError("InProgress", "In Progress")
-    /// `Powered` set while bluetoothd is changing it itself.
-    public static let adapterBusy = BlueZError("Busy", "Operation currently not available")
+    /// `Powered` set while bluetoothd is changing it itself (5.66 sends it without a message).
+    public static let adapterBusy = BlueZError("Busy", "")
     public static let alreadyExists = BlueZError("AlreadyExists", "Already Exists")
     public static let notSupported = BlueZError("NotSupported", "Operation is not supported")
     public static let notConnected = BlueZError("NotConnected", "Not Connected")

@@ -35,7 +35,7 @@ import Testing
             // As bluetoothd 5.66: the adapter comes back off, and bluetoothd powers it itself;
             // a client's Powered meanwhile is Busy.
             #expect(objects[adapterPath]?[BlueZ.adapterInterface.rawValue]?["Powered"] == .boolean(false))
-            await expectError("org.bluez.Error.Busy", "Operation currently not available") {
+            await expectError("org.bluez.Error.Busy", "") {
                 _ = try await alpha.bluez(adapterPath, "org.freedesktop.DBus.Properties", "Set",
                                          [.string(BlueZ.adapterInterface.rawValue), .string("Powered"), .variant(.boolean(true))])
             }
