@@ -25,6 +25,9 @@ public struct NodeConfiguration: Sendable {
     /// `--measured-power`: this node's RSSI at 1 m, and the one assumed for peer nodes (whose
     /// radios are alike) unless a per-peer override says otherwise. Beacons state their own.
     public var measuredPower: Int16 = -59
+    /// `--path-loss-exponent`: the distance model's exponent, 2 in free space (the default, the
+    /// one `ranging-bench` chose it with), 2.5–4 in rooms with walls and people.
+    public var pathLossExponent: Double = 2
     /// `--max-peers`: the found-devices table's cap.
     public var maxPeers: Int = 1024
     /// `--no-beacons` clears it: range iBeacon, AltBeacon and Eddystone beacons too.

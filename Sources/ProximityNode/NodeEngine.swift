@@ -92,6 +92,7 @@ public actor NodeEngine {
         var ranging = RangingConfiguration()
         ranging.clearInterval = shared.clearInterval
         ranging.maxPeers = configuration.maxPeers
+        ranging.distanceModel = LogDistanceModel(exponent: configuration.pathLossExponent)
         ranging.defaultMeasuredPower = Double(configuration.measuredPower)
         self.table = FoundDevicesTable(configuration: ranging)
         self.origin = ContinuousClock.now

@@ -48,6 +48,10 @@ struct Run: AsyncParsableCommand {
         "This node's RSSI at 1 m in dBm, also assumed for peer nodes without an override (-127...20).", valueName: "dBm"))
     var measuredPower: Int16 = -59
 
+    @Option(name: .customLong("path-loss-exponent"), help: ArgumentHelp(
+        "The distance model's path-loss exponent: 2 in free space, 2.5-4 indoors (1.5...6).", valueName: "n"))
+    var pathLossExponent: Double = 2
+
     @Option(name: .customLong("max-peers"), help: ArgumentHelp("The most peers the found-devices table holds (1...100000).",
                                                                 valueName: "n"))
     var maxPeers: Int = 1024
@@ -82,6 +86,9 @@ struct Run: AsyncParsableCommand {
         if let problem = NodeSettings.problem(measuredPower: measuredPower) {
             throw ValidationError("--measured-power: \(problem)")
         }
+        guard (1.5...6).contains(pathLossExponent) else {
+            throw ValidationError("--path-loss-exponent: \(pathLossExponent) is not between 1.5 and 6")
+        }
         guard (1...100_000).contains(maxPeers) else {
             throw ValidationError("--max-peers: \(maxPeers) is not between 1 and 100000")
         }
@@ -110,6 +117,7 @@ struct Run: AsyncParsableCommand {
         configuration.clearInterval = clearInterval
         configuration.measuredPower = measuredPower
         configuration.maxPeers = maxPeers
+        configuration.pathLossExponent = pathLossExponent
         configuration.trackBeacons = beacons
         do {
             let daemon = NodeDaemon(configuration, logger: logger)

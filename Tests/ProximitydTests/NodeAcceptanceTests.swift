@@ -270,6 +270,13 @@ struct NodeAcceptanceTests {
             try await eventually("the frame's measured power is used again", timeout: .seconds(10)) {
                 try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -59"
             }
+            // --path-loss-exponent 4: the same RSSI gives the square root of the free-space distance.
+            await daemons["alpha"]!.stop()
+            daemons["alpha"] = try await sim.startDaemon("alpha", ["--path-loss-exponent", "4"])
+            try await eventually("alpha ranges the door with exponent 4", timeout: .seconds(30)) {
+                let d = try await distance()
+                return d > 0 && d < 1.9
+            }
             // --no-beacons: nodes only. The beacons advertise more often than bravo, so by the time
             // bravo is ranged they would have been too.
             await daemons["alpha"]!.stop()
