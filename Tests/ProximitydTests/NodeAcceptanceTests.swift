@@ -57,6 +57,15 @@ func withSimBoxes(_ scenario: Scenario, _ body: (SimBoxes, inout [String: Manage
 
 @Suite("proximityd acceptance on bluez-sim", .serialized)
 struct NodeAcceptanceTests {
+    /// Boxes named alpha, bravo, … at fixed points, addresses AA:00:00:00:00:01, 02, …
+    static func scenario(seed: UInt64, failures: Double = 0, _ points: [(x: Double, y: Double)]) -> Scenario {
+        let names = ["alpha", "bravo", "charlie", "delta"]
+        return Scenario(seed: seed, radio: radio(failures: failures), boxes: points.enumerated().map { i, p in
+            BoxSpec(name: names[i], address: String(format: "AA:00:00:00:00:%02X", i + 1),
+                    trajectory: Trajectory(fixed: Position(x: p.x, y: p.y)))
+        })
+    }
+
     static func radio(failures: Double = 0) -> RadioParameters {
         var radio = RadioParameters()
         radio.shadowingSigma = 1
@@ -67,10 +76,7 @@ struct NodeAcceptanceTests {
 
     @Test("a box moved out of range is reported unknown, then gone within the clear interval plus one second (--clear-interval 3)")
     func outOfRange() async throws {
-        let scenario = Scenario(seed: 21, radio: Self.radio(), boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
-        ])
+        let scenario = Self.scenario(seed: 21, [(0, 0), (1, 0)])
         try await withSimBoxes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha", ["--clear-interval", "3"])
             daemons["bravo"] = try await sim.startDaemon("bravo")
@@ -110,12 +116,7 @@ struct NodeAcceptanceTests {
 
     @Test("with 30% of connections failing every peer is still identified, each within 8 attempts")
     func connectionFailures() async throws {
-        let scenario = Scenario(seed: 8, radio: Self.radio(failures: 0.3), boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1.5, y: 0))),
-            BoxSpec(name: "charlie", address: "AA:00:00:00:00:03", trajectory: Trajectory(fixed: Position(x: 0, y: 1.5))),
-            BoxSpec(name: "delta", address: "AA:00:00:00:00:04", trajectory: Trajectory(fixed: Position(x: 1.5, y: 1.5))),
-        ])
+        let scenario = Self.scenario(seed: 8, failures: 0.3, [(0, 0), (1.5, 0), (0, 1.5), (1.5, 1.5)])
         try await withSimBoxes(scenario) { sim, daemons in
             let boxes = scenario.boxes.map(\.name)
             for box in boxes { daemons[box] = try await sim.startDaemon(box) }
@@ -155,10 +156,7 @@ struct NodeAcceptanceTests {
 
     @Test("a peer that changes address is identified again at the new one, keeps its identity, and the old address is forgotten")
     func addressChange() async throws {
-        let scenario = Scenario(seed: 5, radio: Self.radio(), boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
-        ])
+        let scenario = Self.scenario(seed: 5, [(0, 0), (1, 0)])
         try await withSimBoxes(scenario) { sim, daemons in
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             let bravo = try await sim.identifier("bravo")
@@ -188,10 +186,7 @@ struct NodeAcceptanceTests {
 
     @Test("beacons are ranged as peers of their kind with their frame's fields; a measured-power override is used, kept and reset")
     func beacons() async throws {
-        var scenario = Scenario(seed: 9, radio: Self.radio(), boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 8, y: 0))),
-        ])
+        var scenario = Self.scenario(seed: 9, [(0, 0), (8, 0)])
         let ibeaconUUID = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
         scenario.beacons = [
             BeaconSpec(name: "door", address: "C0:00:00:00:00:01",
@@ -288,10 +283,7 @@ struct NodeAcceptanceTests {
 
     @Test("with every advertising instance taken the node says so and retries, and advertises once one is free")
     func instancesExhausted() async throws {
-        let scenario = Scenario(seed: 4, radio: Self.radio(), boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
-        ])
+        let scenario = Self.scenario(seed: 4, [(0, 0), (1, 0)])
         try await withSimBoxes(scenario) { sim, daemons in
             // Another program on alpha holds all five instances.
             let hog = try await sim.buses["alpha"]!.connect()
@@ -327,9 +319,7 @@ struct NodeAcceptanceTests {
 
     @Test("proximityctl doctor: the kernel as it is, bluetoothd, the adapter, advertising and proximityd on a box, with a fix for each problem")
     func doctor() async throws {
-        let scenario = Scenario(seed: 2, radio: Self.radio(), boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-        ])
+        let scenario = Self.scenario(seed: 2, [(0, 0)])
         // What this machine's kernel says, asked independently of the tool.
         let kernelHasBluetooth = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1) >= 0 || errno != EAFNOSUPPORT
         try await withSimBoxes(scenario) { sim, daemons in
