@@ -316,6 +316,8 @@ if $once; then
       charlie_zone=$zone
     fi
     for peer in $(ids_in "$alpha_ranging"); do
+      # Beacons are ranged too, under their frame's identifier (ibeacon:…, altbeacon:…, eddystone…).
+      case "$peer" in ibeacon:* | altbeacon:* | eddystone*) continue ;; esac
       [ "$peer" = "${id[bravo]}" ] || [ "$peer" = "${id[charlie]}" ] || fail "alpha ranges $peer, the Identifier of no box"
     done
   }
