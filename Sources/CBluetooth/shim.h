@@ -29,10 +29,6 @@ static inline int proximityd_hci_is_up(const struct hci_dev_info *info) {
     return hci_test_bit(HCI_UP, (void *)&info->flags) ? 1 : 0;
 }
 
-static inline int proximityd_hci_is_blocked(const struct hci_dev_info *info) {
-    return hci_test_bit(HCI_RAW, (void *)&info->flags) ? 1 : 0;
-}
-
 /// LE supported, from the controller's LMP features (byte 4, bit 6).
 static inline int proximityd_hci_supports_le(const struct hci_dev_info *info) {
     return (info->features[4] & LMP_LE) ? 1 : 0;

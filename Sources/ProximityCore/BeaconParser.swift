@@ -32,6 +32,24 @@ public enum BeaconIdentity: Sendable, Hashable {
         }
     }
 
+    /// iBeacon major and minor, AltBeacon id2 and id3.
+    public var majorMinor: (major: UInt16, minor: UInt16)? {
+        switch self {
+        case .iBeacon(_, let major, let minor, _), .altBeacon(_, _, let major, let minor, _): (major, minor)
+        default: nil
+        }
+    }
+
+    /// Eddystone-UID namespace and instance, lowercase hex.
+    public var namespaceAndInstance: (namespace: String, instance: String)? {
+        if case .eddystoneUID(let namespace, let instance, _) = self { (hex(namespace), hex(instance)) } else { nil }
+    }
+
+    /// Eddystone-URL's decoded URL.
+    public var url: String? {
+        if case .eddystoneURL(let url, _) = self { url } else { nil }
+    }
+
     /// RSSI at 1 m as the frame states it.
     public var measuredPower: Double {
         switch self {

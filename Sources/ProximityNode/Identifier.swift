@@ -12,9 +12,9 @@ struct IdentificationError: Error, CustomStringConvertible {
 enum IdentificationResult: Sendable {
     case identified(UUID)
     /// The peer answered with something that is not an identity: not worth asking again soon.
-    case rejected(String)
+    case rejected
     /// The attempt failed (connection, timeout, BlueZ error): worth trying again.
-    case failed(String)
+    case failed
 }
 
 /// Identifies one peer over GATT: connect, wait for `ServicesResolved`, find the identity
@@ -55,11 +55,11 @@ struct Identifier: Sendable {
             return .identified(identity)
         } catch let error as IdentificationError {
             logger.warning("rejected a peer's identity", metadata: ["peer.address": "\(address)", "error": "\(error)"])
-            return .rejected(error.description)
+            return .rejected
         } catch {
             logger.notice("identification failed", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)",
                                                              "error": "\(error)"])
-            return .failed("\(error)")
+            return .failed
         }
     }
 
@@ -149,7 +149,7 @@ struct PeerDirectory: Sendable {
             case 2:
                 return (file.peers ?? [:]).compactMapValues { e in UUID(uuidString: e.identity).map { RememberedAddress(identity: $0, seen: e.seen) } }
             default:
-                throw IdentificationError(description: "version \(file.version) is not supported")
+                throw StateError(kind: .corrupt, path: state.file(fileName).path, detail: "version \(file.version) is not supported")
             }
         } catch {
             logger.warning("ignoring the cache of identified peers", metadata: ["state.file": "\(state.file(fileName).path)",
@@ -159,12 +159,9 @@ struct PeerDirectory: Sendable {
     }
 
     static func save(_ peers: [String: RememberedAddress], to state: StateDirectory, logger: Logger) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         do {
             let entries = peers.mapValues { Entry(identity: $0.identity.lowercased, seen: ($0.seen * 1000).rounded() / 1000) }
-            let data = try encoder.encode(File(version: 2, peers: entries, identities: nil))
-            try state.write(fileName, data)
+            try state.writeJSON(fileName, File(version: 2, peers: entries, identities: nil))
         } catch {
             logger.error("cannot save the identified peers", metadata: ["error": "\(error)"])
         }

@@ -71,11 +71,13 @@ public final class NodeShared: Sendable {
     public var overridesVersion: Int { state.withLock { $0.overridesVersion } }
     public var measuredPowerOverrides: [String: Int16] { state.withLock { $0.settings.measuredPower } }
 
-    /// Applies a change to the settings once it is saved; a failure to save changes nothing.
-    private func change(_ body: (inout NodeSettings) -> Void, then apply: (inout State) -> Void = { _ in }) throws(DBusError) {
+    /// Applies a change to the settings once it is saved; a refused change or a failure to save
+    /// changes nothing. All under the lock, so two calls cannot interleave.
+    private func change(_ body: (inout NodeSettings) throws(DBusError) -> Void,
+                        then apply: (inout State) -> Void = { _ in }) throws(DBusError) {
         try state.withLock { (s: inout State) throws(DBusError) in
             var settings = s.settings
-            body(&settings)
+            try body(&settings)
             if let directory {
                 do { try settings.save(to: directory) } catch {
                     throw DBusError(NodeAPI.failed, "cannot save the setting: \(error)")
@@ -91,19 +93,21 @@ public final class NodeShared: Sendable {
     }
 
     func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
-        let count = state.withLock { $0.settings.measuredPower.count }
-        let known = state.withLock { $0.settings.measuredPower[identifier] != nil }
-        guard known || count < NodeSettings.maxOverrides else {
-            throw DBusError(NodeAPI.invalidArguments, "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
-        }
-        try change({ $0.measuredPower[identifier] = power }, then: { $0.overridesVersion += 1 })
+        try change({ (settings: inout NodeSettings) throws(DBusError) in
+            guard settings.measuredPower[identifier] != nil || settings.measuredPower.count < NodeSettings.maxOverrides else {
+                throw DBusError(NodeAPI.invalidArguments,
+                                "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
+            }
+            settings.measuredPower[identifier] = power
+        }, then: { $0.overridesVersion += 1 })
     }
 
     func resetMeasuredPower(for identifier: String) throws(DBusError) {
-        guard state.withLock({ $0.settings.measuredPower[identifier] != nil }) else {
-            throw DBusError(NodeAPI.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
-        }
-        try change({ $0.measuredPower[identifier] = nil }, then: { $0.overridesVersion += 1 })
+        try change({ (settings: inout NodeSettings) throws(DBusError) in
+            guard settings.measuredPower.removeValue(forKey: identifier) != nil else {
+                throw DBusError(NodeAPI.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
+            }
+        }, then: { $0.overridesVersion += 1 })
     }
 }
 

@@ -54,14 +54,24 @@ public actor NodeEngine {
     private var discovering = false
     private var setUp = false
     private var powering = false
-    /// When registration, or starting discovery, is tried again after a failure, and the next delay.
-    private var retryRegistration: (at: Timestamp, backoff: Double)?
-    private var retryDiscovery: (at: Timestamp, backoff: Double)?
+    /// When registration, or starting discovery, is tried again after a failure.
+    private var retryRegistration: Retry?
+    private var retryDiscovery: Retry?
+
+    /// A retry after a failure: when, and the delay after that (doubling, at most a minute).
+    struct Retry {
+        var at: Timestamp
+        var delay: Double
+
+        /// The retry after `previous` failed (or after a first failure), from `now`.
+        static func after(_ previous: Retry?, now: Timestamp) -> Retry {
+            let delay = previous?.delay ?? 1
+            return Retry(at: now + delay, delay: min(delay * 2, 60))
+        }
+    }
     private var peerObjects: [String: DBusObject] = [:]
     private var peerInfo: [String: PeerInfo] = [:]
     private var overrides: [String: Int16] = [:]
-    /// The zones of the last report, to log changes.
-    private var lastZones: [String: String] = [:]
     private var overridesVersion = -1
 
     /// What the table does not hold of a peer: how it is known and what it last said.
@@ -153,7 +163,7 @@ public actor NodeEngine {
                     for await request in requests {
                         let result = await identifier.identify(request.path, address: request.address, attempt: request.attempt,
                                                                yields: request.yields)
-                        await self.identified(request.address, result)
+                        await self.identified(request.address, attempt: request.attempt, result)
                     }
                 }
             }
@@ -273,9 +283,10 @@ public actor NodeEngine {
             retryRegistration = nil
             nodeObject.set("Advertising", .boolean(true), interface: NodeAPI.node1)
         } catch {
-            let backoff = retryRegistration?.backoff ?? 1
-            retryRegistration = (now + backoff, min(backoff * 2, 60))
-            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(backoff)) s",
+            let t = now
+            let retry = Retry.after(retryRegistration, now: t)
+            retryRegistration = retry
+            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(retry.at - t)) s",
                          metadata: ["error": "\(error)"])
         }
     }
@@ -291,9 +302,10 @@ public actor NodeEngine {
             retryDiscovery = nil
             nodeObject.set("Discovering", .boolean(true), interface: NodeAPI.node1)
         } catch {
-            let backoff = retryDiscovery?.backoff ?? 1
-            retryDiscovery = (now + backoff, min(backoff * 2, 60))
-            logger.error("cannot start discovery; trying again in \(Int(backoff)) s", metadata: ["error": "\(error)"])
+            let t = now
+            let retry = Retry.after(retryDiscovery, now: t)
+            retryDiscovery = retry
+            logger.error("cannot start discovery; trying again in \(Int(retry.at - t)) s", metadata: ["error": "\(error)"])
         }
     }
 
@@ -303,26 +315,26 @@ public actor NodeEngine {
         guard registered else { return }
         // Still set up: register again (the application is kept, so it answers AlreadyExists).
         registered = false
-        retryRegistration = (now + 1, 2)
+        retryRegistration = Retry.after(nil, now: now)
     }
 
     // MARK: - Devices
 
     private func device(_ info: DeviceInfo, sample: Bool) {
         let address = info.address
-        if var remembered = identities[address] {
+        let t = now
+        if identities[address] != nil {
             guard sample, let rssi = info.rssi, Self.isMeasured(rssi) else { return }
-            let id = remembered.identity.lowercased
-            remembered.seen = epochAtOrigin + now
-            identities[address] = remembered
-            observe(id, kind: "node", address: address, name: info.name ?? info.alias, rssi: rssi, beacon: nil, framePower: nil)
+            identities[address]!.seen = epochAtOrigin + t
+            observe(identities[address]!.identity.lowercased, kind: "node", address: address, name: info.name ?? info.alias,
+                    rssi: rssi, beacon: nil, framePower: nil, at: t)
             return
         }
         if configuration.trackBeacons, !info.manufacturerData.isEmpty || !info.serviceData.isEmpty,
            let beacon = BeaconParser.parse(manufacturerData: info.manufacturerData, serviceData: info.serviceData) {
             guard sample, let rssi = info.rssi, Self.isMeasured(rssi) else { return }
             observe(beacon.identifier, kind: beacon.kind, address: address, name: info.name, rssi: rssi, beacon: beacon,
-                    framePower: beacon.measuredPower)
+                    framePower: beacon.measuredPower, at: t)
             return
         }
         guard info.advertises(serviceUUID), !identifying.contains(address), !ignored.contains(address) else { return }
@@ -331,7 +343,8 @@ public actor NodeEngine {
         guard identifying.count < maxQueuedIdentifications else { return }
         var attempt = 1
         if let failure = failed[address] {
-            guard now >= failure.retryAt else { return }
+            guard t >= failure.retryAt else { return }
+            // After a ban the count starts again.
             attempt = failure.attempts >= maxAttempts ? 1 : failure.attempts + 1
         }
         identifying.insert(address)
@@ -347,10 +360,10 @@ public actor NodeEngine {
     static func isMeasured(_ rssi: Int16) -> Bool { rssi >= -127 && rssi <= 20 }
 
     private func observe(_ id: String, kind: String, address: String, name: String?, rssi: Int16, beacon: BeaconIdentity?,
-                         framePower: Double?) {
+                         framePower: Double?, at t: Timestamp) {
         let power = overrides[id].map(Double.init) ?? framePower
         // A full table may have no place for it (it keeps the nearest).
-        guard table.observe(id, rssi: Double(rssi), at: now, measuredPower: power) != nil else { return }
+        guard table.observe(id, rssi: Double(rssi), at: t, measuredPower: power) != nil else { return }
         if var known = peerInfo[id] {
             known.address = address
             known.rssi = rssi
@@ -361,7 +374,7 @@ public actor NodeEngine {
         }
     }
 
-    private func identified(_ address: String, _ outcome: IdentificationResult) {
+    private func identified(_ address: String, attempt: Int, _ outcome: IdentificationResult) {
         identifying.remove(address)
         let result: UUID
         switch outcome {
@@ -373,13 +386,12 @@ public actor NodeEngine {
             logger.warning("leaving a peer alone", metadata: ["peer.address": "\(address)", "for": "\(Int(banTime)) s"])
             return
         case .failed:
-            let attempts = (failed[address]?.attempts ?? 0) % maxAttempts + 1
-            if attempts >= maxAttempts {
-                failed[address] = (attempts, now + banTime)
-                logger.warning("identification failed \(attempts) times: leaving the peer alone",
+            if attempt >= maxAttempts {
+                failed[address] = (attempt, now + banTime)
+                logger.warning("identification failed \(attempt) times: leaving the peer alone",
                                metadata: ["peer.address": "\(address)", "for": "\(Int(banTime)) s"])
             } else {
-                failed[address] = (attempts, now + min(pow(2, Double(attempts - 1)), maxBackoff))
+                failed[address] = (attempt, now + min(pow(2, Double(attempt - 1)), maxBackoff))
             }
             return
         }
@@ -423,11 +435,11 @@ public actor NodeEngine {
         }
         let report = table.tick(at: t)
         let zones = report.zones.mapValues(\.rawValue)
-        for (id, zone) in zones where lastZones[id] != zone {
-            logger.debug("zone changed", metadata: ["peer.id": "\(id)", "from": "\(lastZones[id] ?? "none")", "to": "\(zone)"])
+        let previous = shared.ranging
+        for (id, zone) in zones where previous[id] != zone {
+            logger.debug("zone changed", metadata: ["peer.id": "\(id)", "from": "\(previous[id] ?? "none")", "to": "\(zone)"])
         }
         for id in report.removed { logger.debug("peer left the table", metadata: ["peer.id": "\(id)"]) }
-        lastZones = zones
         shared.ranging = zones
         try? nodeObject.emit("FoundDevices", interface: NodeAPI.node1, [.stringMap(zones)])
 
@@ -459,18 +471,15 @@ public actor NodeEngine {
             values["Identifier"] = .string(id)
             values["Kind"] = .string(info.kind)
             values["FirstSeen"] = .uint64(epochMicroseconds(peer.firstSeen))
-            switch info.beacon {
-            case .iBeacon(_, let major, let minor, _), .altBeacon(_, _, let major, let minor, _):
+            if let (major, minor) = info.beacon?.majorMinor {
                 values["Major"] = .uint16(major)
                 values["Minor"] = .uint16(minor)
-            case .eddystoneUID(let namespace, let instance, _):
-                values["Namespace"] = .string(hex(namespace))
-                values["Instance"] = .string(hex(instance))
-            case .eddystoneURL(let url, _):
-                values["URL"] = .string(url)
-            case nil:
-                break
             }
+            if let (namespace, instance) = info.beacon?.namespaceAndInstance {
+                values["Namespace"] = .string(namespace)
+                values["Instance"] = .string(instance)
+            }
+            if let url = info.beacon?.url { values["URL"] = .string(url) }
             do {
                 peerObjects[id] = try await connection.export([NodeAPI.peer1Interface(values)], at: NodeAPI.peerPath(id))
             } catch {
@@ -479,8 +488,4 @@ public actor NodeEngine {
         }
         shared.peers = peerObjects.values.map(\.path).sorted { $0.rawValue < $1.rawValue }
     }
-}
-
-private func hex(_ bytes: [UInt8]) -> String {
-    bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
 }

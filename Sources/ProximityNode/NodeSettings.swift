@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 /// What a client changed over D-Bus and the node keeps across restarts, in the state directory's
 /// `settings.json`: the clear interval and the per-peer measured-power overrides.
@@ -56,13 +55,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
     }
 
     public func save(to state: StateDirectory) throws(StateError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        let data: Data
-        do { data = try encoder.encode(self) } catch {
-            throw StateError(kind: .cannotWrite, path: state.file(Self.fileName).path, detail: "\(error)")
-        }
-        try state.write(Self.fileName, data + Data("\n".utf8))
+        try state.writeJSON(Self.fileName, self)
     }
 
     // MARK: - What may be set

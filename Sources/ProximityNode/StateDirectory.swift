@@ -66,6 +66,17 @@ public struct StateDirectory: Sendable {
         }
     }
 
+    /// Writes `value` as sorted, indented JSON (what the node's state files are), atomically.
+    public func writeJSON<T: Encodable>(_ name: String, _ value: T) throws(StateError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        let data: Data
+        do { data = try encoder.encode(value) } catch {
+            throw StateError(kind: .cannotWrite, path: file(name).path, detail: "\(error)")
+        }
+        try write(name, data + Data("\n".utf8))
+    }
+
     /// Replaces the file's content atomically and durably.
     public func write(_ name: String, _ data: Data) throws(StateError) {
         let target = file(name)

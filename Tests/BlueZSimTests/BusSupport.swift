@@ -98,78 +98,11 @@ let betaPath: ObjectPath = "/org/bluez/hci0/dev_AA_00_00_00_00_02"
 let alphaPath: ObjectPath = "/org/bluez/hci0/dev_AA_00_00_00_00_01"
 let serviceUUID = "b89491c9-43dd-4d75-bf16-dff381aed967"
 
-/// Every signal a client receives from org.bluez, kept in order, with waits on them.
-final class SignalLog: Sendable {
-    private struct State {
-        var messages: [DBusMessage] = []
-        var waiters: [UInt64: (predicate: @Sendable (DBusMessage) -> Bool, from: Int, continuation: CheckedContinuation<DBusMessage?, Never>)] = [:]
-        var next: UInt64 = 0
-    }
-    private final class Shared: Sendable {
-        let mutex = Mutex(State())
-    }
-    private let shared = Shared()
-    private let task: Task<Void, Never>
-
-    init(_ stream: DBusSignalStream) {
-        let shared = self.shared
-        task = Task {
-            for await m in stream {
-                let ready = shared.mutex.withLock { s -> [CheckedContinuation<DBusMessage?, Never>] in
-                    s.messages.append(m)
-                    var ready: [CheckedContinuation<DBusMessage?, Never>] = []
-                    for (id, w) in s.waiters where w.predicate(m) {
-                        ready.append(w.continuation)
-                        s.waiters[id] = nil
-                    }
-                    return ready
-                }
-                for c in ready { c.resume(returning: m) }
-            }
-        }
-    }
-
+extension SignalLog {
     /// Subscribes `connection` to everything org.bluez and the bus send.
     static func bluez(_ connection: DBusConnection) async throws -> SignalLog {
         SignalLog(try await connection.subscribe(MatchRule(sender: BlueZ.service)))
     }
-
-    var messages: [DBusMessage] { shared.mutex.withLock { $0.messages } }
-    var count: Int { shared.mutex.withLock { $0.messages.count } }
-
-    /// The first message (from index `from` on) matching `predicate`, waiting up to `timeout`.
-    @discardableResult
-    func wait(from: Int = 0, timeout: Duration = .seconds(5), _ what: String = "signal",
-              _ predicate: @escaping @Sendable (DBusMessage) -> Bool) async throws -> DBusMessage {
-        let id = shared.mutex.withLock { s -> UInt64 in s.next += 1; return s.next }
-        let found: DBusMessage? = await withTaskGroup(of: DBusMessage?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<DBusMessage?, Never>) in
-                    let hit = self.shared.mutex.withLock { s -> DBusMessage? in
-                        if let m = s.messages.dropFirst(from).first(where: predicate) { return m }
-                        s.waiters[id] = (predicate, from, c)
-                        return nil
-                    }
-                    if let hit { c.resume(returning: hit) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                let c = self.shared.mutex.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-                c?.resume(returning: nil)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            let c = self.shared.mutex.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-            c?.resume(returning: nil)
-            return first
-        }
-        guard let found else { throw TestKitError("no \(what) within \(timeout); got \(messages.map(\.description))") }
-        return found
-    }
-
-    func cancel() { task.cancel() }
 }
 
 extension DBusMessage {

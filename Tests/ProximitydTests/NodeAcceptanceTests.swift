@@ -6,27 +6,6 @@ import ProximityTesting
 import Synchronization
 import Testing
 
-/// Signals collected in the background with when they arrived.
-final class SignalLog: Sendable {
-    struct Entry: Sendable {
-        let at: ContinuousClock.Instant
-        let signal: DBusMessage
-    }
-    final class Store: Sendable { let value = Mutex<[Entry]>([]) }
-    let store = Store()
-    let task: Task<Void, Never>
-
-    init(_ signals: DBusSignalStream) {
-        let store = self.store
-        task = Task {
-            for await signal in signals { store.value.withLock { $0.append(Entry(at: .now, signal: signal)) } }
-        }
-    }
-
-    var snapshot: [Entry] { store.value.withLock { $0 } }
-    func stop() { task.cancel() }
-}
-
 /// The zones of a `FoundDevices(a{ss})` signal.
 func zones(_ signal: DBusMessage) -> [String: String] {
     guard case .dictionary(_, _, let entries)? = signal.body.first else { return [:] }
@@ -90,25 +69,27 @@ struct NodeAcceptanceTests {
             let removals = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd",
                                                                            interface: "org.freedesktop.DBus.ObjectManager",
                                                                            member: "InterfacesRemoved")))
-            defer { reports.stop(); removals.stop() }
+            defer { reports.cancel(); removals.cancel() }
             let peerPath = ObjectPath(stringLiteral: "/org/proximityd/peers/\(escaped(bravo))")
             let moved = ContinuousClock.now
+            let mark = reports.count
             #expect(try await sim.control(["MoveBox", "sddd", "bravo", "1000", "0", "0"]).status == 0)
-            try await eventually("InterfacesRemoved for bravo's peer object", timeout: .seconds(15), every: .milliseconds(50)) {
-                removals.snapshot.contains { $0.signal.body.first == .objectPath(peerPath) }
+            let removed = try await removals.waitEntry(timeout: .seconds(15), "InterfacesRemoved for bravo's peer object") {
+                $0.body.first == .objectPath(peerPath)
             }
-            let removedAt = removals.snapshot.first { $0.signal.body.first == .objectPath(peerPath) }!.at
-            let elapsed = moved.duration(to: removedAt)
+            let elapsed = moved.duration(to: removed.at)
             // Bravo was last heard before the move; 0.3 s covers the signal's way to this process.
             #expect(elapsed <= .seconds(3 + 1) + .milliseconds(300), "removed \(elapsed) after the move")
-            let seen = reports.snapshot.filter { $0.at > moved }
-            let unknown = seen.firstIndex { zones($0.signal)[bravo] == "unknown" }
-            #expect(unknown != nil, "never reported unknown: \(seen.map { zones($0.signal) })")
+            let seen = reports.entries.dropFirst(mark).filter { $0.at <= removed.at }
+            let unknown = seen.firstIndex { zones($0.message)[bravo] == "unknown" }
+            #expect(unknown != nil, "never reported unknown: \(seen.map { zones($0.message) })")
             if let unknown {
-                #expect(seen[unknown].at < removedAt)
-                #expect(seen[..<unknown].allSatisfy { zones($0.signal)[bravo] == "near" }, "\(seen.map { zones($0.signal) })")
+                #expect(seen[..<unknown].allSatisfy { zones($0.message)[bravo] == "near" }, "\(seen.map { zones($0.message) })")
             }
-            #expect(seen.filter { $0.at > removedAt.advanced(by: .milliseconds(50)) }.allSatisfy { zones($0.signal)[bravo] == nil })
+            // The report after the removal no longer lists bravo.
+            let after = reports.count
+            let next = try await reports.wait(from: after, timeout: .seconds(3), "the next FoundDevices") { _ in true }
+            #expect(zones(next)[bravo] == nil, "\(zones(next))")
             #expect(try await sim.ranging("alpha").isEmpty)
             await observer.close()
         }
@@ -321,7 +302,9 @@ struct NodeAcceptanceTests {
     func doctor() async throws {
         let scenario = Self.scenario(seed: 2, [(0, 0)])
         // What this machine's kernel says, asked independently of the tool.
-        let kernelHasBluetooth = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1) >= 0 || errno != EAFNOSUPPORT
+        let probe = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1)
+        let kernelHasBluetooth = probe >= 0 || errno != EAFNOSUPPORT
+        if probe >= 0 { close(probe) }
         try await withSimBoxes(scenario) { sim, daemons in
             let ctl = BuiltProducts.path("proximityctl")
             let bus = sim.buses["alpha"]!.address
