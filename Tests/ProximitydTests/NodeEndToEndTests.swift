@@ -168,10 +168,7 @@ struct NodeEndToEndTests {
             }
             for box in boxes { daemons[box] = try await sim.startDaemon(box) }
             var ids: [String: String] = [:]
-            for box in boxes {
-                let raw = try await sim.property(box, "Identifier")
-                ids[box] = raw.replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
-            }
+            for box in boxes { ids[box] = try await sim.identifier(box) }
             let expected: [String: [String: String]] = [
                 "alpha": [ids["bravo"]!: "near", ids["charlie"]!: "far"],
                 "bravo": [ids["alpha"]!: "near", ids["charlie"]!: "far"],
@@ -272,14 +269,13 @@ struct NodeBlueZLifecycleTests {
             try await daemons["alpha"]!.waitForOutput(containing: "waiting for bluetoothd (org.bluez)", inStderr: true)
             #expect(try await sim.property("alpha", "Advertising") == "b false")
             try await sim.simulate()
-            let bravo = try await sim.property("bravo", "Identifier").replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
+            let bravo = try await sim.identifier("bravo")
             try await eventually("alpha ranges bravo once bluetoothd appeared", timeout: .seconds(60)) {
                 try await sim.ranging("alpha") == [bravo: "near"]
             }
             #expect(try await sim.property("alpha", "Advertising") == "b true")
 
-            let restart = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
-                                                         "org.proximityd.BlueZSim1", "RestartBluetoothd", "s", "alpha"])
+            let restart = try await sim.control(["RestartBluetoothd", "s", "alpha"])
             #expect(restart.status == 0, "\(restart)")
             try await daemons["alpha"]!.waitForOutput(containing: "bluetoothd restarted", inStderr: true)
             try await eventually("alpha advertises and discovers again", timeout: .seconds(30)) {
@@ -287,8 +283,7 @@ struct NodeBlueZLifecycleTests {
                 let discovering = try await sim.property("alpha", "Discovering")
                 return advertising == "b true" && discovering == "b true"
             }
-            let state = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
-                                                       "org.proximityd.BlueZSim1", "GetState"])
+            let state = try await sim.control(["GetState"])
             #expect(state.stdout.contains("advertisement0"), "\(state)")
             // Both keep ranging each other: alpha hears bravo again (its identity cached), bravo hears alpha's new advertisement.
             try await eventually("both range each other after the restart", timeout: .seconds(60)) {
@@ -299,16 +294,14 @@ struct NodeBlueZLifecycleTests {
             #expect(daemons["alpha"]!.stderr.components(separatedBy: "identified a peer").count - 1 == 1, "\(daemons["alpha"]!.stderr)")
 
             // An adapter power cycle: both flags drop, then come back with the adapter.
-            let off = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
-                                                     "org.proximityd.BlueZSim1", "SetPowered", "sb", "alpha", "false"])
+            let off = try await sim.control(["SetPowered", "sb", "alpha", "false"])
             #expect(off.status == 0, "\(off)")
             try await eventually("alpha sees its adapter off", timeout: .seconds(30)) {
                 let advertising = try await sim.property("alpha", "Advertising")
                 let discovering = try await sim.property("alpha", "Discovering")
                 return advertising == "b false" && discovering == "b false"
             }
-            let on = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
-                                                    "org.proximityd.BlueZSim1", "SetPowered", "sb", "alpha", "true"])
+            let on = try await sim.control(["SetPowered", "sb", "alpha", "true"])
             #expect(on.status == 0, "\(on)")
             try await eventually("alpha advertises and discovers after the power cycle", timeout: .seconds(30)) {
                 let advertising = try await sim.property("alpha", "Advertising")
@@ -346,7 +339,7 @@ extension NodeBlueZLifecycleTests {
         var observer: DBusConnection?
         do {
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
-            let bravo = try await sim.property("bravo", "Identifier").replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
+            let bravo = try await sim.identifier("bravo")
             try await eventually("alpha ranges bravo", timeout: .seconds(60)) {
                 try await sim.ranging("alpha") == [bravo: "near"]
             }
@@ -363,8 +356,7 @@ extension NodeBlueZLifecycleTests {
                 return false
             }
             // Bravo's adapter goes off: it stops advertising and alpha stops hearing it.
-            let off = try await sim.busctl("alpha", ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
-                                                     "org.proximityd.BlueZSim1", "SetPowered", "sb", "bravo", "false"])
+            let off = try await sim.control(["SetPowered", "sb", "bravo", "false"])
             #expect(off.status == 0, "\(off)")
             try await eventually("alpha drops bravo", timeout: .seconds(30)) {
                 try await sim.ranging("alpha").isEmpty
