@@ -286,7 +286,7 @@ public actor NodeEngine {
             let t = now
             let retry = Retry.after(retryRegistration, now: t)
             retryRegistration = retry
-            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(retry.at - t)) s",
+            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int((retry.at - t).rounded())) s",
                          metadata: ["error": "\(error)"])
         }
     }
@@ -305,7 +305,7 @@ public actor NodeEngine {
             let t = now
             let retry = Retry.after(retryDiscovery, now: t)
             retryDiscovery = retry
-            logger.error("cannot start discovery; trying again in \(Int(retry.at - t)) s", metadata: ["error": "\(error)"])
+            logger.error("cannot start discovery; trying again in \(Int((retry.at - t).rounded())) s", metadata: ["error": "\(error)"])
         }
     }
 

@@ -16,23 +16,6 @@ func zones(_ signal: DBusMessage) -> [String: String] {
     return result
 }
 
-/// Runs `body` with the boxes, stopping daemons and the simulator whatever happens.
-func withSimBoxes(_ scenario: Scenario, _ body: (SimBoxes, inout [String: ManagedProcess]) async throws -> Void) async throws {
-    let sim = try await SimBoxes.start(scenario)
-    var daemons: [String: ManagedProcess] = [:]
-    do {
-        try await body(sim, &daemons)
-    } catch {
-        for daemon in daemons.values { await daemon.stop() }
-        await sim.stop()
-        throw error
-    }
-    for (box, daemon) in daemons {
-        await daemon.stop()
-        #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
-    }
-    await sim.stop()
-}
 
 @Suite("proximityd acceptance on bluez-sim", .serialized)
 struct NodeAcceptanceTests {

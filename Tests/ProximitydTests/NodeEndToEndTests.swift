@@ -104,6 +104,26 @@ final class SimBoxes: Sendable {
     }
 }
 
+/// Runs `body` with the boxes, stopping daemons and the simulator whatever happens.
+/// With `simulate` false the simulator starts when the body calls ``SimBoxes/simulate()``.
+func withSimBoxes(_ scenario: Scenario, simulate: Bool = true,
+                  _ body: (SimBoxes, inout [String: ManagedProcess]) async throws -> Void) async throws {
+    let sim = try await SimBoxes.start(scenario, simulate: simulate)
+    var daemons: [String: ManagedProcess] = [:]
+    do {
+        try await body(sim, &daemons)
+    } catch {
+        for daemon in daemons.values { await daemon.stop() }
+        await sim.stop()
+        throw error
+    }
+    for (box, daemon) in daemons {
+        await daemon.stop()
+        #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
+    }
+    await sim.stop()
+}
+
 /// Polls `condition` until it holds, bounded by `timeout` (a bounded condition wait).
 func eventually(_ what: String, timeout: Duration, every: Duration = .milliseconds(200),
                 _ condition: @Sendable () async throws -> Bool) async throws {
@@ -255,16 +275,7 @@ struct NodeEndToEndTests {
 struct NodeBlueZLifecycleTests {
     @Test("nodes started before bluetoothd start once it appears, and register again after a bluetoothd restart and an adapter power cycle")
     func lateAndRestartedBlueZ() async throws {
-        var radio = RadioParameters()
-        radio.shadowingSigma = 1
-        radio.packetLoss = 0
-        let scenario = Scenario(seed: 7, radio: radio, boxes: [
-            BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-            BoxSpec(name: "bravo", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 1, y: 0))),
-        ])
-        let sim = try await SimBoxes.start(scenario, simulate: false)
-        var daemons: [String: ManagedProcess] = [:]
-        do {
+        try await withSimBoxes(NodeAcceptanceTests.scenario(seed: 7, [(0, 0), (1, 0)]), simulate: false) { sim, daemons in
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             try await daemons["alpha"]!.waitForOutput(containing: "waiting for bluetoothd (org.bluez)", inStderr: true)
             #expect(try await sim.property("alpha", "Advertising") == "b false")
@@ -311,16 +322,7 @@ struct NodeBlueZLifecycleTests {
             try await eventually("alpha ranges bravo after the power cycle", timeout: .seconds(60)) {
                 try await sim.ranging("alpha") == [bravo: "near"]
             }
-        } catch {
-            for daemon in daemons.values { await daemon.stop() }
-            await sim.stop()
-            throw error
         }
-        for (box, daemon) in daemons {
-            await daemon.stop()
-            #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
-        }
-        await sim.stop()
     }
 }
 
