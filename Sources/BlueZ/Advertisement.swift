@@ -57,7 +57,8 @@ public enum AdvertisementError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// BlueZ calls `Release` when it drops the advertisement itself (bluetoothd stopping or
 /// restarting, a `Timeout` running out); each call yields one element on ``releases``, so the
-/// owner can register again once BlueZ is back. `UnregisterAdvertisement` does not call it.
+/// owner can register again once BlueZ is back. `UnregisterAdvertisement` does not call it. A
+/// `Release` from anyone but the owner of `org.bluez` is refused (``BlueZCallers``).
 public final class Advertisement: Sendable {
     public static let defaultPath: ObjectPath = "/org/proximityd/advertisement0"
 
@@ -108,16 +109,22 @@ public final class Advertisement: Sendable {
     }
 
     /// Plans `content` and exports it at `path` on `connection`. Register it with
-    /// ``register(with:)``.
+    /// ``register(with:)``. `Release` is taken from the owner of `org.bluez` only (`callers`).
     public static func export(on connection: DBusConnection, at path: ObjectPath = defaultPath, content: AdvertisementContent,
-                              adapterDiscoverable: Bool = true, logger: Logger = Logger(label: "proximityd.bluez")) async throws -> Advertisement {
+                              adapterDiscoverable: Bool = true, callers: BlueZCallers? = nil,
+                              logger: Logger = Logger(label: "proximityd.bluez")) async throws -> Advertisement {
         let plan = try plan(content, adapterDiscoverable: adapterDiscoverable)
+        let callers = callers ?? BlueZCallers(connection: connection)
         let (releases, sink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
         let declared = plan.properties.sorted { $0.key < $1.key }.map {
             DBusProperty($0.key, $0.value.type, $0.value, changeSignal: .const)
         }
         let interface = DBusInterface(BlueZService.advertisementInterface, methods: [
             DBusMethod("Release") { call in
+                do { try await callers.require(call) } catch {
+                    logger.warning("refused a Release not from bluetoothd", metadata: ["dbus.sender": "\(call.sender?.rawValue ?? "")"])
+                    throw error
+                }
                 logger.info("BlueZ released the advertisement", metadata: ["dbus.path": "\(path)", "dbus.sender": "\(call.sender?.rawValue ?? "")"])
                 sink.yield()
                 return []

@@ -29,4 +29,8 @@ public enum ProximityUUIDs {
     /// identity: its specific UUID as 36 lowercase ASCII characters. Generated once for this
     /// project; peers look it up by this UUID, so it never changes.
     public static let identityCharacteristic = "5830b129-79a9-4a7e-be31-5d76f8856c51"
+    /// The write-only characteristic, beside the identity, through which a node that connects
+    /// to identify a peer introduces itself in the same connection: it writes its own identity,
+    /// the UUID's 16 bytes, so one link identifies both nodes (the peer need not connect back).
+    public static let helloCharacteristic = "5830b12a-79a9-4a7e-be31-5d76f8856c51"
 }

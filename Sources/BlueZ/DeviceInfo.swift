@@ -56,7 +56,7 @@ public struct DeviceInfo: Sendable, Hashable {
     }
 
     /// `/org/bluez/hci0/dev_AA_BB_CC_DD_EE_FF` → `AA:BB:CC:DD:EE:FF`, nil for another shape.
-    static func address(fromPath path: ObjectPath) -> String? {
+    public static func address(fromPath path: ObjectPath) -> String? {
         let last = path.rawValue.split(separator: "/").last ?? ""
         guard last.hasPrefix("dev_") else { return nil }
         let parts = last.dropFirst(4).split(separator: "_", omittingEmptySubsequences: false)

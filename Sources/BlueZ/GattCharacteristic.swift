@@ -51,6 +51,13 @@ public struct GattCharacteristic: Sendable {
         return bytes
     }
 
+    /// `WriteValue(value, {type: request})`: a write with response, so a refusal comes back as an
+    /// error (BlueZ turns the peer's ATT error into a D-Bus one).
+    public func writeValue(_ value: [UInt8]) async throws {
+        _ = try await connection.callBlueZ(service, path, BlueZService.gattCharacteristicInterface, "WriteValue",
+                                           [.bytes(value), .vardict(["type": .string("request")])], timeout: timeout)
+    }
+
     /// Reads the whole value by offset, chunk after chunk, until a chunk shorter than one ATT
     /// read can carry (MTU − 1 bytes) says the value ended, and never more than `maxLength` bytes.
     ///

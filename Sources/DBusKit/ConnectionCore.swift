@@ -255,8 +255,9 @@ final class ConnectionCore: @unchecked Sendable {
 
     private func replyError(to call: OpaquePointer, _ error: DBusError) {
         guard let conn = connection, dbus_message_get_no_reply(call) == 0 else { return }
+        let message = cappedErrorMessage(error.message)
         let made = error.name.rawValue.withCString { name in
-            error.message.withCString { text in dbus_message_new_error(call, name, text) }
+            message.withCString { text in dbus_message_new_error(call, name, text) }
         }
         guard let reply = made else { return }
         dbus_connection_send(conn, reply, nil)
@@ -425,7 +426,7 @@ final class ConnectionCore: @unchecked Sendable {
             return nil
         }
         guard let interfaceName = try? InterfaceName(name), let interface = object.interface(interfaceName) else {
-            replyError(to: message, DBusError(.unknownInterface, "Unknown interface '\(name)'."))
+            replyError(to: message, DBusError(.unknownInterface, "Unknown interface '\(echoed(name))'."))
             return nil
         }
         return (object, interface)
@@ -434,11 +435,11 @@ final class ConnectionCore: @unchecked Sendable {
     private func propertiesGet(_ message: OpaquePointer, _ path: ObjectPath, _ interfaceName: String, _ name: String) {
         // The standard interfaces have no properties (GetAll returns {} for them).
         if Self.isStandardInterface(interfaceName), introspect(path) != nil {
-            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(name)' on interface '\(interfaceName)'."))
+            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
         }
         guard let (object, interface) = lookUpInterface(message, path, interfaceName) else { return }
         guard interface.property(name) != nil, let value = object.value(interface.name, name) else {
-            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(name)' on interface '\(interfaceName)'."))
+            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
         }
         reply(to: message, [.variant(value)])
     }
@@ -456,14 +457,14 @@ final class ConnectionCore: @unchecked Sendable {
                                _ interfaceName: String, _ name: String, _ value: DBusValue) {
         guard let (_, interface) = lookUpInterface(message, path, interfaceName) else { return }
         guard let property = interface.property(name) else {
-            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(name)' on interface '\(interfaceName)'."))
+            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
         }
         guard property.access == .readWrite, let setter = property.setter else {
-            return replyError(to: message, DBusError(.propertyReadOnly, "Property '\(name)' is not writable."))
+            return replyError(to: message, DBusError(.propertyReadOnly, "Property '\(echoed(name))' is not writable."))
         }
         guard value.conforms(to: property.type) else {
             return replyError(to: message, DBusError(.invalidArgs,
-                "Invalid type '\(value.type)' for property '\(name)', expecting '\(property.type)'."))
+                "Invalid type '\(value.type)' for property '\(echoed(name))', expecting '\(property.type)'."))
         }
         let interfaceID = interface.name
         runInFlight(message, { () async -> Result<[DBusValue], DBusError> in
@@ -694,4 +695,23 @@ struct ExportedObjectState {
 func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let s else { return body(nil) }
     return s.withCString { body($0) }
+}
+
+
+/// The most of a caller's string an error message repeats: `Properties.Get` and `GetAll` take
+/// names of any length (a D-Bus string may be 128 MiB), and an error must not echo them whole.
+let maxEchoedLength = 128
+/// The longest error message sent, whatever a handler wrote.
+let maxErrorMessageLength = 1024
+
+/// `text` as an error message may quote it: at most ``maxEchoedLength`` characters, then "…".
+func echoed(_ text: some StringProtocol) -> String {
+    text.count <= maxEchoedLength ? String(text) : String(text.prefix(maxEchoedLength)) + "…"
+}
+
+/// `message`, cut to ``maxErrorMessageLength`` characters with a note of how much was left out.
+func cappedErrorMessage(_ message: String) -> String {
+    guard message.utf8.count > maxErrorMessageLength else { return message }
+    let kept = message.prefix(maxErrorMessageLength)
+    return kept + "… (\(message.utf8.count - kept.utf8.count) more bytes)"
 }

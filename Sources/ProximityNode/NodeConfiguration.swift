@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import ProximityCore
 
 /// What a node is told at start.
 public struct NodeConfiguration: Sendable {
@@ -18,8 +19,9 @@ public struct NodeConfiguration: Sendable {
     public var adapter: String
     /// Power the adapter on if it is off (`--power-on`).
     public var powerOn: Bool
-    /// How many peers are identified (connected to) at once.
-    public var identificationConcurrency: Int = 2
+    /// How many peers are identified (connected to) at once, how often and when; who waits for
+    /// whose hello (``IdentificationScheduler``).
+    public var identification = IdentificationScheduler.Configuration()
     /// `--clear-interval`: when given, it wins over the value saved from D-Bus for this run.
     public var clearInterval: Double?
     /// `--measured-power`: this node's RSSI at 1 m, and the one assumed for peer nodes (whose

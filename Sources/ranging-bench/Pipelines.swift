@@ -41,7 +41,7 @@ struct PipelineSpec: Sendable {
 struct NodePipeline: Pipeline {
     var table: FoundDevicesTable
     let measuredPower: Double
-    static let peer = "walker"
+    static let peer: PeerID = "walker"
 
     init(configuration: RangingConfiguration, measuredPower: Double) {
         table = FoundDevicesTable(configuration: configuration)

@@ -62,14 +62,29 @@ extension BlueZBusTests {
                 await expectThrows(BlueZCallError.invalidArguments("Invalid offset")) {
                     _ = try await characteristic.readValue(offset: 99)
                 }
+                // One past the end, through BlueZ: the application refuses the offset.
+                await expectThrows(BlueZCallError.invalidArguments("Invalid offset")) {
+                    _ = try await characteristic.readValue(offset: 37)
+                }
+                // Anyone but bluetoothd calling the application directly is refused, whatever it asks.
                 let probe = try await rig.client("beta")
+                for options in [DBusValue.vardict([:]), .vardict(["offset": .uint16(37)])] {
+                    do {
+                        _ = try await probe.call(destination: beta.uniqueName, path: app.characteristicPath,
+                                                 interface: BlueZService.gattCharacteristicInterface, member: "ReadValue", [options])
+                        Issue.record("ReadValue from a client that is not bluetoothd succeeded")
+                    } catch let error as DBusError {
+                        #expect(error.name == BlueZCallers.notPermitted)
+                    }
+                }
                 do {
-                    _ = try await probe.call(destination: beta.uniqueName, path: app.characteristicPath,
-                                             interface: BlueZService.gattCharacteristicInterface, member: "ReadValue",
-                                             [.vardict(["offset": .uint16(37)])])
-                    Issue.record("ReadValue at offset 37 of 36 bytes succeeded")
+                    _ = try await probe.call(destination: beta.uniqueName, path: app.helloPath,
+                                             interface: BlueZService.gattCharacteristicInterface, member: "WriteValue",
+                                             [.bytes(Array(repeating: 1, count: 16)),
+                                              .vardict(["device": .objectPath("/org/bluez/hci0/dev_AA_00_00_00_00_01")])])
+                    Issue.record("WriteValue from a client that is not bluetoothd succeeded")
                 } catch let error as DBusError {
-                    #expect(error.name == GattApplication.invalidOffsetError)
+                    #expect(error.name == BlueZCallers.notPermitted)
                 }
 
                 try await Device(connection: running.connection, path: betaDevice).disconnect()

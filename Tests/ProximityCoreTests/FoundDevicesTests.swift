@@ -151,7 +151,7 @@ struct FoundDevicesTests {
         var table = FoundDevicesTable(configuration: RangingConfiguration(maxPeers: 3))
         // a at 1 m, b at 3.5 m, c at 10 m (n = 2, -59 dBm at 1 m), heard every 0.1 s.
         var t = 0.0
-        func hear(_ ids: [(String, Double)]) {
+        func hear(_ ids: [(PeerID, Double)]) {
             for (id, rssi) in ids { table.observe(id, rssi: rssi, at: t) }
         }
         while t < 5 { hear([("a", -59), ("b", -70), ("c", -79)]); t += 0.1 }

@@ -1,6 +1,3 @@
-/// Seconds on a monotonic clock. The core never reads a clock: every time is passed in.
-public typealias Timestamp = Double
-
 /// How near a peer is: the seed library's `INDetectorRange`, spelt as BlueZ spells enumerations.
 public enum Proximity: String, Sendable, Hashable, CaseIterable, Comparable {
     case immediate, near, far, unknown

@@ -1,6 +1,6 @@
 import DBusKit
 import Foundation
-import Synchronization
+import ProximityCore
 
 /// The names of the node's D-Bus API (`docs/dbus-api.md`).
 public enum NodeAPI {
@@ -30,87 +30,6 @@ public struct NodeStatus: Sendable, Equatable {
     public var measuredPower: Int16 = -59
 }
 
-/// What the engine publishes and the node's method handlers read: the latest ranging report, the
-/// peers' paths, and the settings a client changed (kept in the state directory before the call
-/// returns). Shared between the bus's handlers and the engine, behind a lock (handlers never wait
-/// for the engine).
-public final class NodeShared: Sendable {
-    struct State {
-        var ranging: [String: String] = [:]
-        var peers: [ObjectPath] = []
-        var identities: [String: String] = [:]
-        var settings: NodeSettings
-        var clearInterval: Double
-        /// Bumped at every change of the overrides, so the engine copies them only then.
-        var overridesVersion = 0
-    }
-    let state: Mutex<State>
-    let directory: StateDirectory?
-
-    /// `clearInterval` is the one to use now (the command line's, else the saved one, else the
-    /// default); `settings` what `directory` holds.
-    public init(clearInterval: Double, settings: NodeSettings = NodeSettings(), directory: StateDirectory? = nil) {
-        state = Mutex(State(settings: settings, clearInterval: clearInterval))
-        self.directory = directory
-    }
-
-    public var ranging: [String: String] {
-        get { state.withLock { $0.ranging } }
-        set { state.withLock { $0.ranging = newValue } }
-    }
-    public var peers: [ObjectPath] {
-        get { state.withLock { $0.peers } }
-        set { state.withLock { $0.peers = newValue } }
-    }
-    /// Address → identity of the peer nodes identified so far (the `peers.json` cache).
-    public var identities: [String: String] {
-        get { state.withLock { $0.identities } }
-        set { state.withLock { $0.identities = newValue } }
-    }
-    public var clearInterval: Double { state.withLock { $0.clearInterval } }
-    public var overridesVersion: Int { state.withLock { $0.overridesVersion } }
-    public var measuredPowerOverrides: [String: Int16] { state.withLock { $0.settings.measuredPower } }
-
-    /// Applies a change to the settings once it is saved; a refused change or a failure to save
-    /// changes nothing. All under the lock, so two calls cannot interleave.
-    private func change(_ body: (inout NodeSettings) throws(DBusError) -> Void,
-                        then apply: (inout State) -> Void = { _ in }) throws(DBusError) {
-        try state.withLock { (s: inout State) throws(DBusError) in
-            var settings = s.settings
-            try body(&settings)
-            if let directory {
-                do { try settings.save(to: directory) } catch {
-                    throw DBusError(NodeAPI.failed, "cannot save the setting: \(error)")
-                }
-            }
-            s.settings = settings
-            apply(&s)
-        }
-    }
-
-    func setClearInterval(_ seconds: Double) throws(DBusError) {
-        try change({ $0.clearInterval = seconds }, then: { $0.clearInterval = seconds })
-    }
-
-    func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
-        try change({ (settings: inout NodeSettings) throws(DBusError) in
-            guard settings.measuredPower[identifier] != nil || settings.measuredPower.count < NodeSettings.maxOverrides else {
-                throw DBusError(NodeAPI.invalidArguments,
-                                "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
-            }
-            settings.measuredPower[identifier] = power
-        }, then: { $0.overridesVersion += 1 })
-    }
-
-    func resetMeasuredPower(for identifier: String) throws(DBusError) {
-        try change({ (settings: inout NodeSettings) throws(DBusError) in
-            guard settings.measuredPower.removeValue(forKey: identifier) != nil else {
-                throw DBusError(NodeAPI.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
-            }
-        }, then: { $0.overridesVersion += 1 })
-    }
-}
-
 extension DBusValue {
     /// `a{ss}` from a dictionary, sorted by key.
     static func stringMap(_ map: [String: String]) -> DBusValue {
@@ -121,16 +40,20 @@ extension DBusValue {
 extension NodeAPI {
     /// The declaration of `org.proximityd.Node1`. `dbus/org.proximityd.Node1.xml` is this
     /// declaration's introspection, checked by a test against the running daemon.
-    public static func node1Interface(status: NodeStatus, shared: NodeShared) -> DBusInterface {
+    ///
+    /// Queries are answered from what the exporter last published (`GetPeers`, `GetRanging`) or
+    /// asked of the engine (`GetIdentities`); changes are commands to the engine, answered once
+    /// saved.
+    public static func node1Interface(status: NodeStatus, engine: NodeEngine, exporter: BusExporter) -> DBusInterface {
         DBusInterface(node1, methods: [
             DBusMethod("GetPeers", outputs: [DBusArgument("peers", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, shared.peers.map { .objectPath($0) })]
+                [.array(element: .objectPath, exporter.published.paths.map { .objectPath($0) })]
             },
             DBusMethod("GetRanging", outputs: [DBusArgument("zones", .dictionary(key: .string, value: .string))]) { _ in
-                [.stringMap(shared.ranging)]
+                [.stringMap(exporter.published.zones)]
             },
             DBusMethod("GetIdentities", outputs: [DBusArgument("identities", .dictionary(key: .string, value: .string))]) { _ in
-                [.stringMap(shared.identities)]
+                [.stringMap(await engine.identities)]
             },
             DBusMethod("SetMeasuredPower", inputs: [DBusArgument("identifier", .string), DBusArgument("power", .int16)]) { call in
                 let identifier = call.arguments[0].string ?? ""
@@ -138,13 +61,13 @@ extension NodeAPI {
                 if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
                     throw DBusError(invalidArguments, problem)
                 }
-                try shared.setMeasuredPower(power, for: identifier)
+                try await engine.setMeasuredPower(power, for: identifier)
                 return []
             },
             DBusMethod("ResetMeasuredPower", inputs: [DBusArgument("identifier", .string)]) { call in
                 let identifier = call.arguments[0].string ?? ""
                 if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(invalidArguments, problem) }
-                try shared.resetMeasuredPower(for: identifier)
+                try await engine.resetMeasuredPower(for: identifier)
                 return []
             },
         ], properties: [
@@ -158,7 +81,7 @@ extension NodeAPI {
                 guard case .double(let seconds) = value, NodeSettings.clearIntervalRange.contains(seconds) else {
                     throw DBusError(invalidArguments, "ClearInterval must be a number of seconds above 0 and at most 3600")
                 }
-                try shared.setClearInterval(seconds)
+                try await engine.setClearInterval(seconds)
                 return .double(seconds)
             },
             DBusProperty("MeasuredPower", .int16, .int16(status.measuredPower), changeSignal: .const),

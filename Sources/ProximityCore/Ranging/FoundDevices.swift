@@ -48,9 +48,27 @@ public struct RangingConfiguration: Sendable {
     }
 }
 
+/// How a peer is known, besides its samples: what kind it is, the address and name it was last
+/// heard with, and its beacon frame. Kept in the table with the peer, so one peer's state lives in
+/// one place.
+public struct PeerDetails: Sendable, Hashable {
+    public var kind: PeerKind
+    public var address: String
+    public var name: String?
+    public var beacon: BeaconIdentity?
+
+    public init(kind: PeerKind, address: String, name: String? = nil, beacon: BeaconIdentity? = nil) {
+        self.kind = kind
+        self.address = address
+        self.name = name
+        self.beacon = beacon
+    }
+}
+
 /// What the table knows of one peer.
 public struct PeerRanging: Sendable {
-    public let identifier: String
+    public let identifier: PeerID
+    public internal(set) var details: PeerDetails?
     public let firstSeen: Timestamp
     public internal(set) var lastSeen: Timestamp
     public internal(set) var rssi: Double
@@ -63,6 +81,8 @@ public struct PeerRanging: Sendable {
     public internal(set) var typicalGap: Double?
     var filter: any RSSIFilter
     var tracker: ZoneTracker
+    /// The zone the last report gave it (nil before its first report).
+    var reported: Proximity?
     /// Set once the peer has been reported as unknown for silence; removed once unheard for the
     /// clear interval.
     var departing = false
@@ -81,20 +101,30 @@ public struct PeerRanging: Sendable {
     }
 }
 
+/// A peer's zone in a report differs from the one in the report before.
+public struct ZoneChange: Sendable, Hashable {
+    public var peer: PeerID
+    /// Nil for a peer in its first report.
+    public var from: Proximity?
+    public var to: Proximity
+}
+
 /// One report: every peer's zone (the seed's `foundDevices` callback), and who left.
 public struct RangingReport: Sendable, Equatable {
-    public var zones: [String: Proximity]
+    /// Zones that changed since the previous report, by identifier.
+    public var changes: [ZoneChange]
+    public var zones: [PeerID: Proximity]
     /// Peers reported as unknown for the first time because they fell silent (went stale).
-    public var silenced: [String]
+    public var silenced: [PeerID]
     /// Peers removed from the table in this tick.
-    public var removed: [String]
+    public var removed: [PeerID]
 }
 
 /// The found-devices table: per-peer filter, distance and zone, expiry and a size cap. Pure; time
 /// is passed in.
 public struct FoundDevicesTable: Sendable {
     public var configuration: RangingConfiguration
-    public private(set) var peers: [String: PeerRanging] = [:]
+    public private(set) var peers: [PeerID: PeerRanging] = [:]
     /// Peers pushed out by the cap, and samples of new peers dropped because the table was full.
     public private(set) var evictions = 0
     public private(set) var dropped = 0
@@ -109,9 +139,11 @@ public struct FoundDevicesTable: Sendable {
 
     /// Feeds one RSSI sample. `measuredPower` is the peer's own RSSI-at-1 m when it says it (a
     /// beacon frame, or a per-peer override), else the configured default. Nil when the table is
-    /// full and the sample's peer did not earn a place.
+    /// full and the sample's peer did not earn a place. `details`, when given, replaces what is
+    /// known of the peer (a nil name keeps the one heard before).
     @discardableResult
-    public mutating func observe(_ identifier: String, rssi: Double, at t: Timestamp, measuredPower: Double? = nil) -> PeerRanging? {
+    public mutating func observe(_ identifier: PeerID, rssi: Double, at t: Timestamp, measuredPower: Double? = nil,
+                                 details: PeerDetails? = nil) -> PeerRanging? {
         var peer: PeerRanging
         // Taken out of the table while it changes, so its filter's buffers are not copied.
         if let existing = peers.removeValue(forKey: identifier) {
@@ -131,6 +163,10 @@ public struct FoundDevicesTable: Sendable {
                                                     dwell: configuration.dwell))
         }
         if let measuredPower { peer.measuredPower = measuredPower }
+        if var details {
+            if details.name == nil { details.name = peer.details?.name }
+            peer.details = details
+        }
         if peer.lastSeen < t {
             let gap = t - peer.lastSeen
             if let typical = peer.typicalGap {
@@ -153,8 +189,8 @@ public struct FoundDevicesTable: Sendable {
     /// Frees a place for a new peer at `distance`: a stale peer's, else the farthest's if the new
     /// one is clearly nearer.
     private mutating func makeRoom(forDistance distance: Double, at t: Timestamp) -> Bool {
-        var stale: (id: String, lastSeen: Timestamp)?
-        var farthest: (id: String, distance: Double)?
+        var stale: (id: PeerID, lastSeen: Timestamp)?
+        var farthest: (id: PeerID, distance: Double)?
         for (id, peer) in peers {
             if t - peer.lastSeen > peer.staleLimit(configuration) {
                 if stale == nil || peer.lastSeen < stale!.lastSeen { stale = (id, peer.lastSeen) }
@@ -177,8 +213,8 @@ public struct FoundDevicesTable: Sendable {
     /// listed in `silenced` once); a peer unheard for the clear interval that was already reported
     /// unknown is removed.
     public mutating func tick(at t: Timestamp) -> RangingReport {
-        var silenced: [String] = []
-        var removed: [String] = []
+        var silenced: [PeerID] = []
+        var removed: [PeerID] = []
         for (id, peer) in peers {
             let silent = t - peer.lastSeen
             guard silent > peer.staleLimit(configuration) else { continue }
@@ -194,9 +230,15 @@ public struct FoundDevicesTable: Sendable {
                 silenced.append(id)
             }
         }
-        return RangingReport(zones: peers.mapValues(\.proximity), silenced: silenced.sorted(), removed: removed.sorted())
+        var changes: [ZoneChange] = []
+        for (id, peer) in peers where peer.reported != peer.proximity {
+            changes.append(ZoneChange(peer: id, from: peer.reported, to: peer.proximity))
+            peers[id]!.reported = peer.proximity
+        }
+        changes.sort { $0.peer < $1.peer }
+        return RangingReport(changes: changes, zones: peers.mapValues(\.proximity), silenced: silenced.sorted(), removed: removed.sorted())
     }
 
     /// Forgets a peer at once.
-    public mutating func remove(_ identifier: String) { peers[identifier] = nil }
+    public mutating func remove(_ identifier: PeerID) { peers[identifier] = nil }
 }

@@ -1,0 +1,197 @@
+/// The identification stage: which unidentified nodes to connect to, when, and how many at once.
+///
+/// - **Concurrency.** At most ``Configuration/concurrency`` connections at once; the others wait
+///   in a first-come queue. At most ``Configuration/maxTracked`` addresses are queued, connecting
+///   or yielding: beyond that a device waits for a later sample (a flood of advertisers must not
+///   grow the queue without bound).
+/// - **Backoff and bans.** Attempt *n* failing waits 2^(n−1) s (at most `maxBackoff`) before the
+///   next; after `maxAttempts` failures, or one rejected identity, the address is left alone for
+///   `banTime`, and the count then starts again. A retry happens when the device is next heard
+///   after its time.
+/// - **Who connects.** When two nodes find each other, the one with the lower address connects,
+///   and in the same connection tells the other its identity (its hello), so one link identifies
+///   both. The higher one yields: it waits up to `yieldTime` for that hello, holding no
+///   connection slot, and connects itself only if none came (a peer that knew it already, or an
+///   older node). Crossing links, two nodes connecting to each other at once, are what BlueZ and
+///   the Linux kernel handle worst.
+///
+/// Pure: times are passed in, and every method returns the connections to start.
+public struct IdentificationScheduler: Sendable {
+    public struct Configuration: Sendable {
+        public var concurrency: Int
+        public var maxTracked: Int
+        public var maxAttempts: Int
+        public var maxBackoff: Double
+        public var banTime: Double
+        public var yieldTime: Double
+
+        public init(concurrency: Int = 2, maxTracked: Int = 256, maxAttempts: Int = 8, maxBackoff: Double = 60,
+                    banTime: Double = 600, yieldTime: Double = 30) {
+            precondition(concurrency > 0 && maxTracked > 0 && maxAttempts > 0, "identification limits must be positive")
+            self.concurrency = concurrency
+            self.maxTracked = maxTracked
+            self.maxAttempts = maxAttempts
+            self.maxBackoff = maxBackoff
+            self.banTime = banTime
+            self.yieldTime = yieldTime
+        }
+    }
+
+    /// Connect to `address` and identify it; report the result with ``finished(_:_:at:)``.
+    public struct Connect: Sendable, Hashable {
+        public var address: String
+        public var attempt: Int
+        /// This node waited for the peer's hello first and none came.
+        public var afterYield: Bool
+    }
+
+    /// What one attempt came to.
+    public enum Outcome: Sendable, Hashable {
+        case identified
+        /// The peer answered with something that is not an identity: not worth asking again soon.
+        case rejected
+        /// The connection, a timeout or BlueZ failed: worth trying again.
+        case failed
+    }
+
+    /// What the scheduler decided after an attempt, for the log.
+    public enum Verdict: Sendable, Hashable {
+        case done
+        case retry(after: Double)
+        /// Left alone for this long: too many failures, or a rejected identity.
+        case leftAlone(for: Double, attempts: Int)
+        /// The attempt was not one the scheduler started (already resolved): nothing to do.
+        case unknown
+    }
+
+    enum State: Sendable, Hashable {
+        case queued(attempt: Int)
+        case connecting(attempt: Int)
+        case yielding(until: Timestamp)
+        case failed(attempts: Int, retryAt: Timestamp)
+    }
+
+    public var configuration: Configuration
+    /// This node's adapter address (uppercase), for deciding who connects; nil until known.
+    public var ownAddress: String?
+    private(set) var states: [String: State] = [:]
+    private var queue: [String] = []
+    private var queueHead = 0
+    private var connecting = 0
+    private var tracked = 0
+
+    public init(configuration: Configuration = Configuration(), ownAddress: String? = nil) {
+        self.configuration = configuration
+        self.ownAddress = ownAddress
+    }
+
+    /// Connections in progress.
+    public var inFlight: Int { connecting }
+    /// Addresses queued, connecting or yielding.
+    public var trackedCount: Int { tracked }
+
+    /// An unidentified node was heard at `address`.
+    public mutating func heard(_ address: String, at t: Timestamp) -> [Connect] {
+        var attempt = 1
+        switch states[address] {
+        case .queued, .connecting, .yielding:
+            return []
+        case .failed(let attempts, let retryAt):
+            guard t >= retryAt else { return [] }
+            // After a ban the count starts again.
+            attempt = attempts >= configuration.maxAttempts ? 1 : attempts + 1
+        case nil:
+            break
+        }
+        guard tracked < configuration.maxTracked else { return [] }
+        tracked += 1
+        if attempt == 1, let own = ownAddress, own > address.uppercased() {
+            states[address] = .yielding(until: t + configuration.yieldTime)
+            return []
+        }
+        states[address] = .queued(attempt: attempt)
+        queue.append(address)
+        return drain(afterYield: [])
+    }
+
+    /// The identity of `address` became known another way (its hello, or it turned out to be
+    /// this node): no connection is needed. One already in progress runs to its end.
+    public mutating func resolved(_ address: String) {
+        switch states[address] {
+        case .queued, .yielding:
+            states[address] = nil
+            tracked -= 1
+        case .failed:
+            states[address] = nil
+        case .connecting, nil:
+            break
+        }
+    }
+
+    /// An attempt ended. Returns what was decided for the address and the next connections.
+    public mutating func finished(_ address: String, _ outcome: Outcome, at t: Timestamp) -> (Verdict, [Connect]) {
+        guard case .connecting(let attempt) = states[address] else { return (.unknown, []) }
+        connecting -= 1
+        tracked -= 1
+        let verdict: Verdict
+        switch outcome {
+        case .identified:
+            states[address] = nil
+            verdict = .done
+        case .rejected:
+            states[address] = .failed(attempts: configuration.maxAttempts, retryAt: t + configuration.banTime)
+            verdict = .leftAlone(for: configuration.banTime, attempts: attempt)
+        case .failed where attempt >= configuration.maxAttempts:
+            states[address] = .failed(attempts: attempt, retryAt: t + configuration.banTime)
+            verdict = .leftAlone(for: configuration.banTime, attempts: attempt)
+        case .failed:
+            let delay = min(Double(1 << min(attempt - 1, 30)), configuration.maxBackoff)
+            states[address] = .failed(attempts: attempt, retryAt: t + delay)
+            verdict = .retry(after: delay)
+        }
+        return (verdict, drain(afterYield: []))
+    }
+
+    /// Once in a while (each report): yields that ran out become connections, and failures long
+    /// past are forgotten.
+    public mutating func tick(at t: Timestamp) -> [Connect] {
+        var expired: [String] = []
+        for (address, state) in states {
+            switch state {
+            case .yielding(let until) where t >= until:
+                expired.append(address)
+            case .failed(_, let retryAt) where t >= retryAt + configuration.banTime:
+                states[address] = nil
+            default:
+                break
+            }
+        }
+        for address in expired.sorted() {
+            states[address] = .queued(attempt: 1)
+            queue.append(address)
+        }
+        return drain(afterYield: Set(expired))
+    }
+
+    /// Starts queued connections while slots are free.
+    private mutating func drain(afterYield: Set<String>) -> [Connect] {
+        var started: [Connect] = []
+        while connecting < configuration.concurrency, queueHead < queue.count {
+            let address = queue[queueHead]
+            queueHead += 1
+            // Resolved while queued: its entry is gone.
+            guard case .queued(let attempt) = states[address] else { continue }
+            states[address] = .connecting(attempt: attempt)
+            connecting += 1
+            started.append(Connect(address: address, attempt: attempt, afterYield: afterYield.contains(address)))
+        }
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        } else if queueHead > 1024 {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        return started
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+
+/// The identity stage: who is behind an address, for nodes and beacons alike, and what to do with
+/// an observation: range it as a known peer, identify the device, or ignore it.
+///
+/// - A node's identity is learnt once (read over GATT, or written to us by the node itself in its
+///   hello) and remembered by address; later samples are ranged with no connection.
+/// - A beacon's identity is in its frame. The frame is parsed when an observation carries one
+///   (new or changed advertising data) and the result kept by address, so samples are not parsed.
+///
+/// Pure: times are passed in. ``nodes`` is what the node persists (`peers.json`).
+public struct IdentityResolver: Sendable {
+    public struct Configuration: Sendable {
+        /// The general service UUID, lowercase 128-bit: a device advertising it is a node.
+        public var serviceUUID: String
+        /// This node's own identity: an address that turns out to be ours is ignored.
+        public var ownIdentity: UUID
+        /// Range iBeacon, AltBeacon and Eddystone frames too.
+        public var rangeBeacons: Bool
+        /// The most node addresses remembered; the least recently heard go first.
+        public var maxRememberedAddresses: Int
+        /// The most addresses whose advertised frame is remembered (beacons, and devices that are
+        /// neither beacon nor node); the least recently heard half goes when full.
+        public var maxFrames: Int
+
+        public init(serviceUUID: String, ownIdentity: UUID, rangeBeacons: Bool = true, maxRememberedAddresses: Int = 4096,
+                    maxFrames: Int = 8192) {
+            self.serviceUUID = serviceUUID.lowercased()
+            self.ownIdentity = ownIdentity
+            self.rangeBeacons = rangeBeacons
+            self.maxRememberedAddresses = maxRememberedAddresses
+            self.maxFrames = maxFrames
+        }
+    }
+
+    /// What to do with an observation.
+    public enum Resolution: Sendable, Hashable {
+        /// A sample of a known peer: feed the ranging stage.
+        case range(PeerID, PeerKind, beacon: BeaconIdentity?)
+        /// A node whose identity is unknown: ask the identification scheduler.
+        case identify
+        /// Not a sample of anything the node ranges, or not a device it ranges.
+        case ignore
+        /// The address is unknown and the observation carries no frame: resolve it again with its
+        /// advertised data (the frames of addresses long unheard are forgotten).
+        case needsFrame
+    }
+
+    /// What one address is known to be by its advertised data.
+    enum Frame: Sendable, Hashable {
+        case beacon(BeaconIdentity)
+        case node
+        case other
+    }
+
+    /// What is remembered of a node's address: whose it is, and when it was last heard.
+    public struct Remembered: Sendable, Hashable {
+        public var identity: UUID
+        public var seen: Timestamp
+        public init(identity: UUID, seen: Timestamp) {
+            self.identity = identity
+            self.seen = seen
+        }
+    }
+
+    /// What learning an identity changed.
+    public struct Learnt: Sendable, Hashable {
+        /// False when the address was already known as this identity.
+        public var isNew: Bool
+        /// The identity is this node's own: the address is ignored from now on.
+        public var isOwn: Bool
+        /// Addresses that named the same identity before (a rotated private address, a new adapter).
+        public var previousAddresses: [String]
+        /// Addresses forgotten to stay within the cap.
+        public var evicted: [String]
+    }
+
+    public var configuration: Configuration
+    /// Address → identity of the peer nodes identified (persisted by the node).
+    public private(set) var nodes: [String: Remembered]
+    private var frames: [String: (frame: Frame, seen: Timestamp)] = [:]
+    private var own: Set<String> = []
+
+    public init(configuration: Configuration, nodes: [String: Remembered] = [:]) {
+        self.configuration = configuration
+        self.nodes = nodes
+    }
+
+    /// Decides what `observation` is. A sample of a known node refreshes its address's last-heard
+    /// time.
+    public mutating func resolve(_ observation: Observation) -> Resolution {
+        let address = observation.address
+        if nodes[address] != nil {
+            guard observation.rssi != nil else { return .ignore }
+            nodes[address]!.seen = observation.time
+            return .range(.node(nodes[address]!.identity), .node, beacon: nil)
+        }
+        if own.contains(address) { return .ignore }
+        let frame: Frame
+        if let advertised = observation.frame {
+            frame = classify(advertised)
+            remember(frame, for: address, at: observation.time)
+        } else if let known = frames[address] {
+            frame = known.frame
+            if observation.rssi != nil { frames[address]!.seen = observation.time }
+        } else {
+            return .needsFrame
+        }
+        switch frame {
+        case .beacon(let beacon):
+            guard configuration.rangeBeacons, observation.rssi != nil else { return .ignore }
+            return .range(beacon.peerID, beacon.peerKind, beacon: beacon)
+        case .node:
+            return .identify
+        case .other:
+            return .ignore
+        }
+    }
+
+    private func classify(_ frame: AdvertisedFrame) -> Frame {
+        if configuration.rangeBeacons, !frame.manufacturerData.isEmpty || !frame.serviceData.isEmpty,
+           let beacon = BeaconParser.parse(manufacturerData: frame.manufacturerData, serviceData: frame.serviceData) {
+            return .beacon(beacon)
+        }
+        return frame.advertises(configuration.serviceUUID) ? .node : .other
+    }
+
+    private mutating func remember(_ frame: Frame, for address: String, at t: Timestamp) {
+        frames[address] = (frame, t)
+        if frames.count > configuration.maxFrames {
+            // Amortised: drop the least recently heard half at once.
+            let keep = frames.sorted { $0.value.seen > $1.value.seen }.prefix(configuration.maxFrames / 2)
+            frames = Dictionary(uniqueKeysWithValues: keep.map { ($0.key, $0.value) })
+        }
+    }
+
+    /// Whether an address is known to advertise the general service (a node) and is not yet
+    /// identified.
+    public func isUnidentifiedNode(_ address: String) -> Bool {
+        nodes[address] == nil && !own.contains(address) && frames[address]?.frame == .node
+    }
+
+    /// The identity of the node at `address`, if known.
+    public func identity(at address: String) -> UUID? { nodes[address]?.identity }
+
+    /// Records that `address` is the node `identity` (read over GATT, or the node's own hello).
+    public mutating func learn(_ identity: UUID, at address: String, time t: Timestamp) -> Learnt {
+        if identity == configuration.ownIdentity {
+            own.insert(address)
+            nodes[address] = nil
+            return Learnt(isNew: false, isOwn: true, previousAddresses: [], evicted: [])
+        }
+        let isNew = nodes[address]?.identity != identity
+        let previous = nodes.filter { $0.key != address && $0.value.identity == identity }.map(\.key).sorted()
+        for old in previous { nodes[old] = nil }
+        nodes[address] = Remembered(identity: identity, seen: t)
+        var evicted: [String] = []
+        if nodes.count > configuration.maxRememberedAddresses {
+            let excess = nodes.count - configuration.maxRememberedAddresses
+            evicted = nodes.sorted { $0.value.seen < $1.value.seen }.prefix(excess).map(\.key)
+            for old in evicted { nodes[old] = nil }
+        }
+        return Learnt(isNew: isNew || !previous.isEmpty, isOwn: false, previousAddresses: previous, evicted: evicted)
+    }
+
+    /// Identity by address of every identified node, lowercase (`Node1.GetIdentities`).
+    public var identities: [String: String] { nodes.mapValues { $0.identity.uuidString.lowercased() } }
+}

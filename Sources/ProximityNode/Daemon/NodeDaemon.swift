@@ -1,0 +1,219 @@
+import BlueZ
+import DBusKit
+import Foundation
+import Logging
+import ProximityCore
+import ServiceLifecycle
+
+/// A failure to start, with the one line to print and the exit status to use.
+public struct StartupError: Error, CustomStringConvertible, Sendable {
+    /// sysexits(3) values, documented in `docs/architecture.md`.
+    public enum Status: Int32, Sendable {
+        case unavailable = 69   // EX_UNAVAILABLE: no bus, name taken, access denied
+        case ioError = 74       // EX_IOERR: state directory unusable
+        case config = 78        // EX_CONFIG: corrupt state, bad configuration
+    }
+    public let status: Status
+    public let description: String
+    public init(_ status: Status, _ description: String) {
+        self.status = status
+        self.description = description
+    }
+}
+
+/// The node as a service: run it in a `ServiceGroup` with SIGTERM and SIGINT as graceful-shutdown
+/// signals.
+///
+/// ``run()`` starts the node (failing early and clearly with a ``StartupError``), then runs its
+/// parts as services of one `ServiceGroup`, started in this order and shut down in reverse: the
+/// bus connection, the BlueZ mirror, the engine, the bus exporter. Starting inside the running
+/// group matters: under `Type=dbus` systemd may send SIGTERM the moment the name appears, and the
+/// group's signal handling is already in place. A lost bus ends the node with ``StartupError``
+/// (exit 69).
+public final class NodeDaemon: Service, Sendable {
+    public let configuration: NodeConfiguration
+    let clock: any NodeClock
+    let logger: Logger
+
+    public init(_ configuration: NodeConfiguration, clock: any NodeClock = SystemNodeClock(), logger: Logger) {
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// A started node: on the bus with its name, its parts made but not yet running.
+    public struct Running: Sendable {
+        public let identity: UUID
+        public let connection: DBusConnection
+        public let mirror: BlueZObjectMirror
+        public let engine: NodeEngine
+        public let exporter: BusExporter
+        /// The bus, as the log and errors name it.
+        public let bus: String
+
+        /// The node's parts as services, in start order.
+        public func services(logger: Logger) -> [any Service] {
+            // Subscribed before anything runs, so the exporter sees every event.
+            let events = engine.events.subscribe(buffer: 64)
+            return [
+                ConnectionService(connection: connection, bus: bus),
+                MirrorService(mirror: mirror, logger: logger),
+                EngineService(engine: engine),
+                ExporterService(exporter: exporter, events: events),
+            ]
+        }
+    }
+
+    public static func start(_ configuration: NodeConfiguration, clock: any NodeClock = SystemNodeClock(),
+                             logger: Logger) async throws(StartupError) -> Running {
+        let connection: DBusConnection
+        do {
+            connection = try await DBusConnection.connect(to: configuration.bus, logger: logger)
+        } catch {
+            throw StartupError(.unavailable, "cannot connect to the \(describe(configuration.bus)): \(error.message)")
+        }
+
+        // A quick look before touching any state, so a second node on the same bus fails at once
+        // with one line. RequestName below still decides, should two start together.
+        if let owner = try? await connection.nameOwner(of: configuration.busName) {
+            await connection.close()
+            throw StartupError(.unavailable, alreadyOwned(configuration, owner))
+        }
+
+        let identity: UUID
+        let state: StateDirectory
+        let settings: NodeSettings
+        do {
+            state = try StateDirectory(configuration.stateDirectory)
+            settings = try NodeSettings.load(from: state)
+            identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
+        } catch {
+            await connection.close()
+            throw StartupError(error.kind == .corrupt ? .config : .ioError, error.description)
+        }
+
+        let mirror = BlueZObjectMirror(connection: connection, logger: logger)
+        let engine = NodeEngine(configuration: configuration, identity: identity, connection: connection, mirror: mirror,
+                                state: state, settings: settings, clock: clock, logger: logger)
+        let exporter = BusExporter(connection: connection, logger: logger)
+
+        // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
+        let status = NodeStatus(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
+                                name: configuration.name, advertising: false, discovering: false,
+                                adapter: configuration.adapter,
+                                clearInterval: NodeEngine.clearInterval(configuration, settings),
+                                measuredPower: configuration.measuredPower)
+        do {
+            try await connection.addObjectManager(at: NodeAPI.rootPath)
+            let nodeObject = try await connection.export([NodeAPI.node1Interface(status: status, engine: engine, exporter: exporter)],
+                                                         at: NodeAPI.rootPath)
+            await exporter.attach(node: nodeObject)
+        } catch {
+            await connection.close()
+            throw StartupError(.unavailable, "cannot export the node's objects: \(error)")
+        }
+
+        let reply: RequestNameReply
+        do {
+            reply = try await connection.requestName(configuration.busName, flags: [.doNotQueue])
+        } catch let error as DBusError where error.name == .accessDenied {
+            await connection.close()
+            throw StartupError(.unavailable, "not allowed to own \(configuration.busName) on the \(describe(configuration.bus)) (run as root or as a member of group proximityd; see dbus/org.proximityd.conf): \(error.message)")
+        } catch {
+            await connection.close()
+            throw StartupError(.unavailable, "cannot request \(configuration.busName) on the \(describe(configuration.bus)): \(error)")
+        }
+        switch reply {
+        case .primaryOwner, .alreadyOwner:
+            break
+        case .exists, .inQueue:
+            let owner = (try? await connection.nameOwner(of: configuration.busName)).flatMap { $0 }
+            await connection.close()
+            throw StartupError(.unavailable, alreadyOwned(configuration, owner))
+        }
+        logger.info("node ready", metadata: [
+            "node.id": "\(identity.lowercased)",
+            "dbus.name": "\(configuration.busName)",
+            "dbus.bus": "\(configuration.bus)",
+            "dbus.unique": "\(connection.uniqueName)",
+        ])
+        return Running(identity: identity, connection: connection, mirror: mirror, engine: engine, exporter: exporter,
+                       bus: describe(configuration.bus))
+    }
+
+    public func run() async throws {
+        let node = try await NodeDaemon.start(configuration, clock: clock, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: node.services(logger: logger).map {
+                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                      failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
+            logger: logger))
+        try await withGracefulShutdownHandler {
+            try await group.run()
+        } onGracefulShutdown: { [logger] in
+            logger.info("shutting down")
+        }
+        logger.info("stopped")
+    }
+}
+
+/// The bus connection as a service: the last to stop. It ends the node if the bus goes away, and
+/// closes the connection (releasing the name) at shutdown.
+struct ConnectionService: Service {
+    let connection: DBusConnection
+    let bus: String
+
+    func run() async throws {
+        let lost = await cancelWhenGracefulShutdown { [connection] in
+            await connection.waitUntilDisconnected()
+            return !Task.isCancelled
+        }
+        if lost { throw StartupError(.unavailable, "lost the connection to the \(bus)") }
+        await connection.close()
+    }
+}
+
+/// The mirror of BlueZ's objects as a service.
+struct MirrorService: Service {
+    let mirror: BlueZObjectMirror
+    let logger: Logger
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [mirror, logger] in
+            do { try await mirror.run() } catch { logger.error("cannot follow BlueZ", metadata: ["error": "\(error)"]) }
+        }
+    }
+}
+
+/// The engine as a service: runs until shutdown, then unregisters from BlueZ.
+struct EngineService: Service {
+    let engine: NodeEngine
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [engine] in await engine.run() }
+        await engine.stop()
+    }
+}
+
+/// The bus exporter as a service: the first to stop.
+struct ExporterService: Service {
+    let exporter: BusExporter
+    let events: AsyncStream<NodeEvent>
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [exporter, events] in await exporter.run(events) }
+    }
+}
+
+func alreadyOwned(_ configuration: NodeConfiguration, _ owner: BusName?) -> String {
+    "\(configuration.busName) is already owned on the \(describe(configuration.bus))\(owner.map { " by \($0)" } ?? ""): is another proximityd running? (use --bus-name to run several nodes on one bus)"
+}
+
+func describe(_ bus: BusAddress) -> String {
+    switch bus {
+    case .system: "system bus"
+    case .session: "session bus"
+    case .address(let a): "bus at \(a)"
+    }
+}

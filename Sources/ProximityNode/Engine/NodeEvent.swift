@@ -1,0 +1,93 @@
+import Foundation
+import ProximityCore
+import Synchronization
+
+/// One peer as the node publishes it in a report: everything `org.proximityd.Peer1` shows.
+public struct PeerState: Sendable, Hashable {
+    public var identifier: PeerID
+    public var kind: PeerKind
+    public var address: String
+    public var name: String
+    public var rssi: Int16
+    public var smoothedRSSI: Double
+    public var measuredPower: Int16
+    public var distance: Double
+    public var proximity: Proximity
+    /// Microseconds since the Unix epoch.
+    public var firstSeen: UInt64
+    public var lastSeen: UInt64
+    public var beacon: BeaconIdentity?
+}
+
+/// The ranging report the node publishes once a second: every peer in the table, nearest first.
+public struct NodeReport: Sendable, Hashable {
+    public var time: Timestamp
+    public var peers: [PeerState]
+    /// Peers reported unknown for the first time because they fell silent.
+    public var silenced: [PeerID]
+    /// Peers that left the table in this report.
+    public var removed: [PeerID]
+
+    /// Identifier → zone: the seed's `foundDevices`.
+    public var zones: [PeerID: Proximity] {
+        Dictionary(uniqueKeysWithValues: peers.map { ($0.identifier, $0.proximity) })
+    }
+}
+
+/// What the engine publishes. Subscribers (the bus exporter; later the region monitor's, the
+/// alert engine's and MQTT's publishers) each get every event in order, through a bounded buffer.
+public enum NodeEvent: Sendable, Hashable {
+    /// The once-a-second ranging report.
+    case report(NodeReport)
+    /// A peer node's identity was learnt at `address` (read over GATT, or from its hello).
+    case peerIdentified(PeerID, address: String, introduced: Bool)
+    /// The adapter link changed what the node shows as `Advertising` and `Discovering`.
+    case link(advertising: Bool, discovering: Bool)
+    /// `ClearInterval` changed (set over the bus).
+    case clearInterval(Double)
+}
+
+/// Fans events out to subscribers, each with its own bounded buffer: a slow subscriber loses its
+/// oldest events (reports are whole, so the next one puts it right) and never holds the engine.
+public final class NodeEvents: Sendable {
+    private struct State {
+        var subscribers: [Int: AsyncStream<NodeEvent>.Continuation] = [:]
+        var next = 0
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// A new subscription; events published from now on. `buffer`: the most events held for it.
+    public func subscribe(buffer: Int = 64) -> AsyncStream<NodeEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: NodeEvent.self, bufferingPolicy: .bufferingNewest(buffer))
+        let id: Int? = state.withLock { s in
+            guard !s.finished else { return nil }
+            s.next += 1
+            s.subscribers[s.next] = continuation
+            return s.next
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    public func publish(_ event: NodeEvent) {
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers { subscriber.yield(event) }
+    }
+
+    /// Ends every subscription.
+    public func finish() {
+        let subscribers = state.withLock { s in
+            s.finished = true
+            defer { s.subscribers = [:] }
+            return Array(s.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}

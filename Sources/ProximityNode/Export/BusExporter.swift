@@ -1,0 +1,83 @@
+import DBusKit
+import Logging
+import ProximityCore
+import Synchronization
+
+/// Shows the node on the bus: subscribes to the engine's events and keeps the exported objects in
+/// step with them. For each report it applies the ``ExportPlan`` (peer objects removed, updated,
+/// added) and then emits `Node1.FoundDevices`; for link and settings events it updates `Node1`'s
+/// properties.
+///
+/// It holds the one projection of the node's state on the bus: the exported objects and what
+/// `GetPeers` and `GetRanging` answer (``published``), read by the method handlers without
+/// waiting.
+public actor BusExporter {
+    /// What the last applied report showed.
+    public struct Published: Sendable {
+        public var zones: [String: String] = [:]
+        public var paths: [ObjectPath] = []
+    }
+
+    let connection: DBusConnection
+    let logger: Logger
+    private var nodeObject: DBusObject?
+    private var exported: [PeerID: (object: DBusObject, state: PeerState)] = [:]
+    private let publishedState = Mutex(Published())
+
+    public init(connection: DBusConnection, logger: Logger) {
+        self.connection = connection
+        self.logger = logger
+    }
+
+    public nonisolated var published: Published { publishedState.withLock { $0 } }
+
+    /// The exported `Node1` object, whose properties the exporter updates.
+    public func attach(node: DBusObject) { nodeObject = node }
+
+    /// Applies `events` until they end or the task is cancelled.
+    public func run(_ events: AsyncStream<NodeEvent>) async {
+        for await event in events { await apply(event) }
+    }
+
+    func apply(_ event: NodeEvent) async {
+        switch event {
+        case .report(let report):
+            await show(report)
+        case .link(let advertising, let discovering):
+            nodeObject?.set(["Advertising": .boolean(advertising), "Discovering": .boolean(discovering)], interface: NodeAPI.node1)
+        case .clearInterval(let seconds):
+            nodeObject?.set("ClearInterval", .double(seconds), interface: NodeAPI.node1)
+        case .peerIdentified:
+            break
+        }
+    }
+
+    private func show(_ report: NodeReport) async {
+        let plan = ExportPlan(from: exported.mapValues(\.state), to: report)
+        for id in plan.unexport {
+            if let gone = exported.removeValue(forKey: id) { await gone.object.unexport() }
+        }
+        let states = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier, $0) })
+        for (id, changes) in plan.update {
+            exported[id]?.object.set(changes, interface: NodeAPI.peer1)
+        }
+        for (id, state) in states where exported[id] != nil { exported[id]!.state = state }
+        for peer in plan.export {
+            do {
+                let object = try await connection.export([NodeAPI.peer1Interface(peer.busValues)],
+                                                         at: NodeAPI.peerPath(peer.identifier.rawValue))
+                exported[peer.identifier] = (object, peer)
+            } catch {
+                logger.error("cannot export a peer", metadata: ["peer.id": "\(peer.identifier)", "error": "\(error)"])
+            }
+        }
+        let zones = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier.rawValue, $0.proximity.rawValue) })
+        let paths = exported.values.map(\.object.path).sorted { $0.rawValue < $1.rawValue }
+        publishedState.withLock { $0 = Published(zones: zones, paths: paths) }
+        do {
+            try nodeObject?.emit("FoundDevices", interface: NodeAPI.node1, [.stringMap(zones)])
+        } catch {
+            logger.error("cannot emit FoundDevices", metadata: ["error": "\(error)"])
+        }
+    }
+}
