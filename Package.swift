@@ -119,6 +119,10 @@ let package = Package(
             dependencies: ["BlueZSim", "DBusKit", "ProximityTesting"]
         ),
         .testTarget(
+            name: "ProximityNodeTests",
+            dependencies: ["ProximityNode", "ProximityCore", "DBusKit"]
+        ),
+        .testTarget(
             name: "ProximitydTests",
             dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim"]
         ),

@@ -98,19 +98,21 @@ struct NodeAcceptanceTests {
             let stats = try #require(json["stats"] as? [String: Int], "\(state)")
             let injected = stats["injected_connection_failures"] ?? 0
             #expect(injected > 0, "no failure was injected: \(stats)")
+            // Per pair: the node with the lower address connects (the other waits for its hello),
+            // within 8 attempts; each node learns the other's identity once.
             var attemptsInLogs = 0
-            for box in boxes {
-                let log = daemons[box]!.stderr
-                for other in scenario.boxes where other.name != box {
-                    let attempts = log.split(separator: "\n").filter {
-                        $0.contains("connecting to identify a peer") && $0.contains("peer.address=\(other.address)")
-                    }.count
+            func lines(_ box: String, _ text: String, _ other: BoxSpec) -> Int {
+                daemons[box]!.stderr.split(separator: "\n").filter { $0.contains(text) && $0.contains("peer.address=\(other.address)") }.count
+            }
+            for a in scenario.boxes {
+                for b in scenario.boxes where a.address < b.address {
+                    let attempts = lines(a.name, "connecting to identify a peer", b) + lines(b.name, "connecting to identify a peer", a)
                     attemptsInLogs += attempts
-                    #expect((1...8).contains(attempts), "\(box) tried \(other.name) \(attempts) times")
-                    let identified = log.split(separator: "\n").filter {
-                        $0.contains("identified a peer") && $0.contains("peer.address=\(other.address)")
-                    }.count
-                    #expect(identified == 1, "\(box) identified \(other.name) \(identified) times")
+                    #expect((1...8).contains(attempts), "\(a.name) and \(b.name) connected \(attempts) times")
+                    for (box, other) in [(a, b), (b, a)] {
+                        let learnt = lines(box.name, "identified a peer", other) + lines(box.name, "a peer introduced itself", other)
+                        #expect(learnt == 1, "\(box.name) learnt \(other.name)'s identity \(learnt) times")
+                    }
                 }
             }
             // The nodes' attempts are the simulator's: nothing else connected.
