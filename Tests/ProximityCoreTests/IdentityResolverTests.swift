@@ -35,7 +35,8 @@ import Testing
         guard case .range(let id, .ibeacon, let beacon?) = first else { Issue.record("\(first)"); return }
         #expect(id == "ibeacon:e2c56db5-dffb-48d2-b060-d0f5a71096e0:1:2" && beacon.measuredPower == -59)
         #expect(r.resolve(Observation(address: "B", rssi: -71, time: 1)) == first)
-        #expect(resolver(beacons: false).resolve(Observation(address: "B", rssi: -70, time: 0, frame: Self.iBeacon)) == .ignore)
+        var noBeacons = resolver(beacons: false)
+        #expect(noBeacons.resolve(Observation(address: "B", rssi: -70, time: 0, frame: Self.iBeacon)) == .ignore)
     }
 
     @Test("an unknown address without its frame asks for it; the frames of long-unheard addresses are forgotten")

@@ -1,4 +1,5 @@
 import DBusKit
+import Foundation
 import ProximityCore
 @testable import ProximityNode
 import Testing

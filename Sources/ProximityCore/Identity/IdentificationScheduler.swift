@@ -43,6 +43,12 @@ public struct IdentificationScheduler: Sendable {
         public var attempt: Int
         /// This node waited for the peer's hello first and none came.
         public var afterYield: Bool
+
+        public init(address: String, attempt: Int, afterYield: Bool) {
+            self.address = address
+            self.attempt = attempt
+            self.afterYield = afterYield
+        }
     }
 
     /// What one attempt came to.
