@@ -60,6 +60,12 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // What the daemon and its clients share: the names of the node's D-Bus API, typed
+        // properties, client proxies.
+        .target(
+            name: "ProximityAPI",
+            dependencies: ["DBusKit"]
+        ),
         .executableTarget(
             name: "proximityctl",
             dependencies: [
@@ -120,7 +126,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim", "ProximityAPI"]
         ),
     ]
 )
