@@ -66,10 +66,15 @@ let package = Package(
             name: "ProximityAPI",
             dependencies: ["DBusKit"]
         ),
+        // proximityctl doctor's checks; the only Swift code that sees libbluetooth.
+        .target(
+            name: "ProximityDiagnostics",
+            dependencies: ["ProximityAPI", "BlueZ", "DBusKit", "CBluetooth"]
+        ),
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityNode", "DBusKit", "BlueZ", "CBluetooth",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
