@@ -60,10 +60,21 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // What the daemon and its clients share: the names of the node's D-Bus API, typed
+        // properties, client proxies.
+        .target(
+            name: "ProximityAPI",
+            dependencies: ["DBusKit"]
+        ),
+        // proximityctl doctor's checks; the only Swift code that sees libbluetooth.
+        .target(
+            name: "ProximityDiagnostics",
+            dependencies: ["ProximityAPI", "BlueZ", "DBusKit", "CBluetooth"]
+        ),
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityNode", "DBusKit", "BlueZ", "CBluetooth",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -124,7 +135,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim", "ProximityAPI"]
         ),
     ]
 )

@@ -1,43 +1,44 @@
 import ArgumentParser
 import DBusKit
 import Foundation
-import ProximityNode
+import ProximityAPI
 
-/// Where the node is: shared by every subcommand.
+/// Where the node is: shared by every subcommand, and the one place a subcommand reaches it.
 struct NodeOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The node's bus: system, session, or a D-Bus address.", valueName: "bus"))
     var bus: String = "system"
 
     @Option(name: .customLong("bus-name"), help: ArgumentHelp("The node's well-known name.", valueName: "name"))
-    var busName: String = NodeConfiguration.defaultBusName.rawValue
+    var busName: String = ProximityBus.defaultBusName.rawValue
 
     func validate() throws {
         do { _ = try BusAddress(parsing: bus) } catch { throw ValidationError("--bus: \(error.message)") }
         do { _ = try BusName(busName) } catch { throw ValidationError("--bus-name: \(error)") }
     }
 
-    /// Connects and checks the node is there; any failure is one clear line and exit 69.
-    func connect() async -> (DBusConnection, BusName) {
-        let address = try! BusAddress(parsing: bus)
-        let name = try! BusName(busName)
-        let connection: DBusConnection
+    /// `--bus`, parsed (``validate()`` has checked it).
+    var address: BusAddress { try! BusAddress(parsing: bus) }
+    /// `--bus-name`, parsed (``validate()`` has checked it).
+    var name: BusName { try! BusName(busName) }
+
+    /// Connects and checks the node is there, runs `body`, and closes the connection. A failure to
+    /// reach the node, or an error out of `body` (reported as "`what`: error"), is one clear line
+    /// on stderr and exit 69.
+    func withNode<T: Sendable>(_ what: String, _ body: (NodeProxy) async throws -> T) async -> T {
+        let node: NodeProxy
         do {
-            connection = try await DBusConnection.connect(to: address)
+            node = try await NodeProxy.connect(to: address, name: name)
         } catch {
-            fail("cannot connect to the \(bus) bus: \(error.message)")
+            fail("\(error)")
         }
-        let owner: BusName?
         do {
-            owner = try await connection.nameOwner(of: name)
+            let result = try await body(node)
+            await node.close()
+            return result
         } catch {
-            await connection.close()
-            fail("cannot ask the \(bus) bus who owns \(name): \(error)")
+            await node.close()
+            fail("\(what): \(error)")
         }
-        if owner == nil {
-            await connection.close()
-            fail("proximityd is not running on the \(bus) bus (\(name) has no owner)")
-        }
-        return (connection, name)
     }
 }
 

@@ -1,7 +1,6 @@
 import ArgumentParser
-import DBusKit
 import Foundation
-import ProximityNode
+import ProximityAPI
 
 struct Peers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the peers the node ranges, nearest first.")
@@ -12,17 +11,9 @@ struct Peers: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let (connection, name) = await node.connect()
-        let rows: [PeerRow]
-        do {
-            rows = try await PeerTable.fetch(connection, name)
-        } catch {
-            await connection.close()
-            fail("cannot read the node's peers: \(error)")
-        }
-        await connection.close()
+        let rows = PeerTable.rows(await node.withNode("cannot read the node's peers") { try await $0.peerProperties() })
         if json {
-            let data = try JSONSerialization.data(withJSONObject: rows.map(\.json), options: [.prettyPrinted, .sortedKeys])
+            let data = try JSONSerialization.data(withJSONObject: rows.map(PeerTable.json), options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: data, as: UTF8.self))
         } else {
             print(PeerTable.render(rows), terminator: "")

@@ -1,7 +1,6 @@
 import ArgumentParser
-import DBusKit
 import Foundation
-import ProximityNode
+import ProximityAPI
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the node's identity and state.")
@@ -12,28 +11,19 @@ struct Status: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let (connection, name) = await node.connect()
-        let properties: [String: DBusValue]
-        let peers: [DBusValue]
-        do {
-            properties = try await connection.getAllProperties(destination: name, path: NodeAPI.rootPath, interface: NodeAPI.node1)
-            peers = try await connection.call(destination: name, path: NodeAPI.rootPath, interface: NodeAPI.node1,
-                                              member: "GetPeers").first?.arrayElements ?? []
-        } catch {
-            await connection.close()
-            fail("cannot read the node's state: \(error)")
+        let (properties, peers) = await node.withNode("cannot read the node's state") { node in
+            (try await node.properties(), try await node.peers().count)
         }
-        await connection.close()
         let fields: [(String, String, Any)] = [
-            ("identifier", "Identifier", properties["Identifier"]?.string ?? ""),
-            ("name", "Name", properties["Name"]?.string ?? ""),
-            ("service_uuid", "Service UUID", properties["ServiceUUID"]?.string ?? ""),
-            ("adapter", "Adapter", properties["Adapter"]?.string ?? ""),
-            ("advertising", "Advertising", properties["Advertising"]?.bool ?? false),
-            ("discovering", "Discovering", properties["Discovering"]?.bool ?? false),
-            ("clear_interval", "Clear after", properties["ClearInterval"]?.double ?? 0),
-            ("measured_power", "1 m RSSI", Int(properties["MeasuredPower"]?.integer ?? 0)),
-            ("peers", "Peers", peers.count),
+            ("identifier", "Identifier", properties.identifier),
+            ("name", "Name", properties.name),
+            ("service_uuid", "Service UUID", properties.serviceUUID),
+            ("adapter", "Adapter", properties.adapter),
+            ("advertising", "Advertising", properties.advertising),
+            ("discovering", "Discovering", properties.discovering),
+            ("clear_interval", "Clear after", properties.clearInterval),
+            ("measured_power", "1 m RSSI", Int(properties.measuredPower)),
+            ("peers", "Peers", peers),
         ]
         if json {
             var object: [String: Any] = [:]

@@ -1,12 +1,15 @@
 import ArgumentParser
-import DBusKit
 import Foundation
-import ProximityNode
+import ProximityAPI
 
 struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "A live table of the node's peers with zone, distance and RSSI.",
-        discussion: "On a terminal the table is redrawn in place; otherwise each refresh is appended, separated by a blank line. Ctrl-C stops.")
+        discussion: """
+            The table follows the node's signals (peers added, changed and removed) and is redrawn at \
+            every interval. On a terminal it is redrawn in place; otherwise each refresh is appended, \
+            separated by a blank line. Ctrl-C stops.
+            """)
 
     @OptionGroup var node: NodeOptions
 
@@ -22,19 +25,28 @@ struct Watch: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (connection, name) = await node.connect()
+        let (bus, interval, count) = (node.bus, interval, count)
+        await node.withNode("lost the node") { node in
+            let live = try await LivePeerTable.start(node)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // Keeps the table current; throws when the node leaves the bus.
+                group.addTask { try await live.follow() }
+                group.addTask { try await Self.redraw(live, bus: bus, interval: interval, count: count) }
+                // The first to end: the redrawing after --count refreshes, or the node gone.
+                _ = try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Draws the table now and at every `interval`, `count` times or until cancelled.
+    private static func redraw(_ live: LivePeerTable, bus: String, interval: Double, count: Int?) async throws {
         let terminal = isatty(STDOUT_FILENO) == 1
         var refreshes = 0
         while count.map({ refreshes < $0 }) ?? true {
-            let rows: [PeerRow]
-            do {
-                rows = try await PeerTable.fetch(connection, name)
-            } catch {
-                await connection.close()
-                fail("lost the node: \(error)")
-            }
+            let rows = PeerTable.rows(await live.peers)
             let stamp = ISO8601DateFormatter().string(from: Date())
-            let header = "proximityd \(name) on \(node.bus) — \(rows.count) peer\(rows.count == 1 ? "" : "s") — \(stamp)\n"
+            let header = "proximityd \(live.node.name) on \(bus) — \(rows.count) peer\(rows.count == 1 ? "" : "s") — \(stamp)\n"
             if terminal {
                 print("\u{1B}[H\u{1B}[2J" + header + PeerTable.render(rows), terminator: "")
             } else {
@@ -43,9 +55,8 @@ struct Watch: AsyncParsableCommand {
             fflush(nil)
             refreshes += 1
             if count.map({ refreshes >= $0 }) ?? false { break }
-            // The refresh cadence the user asked for.
+            // The redraw cadence the user asked for; the table itself changes with the signals.
             try await Task.sleep(for: .milliseconds(Int(interval * 1000)))
         }
-        await connection.close()
     }
 }

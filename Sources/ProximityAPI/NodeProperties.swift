@@ -1,0 +1,92 @@
+import DBusKit
+import Foundation
+
+/// The properties of `org.proximityd.Node1`, typed (`dbus/org.proximityd.Node1.xml`,
+/// `docs/dbus-api.md`): the one place their names and types are spelt, for the daemon and its
+/// clients alike.
+///
+/// Decoding is lenient (the values come from another process): a missing or wrongly typed
+/// property reads as empty, `false` or 0.
+public struct NodeProperties: Sendable, Hashable {
+    /// This node's specific UUID, lowercase.
+    public var identifier: String
+    /// The general service UUID of the deployment, lowercase.
+    public var serviceUUID: String
+    /// The node's human-readable name.
+    public var name: String
+    /// The BlueZ adapter the node uses (`hci0`).
+    public var adapter: String
+    /// Its advertisement is registered with BlueZ.
+    public var advertising: Bool
+    /// It scans for peers.
+    public var discovering: Bool
+    /// Seconds a peer may stay silent before it is dropped (writable: ``NodeProxy/setClearInterval(_:)``).
+    public var clearInterval: Double
+    /// This node's RSSI at 1 m, dBm.
+    public var measuredPower: Int16
+
+    public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
+                name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
+                clearInterval: Double = 10, measuredPower: Int16 = -59) {
+        self.identifier = identifier
+        self.serviceUUID = serviceUUID
+        self.name = name
+        self.adapter = adapter
+        self.advertising = advertising
+        self.discovering = discovering
+        self.clearInterval = clearInterval
+        self.measuredPower = measuredPower
+    }
+
+    /// The properties, in the order of the interface's declaration.
+    public enum Key: String, Sendable, CaseIterable {
+        case identifier = "Identifier"
+        case serviceUUID = "ServiceUUID"
+        case name = "Name"
+        case adapter = "Adapter"
+        case advertising = "Advertising"
+        case discovering = "Discovering"
+        case clearInterval = "ClearInterval"
+        case measuredPower = "MeasuredPower"
+
+        public var descriptor: PropertyDescriptor {
+            switch self {
+            case .identifier, .serviceUUID, .name, .adapter: PropertyDescriptor(rawValue, .string, const: true)
+            case .advertising, .discovering: PropertyDescriptor(rawValue, .boolean)
+            case .clearInterval: PropertyDescriptor(rawValue, .double, writable: true)
+            case .measuredPower: PropertyDescriptor(rawValue, .int16, const: true)
+            }
+        }
+    }
+
+    /// Decodes `Properties.GetAll` values.
+    public init(_ values: [String: DBusValue]) {
+        func v(_ key: Key) -> DBusValue? { values[key.rawValue] }
+        identifier = Lenient.string(v(.identifier)) ?? ""
+        serviceUUID = Lenient.string(v(.serviceUUID)) ?? ""
+        name = Lenient.string(v(.name)) ?? ""
+        adapter = Lenient.string(v(.adapter)) ?? ""
+        advertising = Lenient.bool(v(.advertising)) ?? false
+        discovering = Lenient.bool(v(.discovering)) ?? false
+        clearInterval = Lenient.double(v(.clearInterval)) ?? 0
+        measuredPower = Lenient.integer(v(.measuredPower)) ?? 0
+    }
+
+    /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
+    public var values: [String: DBusValue] {
+        Dictionary(uniqueKeysWithValues: Key.allCases.map { ($0.rawValue, value(of: $0)) })
+    }
+
+    public func value(of key: Key) -> DBusValue {
+        switch key {
+        case .identifier: .string(identifier)
+        case .serviceUUID: .string(serviceUUID)
+        case .name: .string(name)
+        case .adapter: .string(adapter)
+        case .advertising: .boolean(advertising)
+        case .discovering: .boolean(discovering)
+        case .clearInterval: .double(clearInterval)
+        case .measuredPower: .int16(measuredPower)
+        }
+    }
+}

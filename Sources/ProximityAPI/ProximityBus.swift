@@ -1,0 +1,116 @@
+import DBusKit
+import Foundation
+
+/// The names of the node's D-Bus API (`docs/dbus-api.md`, `dbus/org.proximityd.*.xml`): the one
+/// place they are spelt.
+///
+/// The daemon and its clients (`proximityctl`, scripts' helpers, tests) must take every bus name,
+/// path, interface, member, property and error name of `org.proximityd` from this module
+/// (`ProximityBus`, ``NodeProperties``, ``PeerProperties``), never write them again: a name
+/// changed here is changed for both ends. (`ProximityNode`'s `NodeAPI` and
+/// `NodeConfiguration.defaultBusName` / `defaultServiceUUID` are the daemon's copies until it
+/// moves to this module; `APIModuleTests` checks they agree.)
+public enum ProximityBus {
+    /// The well-known name a node owns by default (`proximityd run --bus-name` picks another, such
+    /// as `org.proximityd.hci1`, so several nodes share one bus).
+    public static let defaultBusName: BusName = "org.proximityd"
+    /// The node itself (`Node1`) and the object manager of its tree.
+    public static let rootPath: ObjectPath = "/org/proximityd"
+    /// The parent of the `Peer1` objects.
+    public static let peersPath: ObjectPath = "/org/proximityd/peers"
+
+    /// The *general* service UUID every node of a deployment advertises, so nodes find each other
+    /// without knowing each other; `proximityd run --service-uuid` changes it for a private
+    /// deployment. On the bus it is written lowercase (`Node1.ServiceUUID`).
+    public static let defaultServiceUUID = UUID(uuidString: "b89491c9-43dd-4d75-bf16-dff381aed967")!
+
+    /// The object path of a peer: its identifier escaped as one path element, the way
+    /// `sd_bus_path_encode` does (`-` is `_2d`, `:` is `_3a`, a leading digit is escaped too).
+    public static func peerPath(_ identifier: String) -> ObjectPath {
+        peersPath.appending(escaped: identifier)
+    }
+
+    /// `org.proximityd.Node1` at ``rootPath``.
+    public enum Node1 {
+        public static let interface: InterfaceName = "org.proximityd.Node1"
+        /// `GetPeers() -> ao`
+        public static let getPeers: MemberName = "GetPeers"
+        /// `GetRanging() -> a{ss}`
+        public static let getRanging: MemberName = "GetRanging"
+        /// `GetIdentities() -> a{ss}`
+        public static let getIdentities: MemberName = "GetIdentities"
+        /// `SetMeasuredPower(sn)`
+        public static let setMeasuredPower: MemberName = "SetMeasuredPower"
+        /// `ResetMeasuredPower(s)`
+        public static let resetMeasuredPower: MemberName = "ResetMeasuredPower"
+        /// The signal `FoundDevices(a{ss})`, once a second.
+        public static let foundDevices: MemberName = "FoundDevices"
+    }
+
+    /// `org.proximityd.Peer1` at ``peerPath(_:)``: properties only.
+    public enum Peer1 {
+        public static let interface: InterfaceName = "org.proximityd.Peer1"
+    }
+
+    /// The errors the node raises itself, `org.proximityd.Error.<Reason>`.
+    public enum Errors {
+        /// A well-typed but wrong value.
+        public static let invalidArguments: ErrorName = "org.proximityd.Error.InvalidArguments"
+        /// What the call names does not exist (no override to reset).
+        public static let doesNotExist: ErrorName = "org.proximityd.Error.DoesNotExist"
+        /// The node could not do it (a setting that could not be saved: nothing changed).
+        public static let failed: ErrorName = "org.proximityd.Error.Failed"
+    }
+}
+
+/// One property of an interface of the node's API, as `dbus/org.proximityd.*.xml` declares it.
+public struct PropertyDescriptor: Sendable, Hashable {
+    /// The name on the bus (`RSSI`).
+    public let name: String
+    /// Its D-Bus type.
+    public let type: DBusType
+    /// Never changes while the object is exported (`EmitsChangedSignal` `const`); otherwise every
+    /// change is announced with `PropertiesChanged`.
+    public let isConst: Bool
+    /// Clients may `Set` it.
+    public let isWritable: Bool
+
+    init(_ name: String, _ type: DBusType, const isConst: Bool = false, writable isWritable: Bool = false) {
+        self.name = name
+        self.type = type
+        self.isConst = isConst
+        self.isWritable = isWritable
+    }
+}
+
+/// Lenient readers for property dictionaries from another process: a missing or wrongly typed
+/// value reads as absent, never traps. Values may arrive wrapped in variants.
+enum Lenient {
+    static func string(_ value: DBusValue?) -> String? { value?.unwrapped.string }
+    static func bool(_ value: DBusValue?) -> Bool? { value?.unwrapped.bool }
+    static func double(_ value: DBusValue?) -> Double? { value?.unwrapped.double }
+    /// Any integer type, if the value fits `T`.
+    static func integer<T: FixedWidthInteger>(_ value: DBusValue?, as: T.Type = T.self) -> T? {
+        if case .uint64(let wide)? = value?.unwrapped { return T(exactly: wide) }
+        guard let wide = value?.unwrapped.integer else { return nil }
+        return T(exactly: wide)
+    }
+    /// `a{sv}`, variants unwrapped; entries with another key type are skipped.
+    static func properties(_ value: DBusValue?) -> [String: DBusValue] {
+        var out: [String: DBusValue] = [:]
+        for entry in value?.unwrapped.dictEntries ?? [] {
+            guard let name = entry.key.string else { continue }
+            out[name] = entry.value.unwrapped
+        }
+        return out
+    }
+    /// `a{ss}`; other entries skipped.
+    static func stringMap(_ value: DBusValue?) -> [String: String] {
+        var out: [String: String] = [:]
+        for entry in value?.unwrapped.dictEntries ?? [] {
+            guard let key = entry.key.string, let string = entry.value.unwrapped.string else { continue }
+            out[key] = string
+        }
+        return out
+    }
+}
