@@ -46,7 +46,7 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit", "BlueZ", "ProximityCore",
+                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

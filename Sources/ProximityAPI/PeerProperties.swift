@@ -5,9 +5,9 @@ import DBusKit
 ///
 /// This is the one place the Peer1 property names and types are spelt: the daemon must build the
 /// values it exports from ``values`` (and the interface from ``interface``), clients decode what
-/// they read with ``init(_:)``. Neither writes a property name itself. (Until the daemon moves to
-/// this module, `ProximityNode`'s `NodeEngine.tick` and `NodeAPI.peer1Interface` still spell them;
-/// `APIModuleTests` checks that both agree with `dbus/org.proximityd.Peer1.xml`.)
+/// they read with ``init(_:)``. Neither writes a property name itself (the daemon's bus exporter
+/// makes a `PeerProperties` of each peer it exports; `APIModuleTests` checks this type against
+/// `dbus/org.proximityd.Peer1.xml`).
 ///
 /// Decoding is lenient (the values come from another process): a missing or wrongly typed
 /// property reads as empty, 0 or `unknown`; an optional beacon property as nil.

@@ -7,9 +7,7 @@ import Foundation
 /// The daemon and its clients (`proximityctl`, scripts' helpers, tests) must take every bus name,
 /// path, interface, member, property and error name of `org.proximityd` from this module
 /// (`ProximityBus`, ``NodeProperties``, ``PeerProperties``), never write them again: a name
-/// changed here is changed for both ends. (`ProximityNode`'s `NodeAPI` and
-/// `NodeConfiguration.defaultBusName` / `defaultServiceUUID` are the daemon's copies until it
-/// moves to this module; `APIModuleTests` checks they agree.)
+/// changed here is changed for both ends.
 public enum ProximityBus {
     /// The well-known name a node owns by default (`proximityd run --bus-name` picks another, such
     /// as `org.proximityd.hci1`, so several nodes share one bus).

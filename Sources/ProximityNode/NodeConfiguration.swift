@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import ProximityAPI
 import ProximityCore
 
 /// What a node is told at start.
@@ -7,8 +8,8 @@ public struct NodeConfiguration: Sendable {
     /// The *general* service UUID every proximityd node advertises, so nodes find each other
     /// without knowing each other. Fixed for the project; `--service-uuid` changes it for a private
     /// deployment (all nodes of a deployment must agree).
-    public static let defaultServiceUUID = UUID(uuidString: "b89491c9-43dd-4d75-bf16-dff381aed967")!
-    public static let defaultBusName: BusName = "org.proximityd"
+    public static var defaultServiceUUID: UUID { ProximityBus.defaultServiceUUID }
+    public static var defaultBusName: BusName { ProximityBus.defaultBusName }
 
     public var bus: BusAddress
     public var busName: BusName

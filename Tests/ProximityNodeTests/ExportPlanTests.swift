@@ -34,8 +34,8 @@ import Testing
         var beacon = peer("ibeacon:x:1:2")
         beacon.kind = .ibeacon
         beacon.beacon = .iBeacon(uuid: UUID(), major: 1, minor: 2, measuredPower: -59)
-        #expect(beacon.busValues["Major"] == .uint16(1) && beacon.busValues["URL"] == nil)
-        #expect(peer("n").busValues["Major"] == nil)
+        #expect(beacon.properties.values["Major"] == .uint16(1) && beacon.properties.values["URL"] == nil)
+        #expect(peer("n").properties.values["Major"] == nil)
         var moved = beacon
         moved.firstSeen = 99
         #expect(ExportPlan(from: [beacon.identifier: beacon], to: report([moved])).update.isEmpty)

@@ -1,6 +1,7 @@
 import BlueZSim
 import DBusKit
 import Foundation
+import ProximityAPI
 import ProximityNode
 import ProximityTesting
 import Synchronization
@@ -200,16 +201,16 @@ struct NodeAcceptanceTests {
             // Bad overrides are refused with a named error; nothing changes.
             let client = try await sim.buses["alpha"]!.connect()
             let cases: [(String, [DBusValue], ErrorName)] = [
-                ("SetMeasuredPower", [.string(""), .int16(-59)], NodeAPI.invalidArguments),
-                ("SetMeasuredPower", [.string(door), .int16(50)], NodeAPI.invalidArguments),
-                ("SetMeasuredPower", [.string(door), .int16(-300)], NodeAPI.invalidArguments),
-                ("SetMeasuredPower", [.string("a\u{1}b"), .int16(-59)], NodeAPI.invalidArguments),
+                ("SetMeasuredPower", [.string(""), .int16(-59)], ProximityBus.Errors.invalidArguments),
+                ("SetMeasuredPower", [.string(door), .int16(50)], ProximityBus.Errors.invalidArguments),
+                ("SetMeasuredPower", [.string(door), .int16(-300)], ProximityBus.Errors.invalidArguments),
+                ("SetMeasuredPower", [.string("a\u{1}b"), .int16(-59)], ProximityBus.Errors.invalidArguments),
                 ("SetMeasuredPower", [.string(door)], "org.freedesktop.DBus.Error.InvalidArgs"),
-                ("ResetMeasuredPower", [.string("ibeacon:nobody")], NodeAPI.doesNotExist),
+                ("ResetMeasuredPower", [.string("ibeacon:nobody")], ProximityBus.Errors.doesNotExist),
             ]
             for (method, arguments, expected) in cases {
                 do {
-                    _ = try await client.call(destination: "org.proximityd", path: NodeAPI.rootPath, interface: NodeAPI.node1,
+                    _ = try await client.call(destination: "org.proximityd", path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
                                               member: try MemberName(method), arguments)
                     Issue.record("\(method)\(arguments) was accepted")
                 } catch let error as DBusError {

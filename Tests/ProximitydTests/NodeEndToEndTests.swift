@@ -1,6 +1,7 @@
 import BlueZSim
 import DBusKit
 import Foundation
+import ProximityAPI
 import ProximityNode
 import ProximityTesting
 import Synchronization
@@ -247,7 +248,7 @@ struct NodeEndToEndTests {
             let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.Peer1.xml"), encoding: .utf8)
             #expect(interfaceElement(introspect.stdout, "org.proximityd.Peer1") != nil, "\(introspect)")
             // A node peer has every property but the beacons' own.
-            let beaconOnly = Set(NodeAPI.beaconProperties.map(\.name))
+            let beaconOnly = Set(PeerProperties.Key.allCases.filter(\.isOptional).map(\.rawValue))
             #expect(interfaceElement(introspect.stdout, "org.proximityd.Peer1")
                         == interfaceElement(file, "org.proximityd.Peer1", dropping: beaconOnly), "\(introspect.stdout)")
 

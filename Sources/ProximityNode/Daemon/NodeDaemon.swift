@@ -2,6 +2,7 @@ import BlueZ
 import DBusKit
 import Foundation
 import Logging
+import ProximityAPI
 import ProximityCore
 import ServiceLifecycle
 
@@ -98,15 +99,14 @@ public final class NodeDaemon: Service, Sendable {
         let exporter = BusExporter(connection: connection, logger: logger)
 
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
-        let status = NodeStatus(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
-                                name: configuration.name, advertising: false, discovering: false,
-                                adapter: configuration.adapter,
-                                clearInterval: NodeEngine.clearInterval(configuration, settings),
-                                measuredPower: configuration.measuredPower)
+        let properties = NodeProperties(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
+                                        name: configuration.name, adapter: configuration.adapter, advertising: false,
+                                        discovering: false, clearInterval: NodeEngine.clearInterval(configuration, settings),
+                                        measuredPower: configuration.measuredPower)
         do {
-            try await connection.addObjectManager(at: NodeAPI.rootPath)
-            let nodeObject = try await connection.export([NodeAPI.node1Interface(status: status, engine: engine, exporter: exporter)],
-                                                         at: NodeAPI.rootPath)
+            try await connection.addObjectManager(at: ProximityBus.rootPath)
+            let nodeObject = try await connection.export([NodeInterface.declaration(properties, engine: engine, exporter: exporter)],
+                                                         at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
         } catch {
             await connection.close()

@@ -2,6 +2,7 @@ import BlueZ
 import DBusKit
 import Foundation
 import Logging
+import ProximityAPI
 import ProximityCore
 
 /// The node at work. It feeds what BlueZ reports through the core's stages (observation →
@@ -165,7 +166,7 @@ public actor NodeEngine {
 
     public func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
         guard settings.measuredPower[identifier] != nil || settings.measuredPower.count < NodeSettings.maxOverrides else {
-            throw DBusError(NodeAPI.invalidArguments,
+            throw DBusError(ProximityBus.Errors.invalidArguments,
                             "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
         }
         var next = settings
@@ -176,7 +177,7 @@ public actor NodeEngine {
     public func resetMeasuredPower(for identifier: String) throws(DBusError) {
         var next = settings
         guard next.measuredPower.removeValue(forKey: identifier) != nil else {
-            throw DBusError(NodeAPI.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
+            throw DBusError(ProximityBus.Errors.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
         }
         try save(next)
     }
@@ -185,7 +186,7 @@ public actor NodeEngine {
     /// to save changes nothing.
     private func save(_ next: NodeSettings) throws(DBusError) {
         do { try next.save(to: state) } catch {
-            throw DBusError(NodeAPI.failed, "cannot save the setting: \(error)")
+            throw DBusError(ProximityBus.Errors.failed, "cannot save the setting: \(error)")
         }
         settings = next
     }

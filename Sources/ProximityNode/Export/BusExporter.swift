@@ -1,5 +1,6 @@
 import DBusKit
 import Logging
+import ProximityAPI
 import ProximityCore
 import Synchronization
 
@@ -44,9 +45,10 @@ public actor BusExporter {
         case .report(let report):
             await show(report)
         case .link(let advertising, let discovering):
-            nodeObject?.set(["Advertising": .boolean(advertising), "Discovering": .boolean(discovering)], interface: NodeAPI.node1)
+            nodeObject?.set([NodeProperties.Key.advertising.rawValue: .boolean(advertising),
+                             NodeProperties.Key.discovering.rawValue: .boolean(discovering)], interface: ProximityBus.Node1.interface)
         case .clearInterval(let seconds):
-            nodeObject?.set("ClearInterval", .double(seconds), interface: NodeAPI.node1)
+            nodeObject?.set(NodeProperties.Key.clearInterval.rawValue, .double(seconds), interface: ProximityBus.Node1.interface)
         case .peerIdentified:
             break
         }
@@ -59,13 +61,13 @@ public actor BusExporter {
         }
         let states = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier, $0) })
         for (id, changes) in plan.update {
-            exported[id]?.object.set(changes, interface: NodeAPI.peer1)
+            exported[id]?.object.set(changes, interface: ProximityBus.Peer1.interface)
         }
         for (id, state) in states where exported[id] != nil { exported[id]!.state = state }
         for peer in plan.export {
             do {
-                let object = try await connection.export([NodeAPI.peer1Interface(peer.busValues)],
-                                                         at: NodeAPI.peerPath(peer.identifier.rawValue))
+                let properties = peer.properties
+                let object = try await connection.export([properties.interface], at: properties.path)
                 exported[peer.identifier] = (object, peer)
             } catch {
                 logger.error("cannot export a peer", metadata: ["peer.id": "\(peer.identifier)", "error": "\(error)"])
@@ -75,7 +77,7 @@ public actor BusExporter {
         let paths = exported.values.map(\.object.path).sorted { $0.rawValue < $1.rawValue }
         publishedState.withLock { $0 = Published(zones: zones, paths: paths) }
         do {
-            try nodeObject?.emit("FoundDevices", interface: NodeAPI.node1, [.stringMap(zones)])
+            try nodeObject?.emit(ProximityBus.Node1.foundDevices, interface: ProximityBus.Node1.interface, [.stringMap(zones)])
         } catch {
             logger.error("cannot emit FoundDevices", metadata: ["error": "\(error)"])
         }

@@ -1,4 +1,5 @@
 import DBusKit
+import ProximityAPI
 import ProximityCore
 
 /// What the bus exporter changes to make the exported `Peer1` objects show a report: the objects
@@ -21,8 +22,10 @@ struct ExportPlan: Sendable, Equatable {
             }
             remaining.remove(peer.identifier)
             guard previous != peer else { continue }
-            let before = previous.busValues
-            let changed = peer.busValues.filter { before[$0.key] != $0.value && !PeerState.constantProperties.contains($0.key) }
+            // A constant property never changes while exported (a beacon's frame fields, FirstSeen).
+            let changed = peer.properties.changes(since: previous.properties).filter {
+                PeerProperties.Key(rawValue: $0.key)?.descriptor.isConst == false
+            }
             if !changed.isEmpty { update[peer.identifier] = changed }
         }
         unexport = remaining.sorted()
@@ -32,34 +35,14 @@ struct ExportPlan: Sendable, Equatable {
 }
 
 extension PeerState {
-    /// Properties that never change while the peer is exported.
-    static let constantProperties: Set<String> = ["Identifier", "Kind", "FirstSeen", "Major", "Minor", "Namespace", "Instance", "URL"]
-
-    /// The peer's `org.proximityd.Peer1` properties (`dbus/org.proximityd.Peer1.xml`). The
-    /// kind-specific ones are present only for peers of that kind.
-    var busValues: [String: DBusValue] {
-        var values: [String: DBusValue] = [
-            "Identifier": .string(identifier.rawValue),
-            "Kind": .string(kind.rawValue),
-            "Address": .string(address),
-            "Name": .string(name),
-            "RSSI": .int16(rssi),
-            "SmoothedRSSI": .double(smoothedRSSI),
-            "MeasuredPower": .int16(measuredPower),
-            "Distance": .double(distance),
-            "Proximity": .string(proximity.rawValue),
-            "FirstSeen": .uint64(firstSeen),
-            "LastSeen": .uint64(lastSeen),
-        ]
-        if let (major, minor) = beacon?.majorMinor {
-            values["Major"] = .uint16(major)
-            values["Minor"] = .uint16(minor)
-        }
-        if let (namespace, instance) = beacon?.namespaceAndInstance {
-            values["Namespace"] = .string(namespace)
-            values["Instance"] = .string(instance)
-        }
-        if let url = beacon?.url { values["URL"] = .string(url) }
-        return values
+    /// The peer as `org.proximityd.Peer1` shows it (ProximityAPI spells the names and types).
+    var properties: PeerProperties {
+        let (major, minor) = beacon?.majorMinor.map { (Optional($0.major), Optional($0.minor)) } ?? (nil, nil)
+        let (namespace, instance) = beacon?.namespaceAndInstance.map { (Optional($0.namespace), Optional($0.instance)) } ?? (nil, nil)
+        return PeerProperties(
+            identifier: identifier.rawValue, kind: kind.rawValue, address: address, name: name, rssi: rssi,
+            smoothedRSSI: smoothedRSSI, measuredPower: measuredPower, distance: distance, proximity: proximity.rawValue,
+            firstSeen: firstSeen, lastSeen: lastSeen, major: major, minor: minor, namespace: namespace, instance: instance,
+            url: beacon?.url)
     }
 }

@@ -1,0 +1,65 @@
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityCore
+
+/// The daemon's side of `org.proximityd.Node1`: the declaration exported at `/org/proximityd`,
+/// with its handlers. Names, property types and the introspection (`dbus/org.proximityd.Node1.xml`,
+/// checked by a test against the running daemon) come from ProximityAPI.
+///
+/// Queries are answered from what the exporter last published (`GetPeers`, `GetRanging`) or
+/// asked of the engine (`GetIdentities`); changes are commands to the engine, answered once saved.
+enum NodeInterface {
+    typealias Node1 = ProximityBus.Node1
+    typealias Errors = ProximityBus.Errors
+
+    static func declaration(_ properties: NodeProperties, engine: NodeEngine, exporter: BusExporter) -> DBusInterface {
+        let stringMap = DBusType.dictionary(key: .string, value: .string)
+        return DBusInterface(Node1.interface, methods: [
+            DBusMethod(Node1.getPeers, outputs: [DBusArgument("peers", .array(.objectPath))]) { _ in
+                [.array(element: .objectPath, exporter.published.paths.map { .objectPath($0) })]
+            },
+            DBusMethod(Node1.getRanging, outputs: [DBusArgument("zones", stringMap)]) { _ in
+                [.stringMap(exporter.published.zones)]
+            },
+            DBusMethod(Node1.getIdentities, outputs: [DBusArgument("identities", stringMap)]) { _ in
+                [.stringMap(await engine.identities)]
+            },
+            DBusMethod(Node1.setMeasuredPower, inputs: [DBusArgument("identifier", .string), DBusArgument("power", .int16)]) { call in
+                let identifier = call.arguments[0].string ?? ""
+                let power = Int16(call.arguments[1].integer ?? 0)
+                if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
+                    throw DBusError(Errors.invalidArguments, problem)
+                }
+                try await engine.setMeasuredPower(power, for: identifier)
+                return []
+            },
+            DBusMethod(Node1.resetMeasuredPower, inputs: [DBusArgument("identifier", .string)]) { call in
+                let identifier = call.arguments[0].string ?? ""
+                if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
+                try await engine.resetMeasuredPower(for: identifier)
+                return []
+            },
+        ], properties: NodeProperties.Key.allCases.map { key in
+            let d = key.descriptor
+            let value = properties.value(of: key)
+            guard key == .clearInterval else { return DBusProperty(d.name, d.type, value, changeSignal: d.isConst ? .const : .emits) }
+            return DBusProperty(d.name, d.type, value) { value in
+                guard case .double(let seconds) = value, NodeSettings.clearIntervalRange.contains(seconds) else {
+                    throw DBusError(Errors.invalidArguments, "ClearInterval must be a number of seconds above 0 and at most 3600")
+                }
+                try await engine.setClearInterval(seconds)
+                return .double(seconds)
+            }
+        }, signals: [
+            DBusSignal(Node1.foundDevices, arguments: [DBusArgument("zones", stringMap)]),
+        ])
+    }
+}
+
+extension DBusValue {
+    /// `a{ss}` from a dictionary, sorted by key.
+    static func stringMap(_ map: [String: String]) -> DBusValue {
+        .dictionary(key: .string, value: .string, map.sorted { $0.key < $1.key }.map { DictEntry(.string($0.key), .string($0.value)) })
+    }
+}
