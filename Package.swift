@@ -72,14 +72,16 @@ let package = Package(
             dependencies: [
                 "ProximityCore", "BlueZSim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Tools/ranging-bench"
         ),
         .executableTarget(
             name: "dbuskit-bench",
             dependencies: [
                 "DBusKit", "ProximityTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Tools/dbuskit-bench"
         ),
         .target(
             name: "ProximityTesting",
@@ -92,7 +94,8 @@ let package = Package(
                 "DBusKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
-            ]
+            ],
+            path: "Tools/BlueZSim"
         ),
         .executableTarget(
             name: "bluez-sim",
@@ -100,7 +103,8 @@ let package = Package(
                 "BlueZSim", "DBusKit", "ProximityTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            path: "Tools/bluez-sim"
         ),
         .testTarget(
             name: "DBusKitTests",
