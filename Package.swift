@@ -85,7 +85,7 @@ let package = Package(
         ),
         .target(
             name: "ProximityTesting",
-            dependencies: ["DBusKit"]
+            dependencies: ["DBusKit", "BlueZSim", .product(name: "Logging", package: "swift-log")]
         ),
         // The BlueZ simulator: the air between boxes and "bluetoothd" on each box's bus.
         .target(
