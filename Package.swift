@@ -103,6 +103,7 @@ let package = Package(
                 "BlueZSim", "DBusKit", "ProximityTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tools/bluez-sim"
         ),
