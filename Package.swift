@@ -83,18 +83,20 @@ let package = Package(
             dependencies: [
                 "ProximityCore", "BlueZSim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Tools/ranging-bench"
         ),
         .executableTarget(
             name: "dbuskit-bench",
             dependencies: [
                 "DBusKit", "ProximityTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            path: "Tools/dbuskit-bench"
         ),
         .target(
             name: "ProximityTesting",
-            dependencies: ["DBusKit"]
+            dependencies: ["DBusKit", "BlueZSim", .product(name: "Logging", package: "swift-log")]
         ),
         // The BlueZ simulator: the air between boxes and "bluetoothd" on each box's bus.
         .target(
@@ -103,7 +105,8 @@ let package = Package(
                 "DBusKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
-            ]
+            ],
+            path: "Tools/BlueZSim"
         ),
         .executableTarget(
             name: "bluez-sim",
@@ -111,7 +114,9 @@ let package = Package(
                 "BlueZSim", "DBusKit", "ProximityTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tools/bluez-sim"
         ),
         .testTarget(
             name: "DBusKitTests",

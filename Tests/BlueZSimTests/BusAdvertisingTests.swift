@@ -21,7 +21,7 @@ import Testing
     }
 
     @Test func malformedAdvertisementsAreRefused() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let bad: [(String, [String: DBusValue])] = [
                 ("oversized manufacturer data", ["Type": .string("peripheral"),
@@ -67,7 +67,7 @@ import Testing
     }
 
     @Test func instancesAndNames() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             for i in 0..<5 {
                 #expect(try await register(beta, peripheralAdvertisement(), path: try ObjectPath("/org/test/ad\(i)")) == nil)
@@ -98,7 +98,7 @@ import Testing
     /// bluetoothd calls Release when it drops an advertisement itself (it shuts down, or the
     /// advertisement's Timeout ends), not on UnregisterAdvertisement.
     @Test func release() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let unregistered = try await TestAdvertisement(on: beta, path: "/org/test/a", properties: peripheralAdvertisement())
             try await unregistered.register(beta)

@@ -13,7 +13,7 @@ import Testing
 
     /// org.bluez drops and comes back under a new owner, with the adapter and nothing else.
     @Test func restartBluetoothd() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(discoverable: true))
             try await ad.register(beta)
@@ -49,7 +49,7 @@ import Testing
     }
 
     @Test func powerMoveBeaconsAndErrors() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let alpha = try await sim.client("alpha")
             let log = try await SignalLog.bluez(alpha)
             try await alpha.adapter("SetDiscoveryFilter", [.vardict(["Transport": .string("le")])])

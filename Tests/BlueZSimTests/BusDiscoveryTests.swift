@@ -7,7 +7,7 @@ import Testing
 /// Discovery between boxes on real private buses, with BlueZ's rules for devices and RSSI.
 @Suite(.serialized) struct BusDiscoveryTests {
     @Test func adapterAndObjectManager() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let alpha = try await sim.client("alpha")
             let objects = try await alpha.managedObjects()
             let adapter = try #require(objects[adapterPath]?[BlueZ.adapterInterface.rawValue])
@@ -33,7 +33,7 @@ import Testing
 
     /// Beta advertises; alpha discovers it with the RSSI the radio model gives for 2 m.
     @Test func discoveryBetweenBoxes() async throws {
-        try await withSim(twoBoxes(distance: 2, shadowing: 2)) { sim in
+        try await withSimBoxes(twoBoxes(distance: 2, shadowing: 2), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(name: "beta-node"))
             try await ad.register(beta)
@@ -69,7 +69,7 @@ import Testing
     /// Without a discovery filter BlueZ announces an RSSI change only past 8 dBm; with one, every
     /// report, even with the same value.
     @Test func rssiThreshold() async throws {
-        try await withSim(twoBoxes(distance: 2, shadowing: 0)) { sim in
+        try await withSimBoxes(twoBoxes(distance: 2, shadowing: 0), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(discoverable: true))
             try await ad.register(beta)
@@ -108,7 +108,7 @@ import Testing
     @Test func stopDiscoveryAndTemporaryTimeout() async throws {
         let beacon = iBeacon("door", "C0:00:00:00:00:01", at: Position(x: 1, y: 1))
         let beaconPath: ObjectPath = "/org/bluez/hci0/dev_C0_00_00_00_00_01"
-        try await withSim(twoBoxes(beacons: [beacon])) { sim in
+        try await withSimBoxes(twoBoxes(beacons: [beacon]), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(discoverable: true))
             try await ad.register(beta)
@@ -146,7 +146,7 @@ import Testing
     /// A device that stops advertising while discovery goes on is removed 30 s after it was last
     /// heard.
     @Test func silentDeviceRemovedWhileDiscovering() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(discoverable: true))
             try await ad.register(beta)
@@ -169,7 +169,7 @@ import Testing
     @Test func discoveryFilters() async throws {
         let near = iBeacon("near", "C0:00:00:00:00:01", at: Position(x: 1, y: 0))
         let far = iBeacon("far", "C0:00:00:00:00:02", at: Position(x: 30, y: 0), minor: 2)
-        try await withSim(twoBoxes(beacons: [near, far])) { sim in
+        try await withSimBoxes(twoBoxes(beacons: [near, far]), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement())
             try await ad.register(beta)
@@ -213,7 +213,7 @@ import Testing
     /// Without a filter, BlueZ shows only advertisers with discoverable flags: proximityd's
     /// peripheral advertisement on a non-discoverable adapter is not among them.
     @Test func unfilteredDiscoveryNeedsDiscoverableFlags() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement())
             try await ad.register(beta)
@@ -233,7 +233,7 @@ import Testing
 
     /// A client that leaves the bus ends its discovery.
     @Test func clientDisconnectEndsDiscovery() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let alpha = try await sim.client("alpha")
             let watcher = try await sim.client("alpha")
             let log = try await SignalLog.bluez(watcher)

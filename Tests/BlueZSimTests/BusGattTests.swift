@@ -11,7 +11,7 @@ import Testing
 
     /// Beta advertises and serves its identity; alpha discovers beta. Returns alpha's client and
     /// signal log, and beta's application.
-    func prepare(_ sim: SimHarness) async throws -> (DBusConnection, SignalLog, TestGattApplication, DBusConnection) {
+    func prepare(_ sim: SimBoxes) async throws -> (DBusConnection, SignalLog, TestGattApplication, DBusConnection) {
         let beta = try await sim.client("beta")
         let app = try await TestGattApplication(on: beta, identity: Self.identity)
         try await app.register(beta)
@@ -27,12 +27,12 @@ import Testing
     }
 
     /// Runs `Connect` while the simulated clock moves.
-    func connect(_ sim: SimHarness, _ alpha: DBusConnection) async throws {
+    func connect(_ sim: SimBoxes, _ alpha: DBusConnection) async throws {
         _ = try await sim.during { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") }
     }
 
     @Test func registerConnectRead() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let (alpha, log, app, beta) = try await prepare(sim)
             let betaAdapter = try await beta.getProperty(destination: BlueZ.service, path: adapterPath,
                                                          interface: BlueZ.adapterInterface, name: "UUIDs")
@@ -87,7 +87,7 @@ import Testing
     /// On a 23-byte MTU a 36-byte identity takes a long read: the application sees offsets 0 and
     /// 22, the caller gets the whole value.
     @Test func longReadOnSmallMTU() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             try await sim.simulator.air.configure(["MTU": .double(23)])
             let (alpha, log, app, beta) = try await prepare(sim)
             try await connect(sim, alpha)
@@ -107,7 +107,7 @@ import Testing
     }
 
     @Test func badApplications() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let beta = try await sim.client("beta")
             // No object manager at the path.
             _ = try await beta.export([DBusInterface(BlueZ.gattServiceInterface, properties: [
@@ -148,7 +148,7 @@ import Testing
     /// for a second Connect, NotReady on a powered-off adapter, a timeout for a device that does
     /// not answer.
     @Test func connectFailures() async throws {
-        try await withSim(twoBoxes()) { sim in
+        try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let (alpha, log, _, beta) = try await prepare(sim)
             try await sim.simulator.air.configure(["ConnectionFailureRate": .double(1), "ConnectTimeout": .double(3)])
             let before = log.count

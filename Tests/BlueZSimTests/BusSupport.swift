@@ -5,88 +5,6 @@ import ProximityTesting
 import Synchronization
 import Testing
 
-/// A running simulator on private buses, one per box, torn down after the test.
-struct SimHarness: Sendable {
-    let scenario: Scenario
-    let buses: [String: PrivateBus]
-    let simulator: Simulator
-    let manual: ManualSimClock?
-    let runner: Task<Void, Never>?
-
-    /// `realTime`: the air runs on its own (`Simulator.run()`); otherwise time moves only with
-    /// ``advance(_:)``.
-    static func start(_ scenario: Scenario, realTime: Bool = false) async throws -> SimHarness {
-        var buses: [String: PrivateBus] = [:]
-        for box in scenario.boxes { buses[box.name] = try await PrivateBus.start(name: "sim-\(box.name)") }
-        let manual = realTime ? nil : ManualSimClock()
-        let clock: any SimClock = manual ?? RealSimClock()
-        let simulator = Simulator(scenario: scenario, addresses: buses.mapValues(\.address), clock: clock)
-        try await simulator.start()
-        let runner = realTime ? Task { await simulator.run() } : nil
-        return SimHarness(scenario: scenario, buses: buses, simulator: simulator, manual: manual, runner: runner)
-    }
-
-    func stop() async {
-        runner?.cancel()
-        await runner?.value
-        await simulator.stop()
-        for bus in buses.values { await bus.stop() }
-    }
-
-    /// A client connection on a box's bus (a process of that box).
-    func client(_ box: String) async throws -> DBusConnection {
-        try await buses[box]!.connect()
-    }
-
-    func address(_ box: String) -> String { buses[box]!.address }
-
-    /// Runs `call` and moves simulated time forward in small steps until it returns (at most
-    /// `limit` simulated seconds): for calls that wait on the simulated clock, such as Connect.
-    func during<T: Sendable>(limit: Double = 60, _ call: @escaping @Sendable () async throws -> T) async throws -> T {
-        let task = Task { try await call() }
-        let done = ReleaseBox()
-        let watcher = Task {
-            _ = try? await task.value
-            done.increment()
-        }
-        var elapsed = 0.0
-        while done.value == 0 && elapsed < limit {
-            await advance(0.02)
-            elapsed += 0.02
-        }
-        await watcher.value
-        return try await task.value
-    }
-
-    /// Moves simulated time forward (manual clock only).
-    func advance(_ seconds: Double) async {
-        await simulator.advance(by: seconds)
-    }
-}
-
-func withSim<T: Sendable>(_ scenario: Scenario, realTime: Bool = false, _ body: (SimHarness) async throws -> T) async throws -> T {
-    let sim = try await SimHarness.start(scenario, realTime: realTime)
-    do {
-        let result = try await body(sim)
-        await sim.stop()
-        return result
-    } catch {
-        await sim.stop()
-        throw error
-    }
-}
-
-/// Two boxes 2 m apart, no shadowing unless asked, nothing lost.
-func twoBoxes(distance: Double = 2, shadowing: Double = 0, beacons: [BeaconSpec] = [], seed: UInt64 = 1) -> Scenario {
-    var radio = RadioParameters()
-    radio.shadowingSigma = shadowing
-    radio.packetLoss = 0
-    return Scenario(seed: seed, radio: radio, boxes: [
-        BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-        BoxSpec(name: "beta", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: distance, y: 0))),
-    ], beacons: beacons)
-}
-
 func iBeacon(_ name: String, _ address: String, at position: Position, minor: UInt16 = 1) -> BeaconSpec {
     BeaconSpec(name: name, address: address,
                frame: .iBeacon(uuid: UUID(uuidString: "f7826da6-4fa2-4e98-8024-bc5b71e0893e")!, major: 1, minor: minor, measuredPower: -59),
@@ -133,20 +51,6 @@ extension DBusConnection {
 
     func adapter(_ member: MemberName, _ arguments: [DBusValue] = []) async throws {
         _ = try await bluez(adapterPath, BlueZ.adapterInterface, member, arguments)
-    }
-
-    func managedObjects() async throws -> [ObjectPath: [String: [String: DBusValue]]] {
-        let reply = try await call(destination: BlueZ.service, path: .root, interface: .objectManager, member: "GetManagedObjects")
-        var out: [ObjectPath: [String: [String: DBusValue]]] = [:]
-        for e in reply.first?.dictEntries ?? [] {
-            guard let p = e.key.objectPath else { continue }
-            var ifaces: [String: [String: DBusValue]] = [:]
-            for i in e.value.dictEntries ?? [] {
-                ifaces[i.key.string ?? ""] = i.value.stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:]
-            }
-            out[p] = ifaces
-        }
-        return out
     }
 }
 

@@ -27,7 +27,7 @@ struct FidelityBleakTests {
     }
 
     @Test func scannerSeesTheOtherBox() async throws {
-        try await withSim(twoBoxes(distance: 2, shadowing: 2), realTime: true) { sim in
+        try await withSimBoxes(twoBoxes(distance: 2, shadowing: 2), time: .real) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(name: "beta-node"))
             try await ad.register(beta)
@@ -43,7 +43,7 @@ struct FidelityBleakTests {
     }
 
     @Test func clientConnectsAndReadsTheIdentity() async throws {
-        try await withSim(twoBoxes(distance: 2, shadowing: 2), realTime: true) { sim in
+        try await withSimBoxes(twoBoxes(distance: 2, shadowing: 2), time: .real) { sim in
             let beta = try await sim.client("beta")
             let app = try await TestGattApplication(on: beta, identity: Self.identity, characteristicUUID: Self.characteristic)
             try await app.register(beta)

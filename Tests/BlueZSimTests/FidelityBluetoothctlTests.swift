@@ -9,7 +9,7 @@ import Testing
                            "bluetoothctl is not installed (Debian package bluez)"))
 struct FidelityBluetoothctlTests {
     @Test func listShowAndScan() async throws {
-        try await withSim(twoBoxes(shadowing: 2), realTime: true) { sim in
+        try await withSimBoxes(twoBoxes(shadowing: 2), time: .real) { sim in
             let beta = try await sim.client("beta")
             let ad = try await TestAdvertisement(on: beta, properties: peripheralAdvertisement(discoverable: true, name: "beta-node"))
             try await ad.register(beta)

@@ -9,7 +9,7 @@ extension BlueZBusTests {
     /// The exported advertisement against bluez-sim: registration, the errors, and `Release`.
     @Suite struct AdvertisementBusTests {
         @Test func registerUnregisterAndErrors() async throws {
-            try await withRig(twoBoxes()) { rig in
+            try await withSimBoxes(twoBoxes(seed: 7)) { rig in
                 let alpha = try await rig.client("alpha")
                 let manager = Adapter(connection: alpha, path: adapterPath).advertisingManager
                 let identity = UUID()
@@ -39,7 +39,7 @@ extension BlueZBusTests {
         /// bluetoothd stopping calls `Release`; the owner hears it on `releases` and registers again
         /// once the new bluetoothd is there.
         @Test func releaseWhenBluetoothdRestarts() async throws {
-            try await withRig(twoBoxes()) { rig in
+            try await withSimBoxes(twoBoxes(seed: 7)) { rig in
                 let alpha = try await rig.client("alpha")
                 let manager = Adapter(connection: alpha, path: adapterPath).advertisingManager
                 let ad = try await Advertisement.export(on: alpha, content: .init(serviceUUID: generalUUID, localName: "alpha"))

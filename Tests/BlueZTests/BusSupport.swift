@@ -9,67 +9,6 @@ import Testing
 // Note: BlueZSim has a type named `BlueZ`, which hides this module's name here; the tests use
 // BlueZ's declarations unqualified (`BlueZService`, `Adapter`, …).
 
-/// The simulator on private buses, one per box, with the air in real time; torn down after the
-/// test.
-struct SimRig: Sendable {
-    let scenario: Scenario
-    let buses: [String: PrivateBus]
-    let simulator: Simulator
-    let runner: Task<Void, Never>
-
-    static func start(_ scenario: Scenario) async throws -> SimRig {
-        var buses: [String: PrivateBus] = [:]
-        for box in scenario.boxes { buses[box.name] = try await PrivateBus.start(name: "bluez-\(box.name)") }
-        let simulator = Simulator(scenario: scenario, addresses: buses.mapValues(\.address), clock: RealSimClock())
-        try await simulator.start()
-        let runner = Task { await simulator.run() }
-        return SimRig(scenario: scenario, buses: buses, simulator: simulator, runner: runner)
-    }
-
-    func stop() async {
-        runner.cancel()
-        await runner.value
-        await simulator.stop()
-        for bus in buses.values { await bus.stop() }
-    }
-
-    /// A client connection on a box's bus (a process of that box).
-    func client(_ box: String) async throws -> DBusConnection {
-        try await buses[box]!.connect()
-    }
-
-    /// A call to the simulator's control service (`org.proximityd.BlueZSim1`), as a script would.
-    func control(_ member: MemberName, _ arguments: [DBusValue] = [], via box: String = "alpha") async throws {
-        let connection = try await client(box)
-        defer { Task { await connection.close() } }
-        _ = try await connection.call(destination: ControlService.busName, path: ControlService.objectPath,
-                                      interface: ControlService.interfaceName, member: member, arguments)
-    }
-}
-
-func withRig<T: Sendable>(_ scenario: Scenario, _ body: (SimRig) async throws -> T) async throws -> T {
-    let rig = try await SimRig.start(scenario)
-    do {
-        let result = try await body(rig)
-        await rig.stop()
-        return result
-    } catch {
-        await rig.stop()
-        throw error
-    }
-}
-
-/// Two boxes `distance` m apart, no shadowing and no loss: every RSSI is the model's mean.
-func twoBoxes(distance: Double = 2) -> Scenario {
-    var radio = RadioParameters()
-    radio.shadowingSigma = 0
-    radio.packetLoss = 0
-    return Scenario(seed: 7, radio: radio, boxes: [
-        BoxSpec(name: "alpha", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
-        BoxSpec(name: "beta", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: distance, y: 0))),
-    ])
-}
-
 /// The RSSI every report carries at `distance` with no shadowing.
 func expectedRSSI(_ scenario: Scenario, distance: Double) -> Int16 {
     Int16(scenario.radioModel.meanRSSI(distance: distance).rounded())
@@ -206,21 +145,6 @@ struct RunningMirror: Sendable {
         task.cancel()
         _ = try? await task.value
     }
-}
-
-/// The managed objects of `service`, variants unwrapped, as the mirror stores them.
-func managedObjects(_ connection: DBusConnection, service: BusName = BlueZService.name) async throws -> [ObjectPath: [String: [String: DBusValue]]] {
-    let reply = try await connection.call(destination: service, path: .root, interface: .objectManager, member: "GetManagedObjects")
-    var out: [ObjectPath: [String: [String: DBusValue]]] = [:]
-    for e in reply.first?.dictEntries ?? [] {
-        guard let p = e.key.objectPath else { continue }
-        var interfaces: [String: [String: DBusValue]] = [:]
-        for i in e.value.dictEntries ?? [] {
-            interfaces[i.key.string ?? ""] = i.value.stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:]
-        }
-        out[p] = interfaces
-    }
-    return out
 }
 
 /// Expects `body` to throw `expected`.

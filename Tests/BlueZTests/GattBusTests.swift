@@ -11,7 +11,7 @@ extension BlueZBusTests {
         static let identity = UUID(uuidString: "3F2504E0-4F89-41D3-9A0C-0305E82C3301")!
 
         /// Alpha discovers beta, connects and waits for its services; returns alpha's mirror.
-        func connectToBeta(_ rig: SimRig) async throws -> RunningMirror {
+        func connectToBeta(_ rig: SimBoxes) async throws -> RunningMirror {
             let running = RunningMirror.start(on: try await rig.client("alpha"))
             try await running.log.wait("the adapter") { $0.addedAdapter != nil }
             let adapter = Adapter(connection: running.connection, path: adapterPath)
@@ -35,7 +35,7 @@ extension BlueZBusTests {
         /// An offset past the end is refused, by the application (`InvalidOffset`) and, through
         /// BlueZ's ATT error mapping, on the central (`InvalidArguments` "Invalid offset").
         @Test func readIdentityOnSmallMTU() async throws {
-            try await withRig(twoBoxes()) { rig in
+            try await withSimBoxes(twoBoxes(seed: 7)) { rig in
                 try await rig.control("Configure", [.vardict(["MTU": .double(23)])])
                 let beta = try await rig.client("beta")
                 let app = try await GattApplication.export(on: beta, serviceUUID: generalUUID, identity: Self.identity)
@@ -102,7 +102,7 @@ extension BlueZBusTests {
         /// A peer serving a 300-byte "identity": `readAll` stops at its bound instead of reading
         /// whatever a hostile peer offers.
         @Test func readAllRejectsAnOversizedValue() async throws {
-            try await withRig(twoBoxes()) { rig in
+            try await withSimBoxes(twoBoxes(seed: 7)) { rig in
                 let beta = try await rig.client("beta")
                 let root: ObjectPath = "/org/test/hostile"
                 let value = [UInt8](repeating: 0x41, count: 300)

@@ -11,8 +11,8 @@ extension BlueZBusTests {
         /// Beta advertises; alpha's mirror sees its adapter, then beta with the general UUID once
         /// discovering with the node's filter, with RSSI samples that follow the distance.
         @Test func adapterDevicesAndRSSI() async throws {
-            let scenario = twoBoxes(distance: 2)
-            try await withRig(scenario) { rig in
+            let scenario = twoBoxes(distance: 2, seed: 7)
+            try await withSimBoxes(scenario) { rig in
                 let beta = try await rig.client("beta")
                 let ad = try await Advertisement.export(on: beta, content: .init(serviceUUID: generalUUID, localName: "beta-node"))
                 try await ad.register(with: Adapter(connection: beta, path: adapterPath).advertisingManager)
@@ -60,7 +60,7 @@ extension BlueZBusTests {
                 try await running.log.wait("Discovering false") {
                     if case .adapterChanged(let a, let changed) = $0 { changed.contains("Discovering") && !a.discovering } else { false }
                 }
-                #expect(await running.mirror.managedObjects == (try await managedObjects(running.connection)))
+                #expect(await running.mirror.managedObjects == (try await running.connection.managedObjects()))
                 #expect(await running.mirror.devices().map(\.path) == [betaDevice])
                 await running.stop()
                 await running.connection.close()
@@ -72,7 +72,7 @@ extension BlueZBusTests {
         /// rebuilds from the new bluetoothd (bluezRestarted, its adapter, no devices), and discovery
         /// started again finds beta again.
         @Test func resyncAfterRestart() async throws {
-            try await withRig(twoBoxes()) { rig in
+            try await withSimBoxes(twoBoxes(seed: 7)) { rig in
                 let beta = try await rig.client("beta")
                 let ad = try await Advertisement.export(on: beta, content: .init(serviceUUID: generalUUID))
                 try await ad.register(with: Adapter(connection: beta, path: adapterPath).advertisingManager)
@@ -101,7 +101,7 @@ extension BlueZBusTests {
                 #expect(after == rig.simulator.bluetoothdConnection("alpha")?.uniqueName)
                 #expect(await running.mirror.devices().isEmpty)
                 #expect(await running.mirror.adapters().map(\.discovering) == [false])
-                #expect(await running.mirror.managedObjects == (try await managedObjects(running.connection)))
+                #expect(await running.mirror.managedObjects == (try await running.connection.managedObjects()))
 
                 // The new bluetoothd shows its adapter off, then powers it itself (as 5.66 does).
                 #expect(await running.mirror.adapters().map(\.powered) == [false])

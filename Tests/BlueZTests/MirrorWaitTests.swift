@@ -9,7 +9,7 @@ extension BlueZBusTests {
     /// `waitForDevice`: woken by the mirror's own changes, false at the timeout.
     @Suite struct MirrorWaitTests {
         @Test func wokenByChangesAndBoundedByTimeout() async throws {
-            try await withRig(twoBoxes(distance: 2)) { rig in
+            try await withSimBoxes(twoBoxes(distance: 2, seed: 7)) { rig in
                 let beta = try await rig.client("beta")
                 let ad = try await Advertisement.export(on: beta, content: .init(serviceUUID: generalUUID, localName: "beta-node"))
                 try await ad.register(with: Adapter(connection: beta, path: adapterPath).advertisingManager)

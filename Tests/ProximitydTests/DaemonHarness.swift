@@ -1,3 +1,4 @@
+import BlueZSim
 import DBusKit
 import Foundation
 import ProximityNode
@@ -73,6 +74,86 @@ func withBox(_ body: (Box) async throws -> Void) async throws {
         throw error
     }
     await box.stop()
+}
+
+/// Nodes on simulated boxes: one proximityd process per box of a ``SimBoxes``, driven with busctl
+/// as a user would.
+extension SimBoxes {
+    /// Where `box`'s proximityd keeps its state: in its bus's directory, removed with the bus.
+    func stateDirectory(_ box: String) -> URL { buses[box]!.directory.appendingPathComponent("state") }
+
+    /// Starts proximityd on `box`'s bus; returns once it owns org.proximityd.
+    func startDaemon(_ box: String, _ extra: [String] = []) async throws -> ManagedProcess {
+        let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
+                                        ["run", "--bus", address(box), "--state-dir", stateDirectory(box).path,
+                                         "--name", box, "--log-level", "debug"] + extra)
+        try await eventually("\(box)'s proximityd owns org.proximityd", timeout: .seconds(20)) {
+            guard daemon.isRunning else { throw TestKitError("proximityd exited: \(daemon.stderr)") }
+            return try await self.busctl(box, ["status", "org.proximityd"]).status == 0
+        }
+        return daemon
+    }
+
+    func busctl(_ box: String, _ arguments: [String]) async throws -> CommandResult {
+        try await runCommand("busctl", ["--address=\(address(box))"] + arguments)
+    }
+
+    func node(_ box: String, _ arguments: [String]) async throws -> CommandResult {
+        try await busctl(box, ["call", "org.proximityd", "/org/proximityd", "org.proximityd.Node1"] + arguments)
+    }
+
+    /// A call to the simulator's control service through busctl (on the first box's bus), as a
+    /// script would make it; ``SimBoxes/control(_:_:via:)`` is the typed call.
+    func control(_ arguments: [String]) async throws -> CommandResult {
+        try await busctl(scenario.boxes[0].name, ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
+                                                  "org.proximityd.BlueZSim1"] + arguments)
+    }
+
+    /// The node's `Identifier`, bare.
+    func identifier(_ box: String) async throws -> String {
+        try await property(box, "Identifier").replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
+    }
+
+    /// A `Peer1` property of one of `box`'s peers, as busctl prints it.
+    func peerProperty(_ box: String, _ identifier: String, _ names: [String]) async throws -> String {
+        try await busctl(box, ["get-property", "org.proximityd", "/org/proximityd/peers/\(escaped(identifier))",
+                               "org.proximityd.Peer1"] + names).stdout.trimmed
+    }
+
+    func property(_ box: String, _ name: String) async throws -> String {
+        try await busctl(box, ["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", name]).stdout.trimmed
+    }
+
+    /// `GetRanging`, parsed from busctl's `a{ss} N "k" "v" …`.
+    func ranging(_ box: String) async throws -> [String: String] {
+        let out = try await node(box, ["GetRanging"]).stdout
+        let quoted = out.split(separator: "\"", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        var result: [String: String] = [:]
+        var i = 0
+        while i + 1 < quoted.count { result[quoted[i]] = quoted[i + 1]; i += 2 }
+        return result
+    }
+}
+
+/// Runs `body` with the boxes of `scenario` in real time and the proximityd processes it starts
+/// (`daemons`), stopping the daemons and the boxes whatever happens; when `body` returns, each
+/// daemon must exit 0. With `simulate` false the simulator starts when the body calls
+/// ``SimBoxes/simulate()`` (bluetoothd appearing after the nodes).
+func withNodes(_ scenario: Scenario, simulate: Bool = true,
+               _ body: (SimBoxes, inout [String: ManagedProcess]) async throws -> Void) async throws {
+    try await withSimBoxes(scenario, time: .real, simulate: simulate) { sim in
+        var daemons: [String: ManagedProcess] = [:]
+        do {
+            try await body(sim, &daemons)
+        } catch {
+            for daemon in daemons.values { await daemon.stop() }
+            throw error
+        }
+        for (box, daemon) in daemons {
+            await daemon.stop()
+            #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
+        }
+    }
 }
 
 extension String {

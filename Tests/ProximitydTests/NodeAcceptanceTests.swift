@@ -40,7 +40,7 @@ struct NodeAcceptanceTests {
     @Test("a box moved out of range is reported unknown, then gone within the clear interval plus one second (--clear-interval 3)")
     func outOfRange() async throws {
         let scenario = Self.scenario(seed: 21, [(0, 0), (1, 0)])
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha", ["--clear-interval", "3"])
             daemons["bravo"] = try await sim.startDaemon("bravo")
             #expect(try await sim.property("alpha", "ClearInterval") == "d 3")
@@ -82,7 +82,7 @@ struct NodeAcceptanceTests {
     @Test("with 30% of connections failing every peer is still identified, each within 8 attempts")
     func connectionFailures() async throws {
         let scenario = Self.scenario(seed: 8, failures: 0.3, [(0, 0), (1.5, 0), (0, 1.5), (1.5, 1.5)])
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             let boxes = scenario.boxes.map(\.name)
             for box in boxes { daemons[box] = try await sim.startDaemon(box) }
             var ids: [String: String] = [:]
@@ -124,7 +124,7 @@ struct NodeAcceptanceTests {
     @Test("a peer that changes address is identified again at the new one, keeps its identity, and the old address is forgotten")
     func addressChange() async throws {
         let scenario = Self.scenario(seed: 5, [(0, 0), (1, 0)])
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             let bravo = try await sim.identifier("bravo")
             try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha") == [bravo: "near"] }
@@ -163,7 +163,7 @@ struct NodeAcceptanceTests {
                        frame: .eddystoneUID(namespace: Array(0..<10), instance: [0xa, 0xb, 0xc, 0xd, 0xe, 0xf], txPowerAt0m: -18),
                        trajectory: Trajectory(fixed: Position(x: 0, y: 0.3))),
         ]
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha")
             daemons["bravo"] = try await sim.startDaemon("bravo")
             let bravo = try await sim.identifier("bravo")
@@ -251,7 +251,7 @@ struct NodeAcceptanceTests {
     @Test("with every advertising instance taken the node says so and retries, and advertises once one is free")
     func instancesExhausted() async throws {
         let scenario = Self.scenario(seed: 4, [(0, 0), (1, 0)])
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             // Another program on alpha holds all five instances.
             let hog = try await sim.buses["alpha"]!.connect()
             for i in 0..<5 {
@@ -291,7 +291,7 @@ struct NodeAcceptanceTests {
         let probe = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1)
         let kernelHasBluetooth = probe >= 0 || errno != EAFNOSUPPORT
         if probe >= 0 { close(probe) }
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             let ctl = BuiltProducts.path("proximityctl")
             let bus = sim.buses["alpha"]!.address
             func doctor(_ extra: [String] = []) async throws -> CommandResult {

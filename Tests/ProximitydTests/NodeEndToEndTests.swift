@@ -7,124 +7,6 @@ import ProximityTesting
 import Synchronization
 import Testing
 
-/// Three boxes in bluez-sim (in process, real time), one proximityd process per box.
-final class SimBoxes: Sendable {
-    let scenario: Scenario
-    let buses: [String: PrivateBus]
-    let simulator: Simulator
-    let runner = Mutex<Task<Void, Never>?>(nil)
-    let root: URL
-
-    init(scenario: Scenario, buses: [String: PrivateBus], simulator: Simulator, root: URL) {
-        self.scenario = scenario
-        self.buses = buses
-        self.simulator = simulator
-        self.root = root
-    }
-
-    /// The boxes' buses, and the simulator unless `simulate` is false (then ``simulate()``
-    /// starts it later: bluetoothd appearing after the nodes).
-    static func start(_ scenario: Scenario, simulate: Bool = true) async throws -> SimBoxes {
-        var buses: [String: PrivateBus] = [:]
-        for box in scenario.boxes { buses[box.name] = try await PrivateBus.start(name: "node-\(box.name)") }
-        let simulator = Simulator(scenario: scenario, addresses: buses.mapValues(\.address), clock: RealSimClock())
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-e2e-\(UUID().uuidString)")
-        let boxes = SimBoxes(scenario: scenario, buses: buses, simulator: simulator, root: root)
-        if simulate { try await boxes.simulate() }
-        return boxes
-    }
-
-    func simulate() async throws {
-        try await simulator.start()
-        let simulator = self.simulator
-        runner.withLock { $0 = Task { await simulator.run() } }
-    }
-
-    func stop() async {
-        if let runner = runner.withLock({ $0 }) {
-            runner.cancel()
-            await runner.value
-            await simulator.stop()
-        }
-        for bus in buses.values { await bus.stop() }
-        try? FileManager.default.removeItem(at: root)
-    }
-
-    func stateDirectory(_ box: String) -> URL { root.appendingPathComponent(box) }
-
-    /// Starts proximityd on `box`'s bus; returns once it owns org.proximityd.
-    func startDaemon(_ box: String, _ extra: [String] = []) async throws -> ManagedProcess {
-        let bus = buses[box]!
-        let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
-                                        ["run", "--bus", bus.address, "--state-dir", stateDirectory(box).path,
-                                         "--name", box, "--log-level", "debug"] + extra)
-        try await eventually("\(box)'s proximityd owns org.proximityd", timeout: .seconds(20)) {
-            guard daemon.isRunning else { throw TestKitError("proximityd exited: \(daemon.stderr)") }
-            return try await self.busctl(box, ["status", "org.proximityd"]).status == 0
-        }
-        return daemon
-    }
-
-    func busctl(_ box: String, _ arguments: [String]) async throws -> CommandResult {
-        try await runCommand("busctl", ["--address=\(buses[box]!.address)"] + arguments)
-    }
-
-    func node(_ box: String, _ arguments: [String]) async throws -> CommandResult {
-        try await busctl(box, ["call", "org.proximityd", "/org/proximityd", "org.proximityd.Node1"] + arguments)
-    }
-
-    /// A call to the simulator's control service (on any box's bus).
-    func control(_ arguments: [String]) async throws -> CommandResult {
-        try await busctl(scenario.boxes[0].name, ["call", "org.proximityd.BlueZSim", "/org/proximityd/BlueZSim",
-                                                  "org.proximityd.BlueZSim1"] + arguments)
-    }
-
-    /// The node's `Identifier`, bare.
-    func identifier(_ box: String) async throws -> String {
-        try await property(box, "Identifier").replacingOccurrences(of: "s ", with: "").replacingOccurrences(of: "\"", with: "")
-    }
-
-    /// A `Peer1` property of one of `box`'s peers, as busctl prints it.
-    func peerProperty(_ box: String, _ identifier: String, _ names: [String]) async throws -> String {
-        try await busctl(box, ["get-property", "org.proximityd", "/org/proximityd/peers/\(escaped(identifier))",
-                               "org.proximityd.Peer1"] + names).stdout.trimmed
-    }
-
-    func property(_ box: String, _ name: String) async throws -> String {
-        try await busctl(box, ["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", name]).stdout.trimmed
-    }
-
-    /// `GetRanging`, parsed from busctl's `a{ss} N "k" "v" …`.
-    func ranging(_ box: String) async throws -> [String: String] {
-        let out = try await node(box, ["GetRanging"]).stdout
-        let quoted = out.split(separator: "\"", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
-        var result: [String: String] = [:]
-        var i = 0
-        while i + 1 < quoted.count { result[quoted[i]] = quoted[i + 1]; i += 2 }
-        return result
-    }
-}
-
-/// Runs `body` with the boxes, stopping daemons and the simulator whatever happens.
-/// With `simulate` false the simulator starts when the body calls ``SimBoxes/simulate()``.
-func withSimBoxes(_ scenario: Scenario, simulate: Bool = true,
-                  _ body: (SimBoxes, inout [String: ManagedProcess]) async throws -> Void) async throws {
-    let sim = try await SimBoxes.start(scenario, simulate: simulate)
-    var daemons: [String: ManagedProcess] = [:]
-    do {
-        try await body(sim, &daemons)
-    } catch {
-        for daemon in daemons.values { await daemon.stop() }
-        await sim.stop()
-        throw error
-    }
-    for (box, daemon) in daemons {
-        await daemon.stop()
-        #expect(daemon.exitStatus == 0, "\(box): \(daemon.stderr)")
-    }
-    await sim.stop()
-}
-
 /// Polls `condition` until it holds, bounded by `timeout` (a bounded condition wait).
 func eventually(_ what: String, timeout: Duration, every: Duration = .milliseconds(200),
                 _ condition: @Sendable () async throws -> Bool) async throws {
@@ -281,7 +163,7 @@ struct NodeEndToEndTests {
 struct NodeBlueZLifecycleTests {
     @Test("nodes started before bluetoothd start once it appears, and register again after a bluetoothd restart and an adapter power cycle")
     func lateAndRestartedBlueZ() async throws {
-        try await withSimBoxes(NodeAcceptanceTests.scenario(seed: 7, [(0, 0), (1, 0)]), simulate: false) { sim, daemons in
+        try await withNodes(NodeAcceptanceTests.scenario(seed: 7, [(0, 0), (1, 0)]), simulate: false) { sim, daemons in
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             try await daemons["alpha"]!.waitForOutput(containing: "waiting for bluetoothd (org.bluez)", inStderr: true)
             #expect(try await sim.property("alpha", "Advertising") == "b false")

@@ -30,7 +30,7 @@ struct NodeIdentificationTests {
     @Test("four nodes started at once each list the other three within 10 s, with one GATT connection per pair")
     func fourAtOnce() async throws {
         let scenario = Self.square()
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             let boxes = scenario.boxes.map(\.name)
             // Started together: each start returns once that node owns its name.
             let started = try await withThrowingTaskGroup(of: (String, ManagedProcess).self) { group in
@@ -63,7 +63,7 @@ struct NodeIdentificationTests {
     @Test("a client that is not bluetoothd cannot call Release or ReadValue on the node's BlueZ objects; Advertising stays true")
     func callbacksFromBlueZOnly() async throws {
         let scenario = NodeAcceptanceTests.scenario(seed: 5, [(0, 0), (1, 0)])
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha")
             try await eventually("alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
             let release = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd/advertisement0",
@@ -95,7 +95,7 @@ struct NodeIdentificationTests {
     @Test("an error that names the caller's input echoes at most 128 characters of it")
     func echoCapped() async throws {
         let scenario = NodeAcceptanceTests.scenario(seed: 6, [(0, 0)])
-        try await withSimBoxes(scenario) { sim, daemons in
+        try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha")
             let client = try await sim.buses["alpha"]!.connect()
             defer { Task { await client.close() } }

@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import Logging
 import ProximityTesting
+import ServiceLifecycle
 
 /// `bluez-sim run --scenario FILE`: the simulator, until SIGTERM or SIGINT.
 struct Run: AsyncParsableCommand {
@@ -57,32 +58,21 @@ struct Run: AsyncParsableCommand {
             given[parts[0]] = parts[1]
         }
 
-        var buses: [PrivateBus] = []
-        var addresses = given
-        for box in loaded.boxes where addresses[box.name] == nil {
-            let bus = try await PrivateBus.start(name: "box-\(box.name)")
-            buses.append(bus)
-            addresses[box.name] = bus.address
+        let (json, runtimeDir) = (json, runtimeDir)
+        let simulation = Simulation(scenario: loaded, attaching: given, logger: logger) { boxes in
+            try Self.report(loaded, boxes.addresses, json: json, runtimeDir: runtimeDir)
         }
-        let simulator = Simulator(scenario: loaded, addresses: addresses, logger: logger)
-        do {
-            try await simulator.start()
-        } catch {
-            await simulator.stop()
-            for bus in buses { await bus.stop() }
-            throw error
-        }
-        try report(loaded, addresses)
-
-        let runner = Task { await simulator.run() }
-        await waitForTermination()
-        runner.cancel()
-        await runner.value
-        await simulator.stop()
-        for bus in buses { await bus.stop() }
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: simulation, successTerminationBehavior: .gracefullyShutdownGroup,
+                             failureTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        ))
+        try await group.run()
     }
 
-    private func report(_ scenario: Scenario, _ addresses: [String: String]) throws {
+    /// Prints each box's bus address (and writes them to `runtimeDir`).
+    private static func report(_ scenario: Scenario, _ addresses: [String: String], json: Bool, runtimeDir: String?) throws {
         let boxes: [[String: String]] = scenario.boxes.map {
             ["name": $0.name, "address": $0.address, "adapter": $0.adapter, "bus": addresses[$0.name] ?? ""]
         }
@@ -111,42 +101,20 @@ struct Run: AsyncParsableCommand {
     }
 }
 
-/// Returns on the first SIGTERM or SIGINT.
-func waitForTermination() async {
-    let signals = [SIGTERM, SIGINT]
-    for s in signals { signal(s, SIG_IGN) }
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let once = OnceFlag()
-        var sources: [DispatchSourceSignal] = []
-        for s in signals {
-            let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
-            source.setEventHandler {
-                if once.claim() {
-                    for src in sources { src.cancel() }
-                    continuation.resume()
-                }
-            }
-            source.resume()
-            sources.append(source)
+/// The simulation as a service: starts the boxes, reports their buses, simulates the air until
+/// the group shuts down gracefully (SIGTERM or SIGINT), then stops the boxes.
+struct Simulation: Service {
+    let scenario: Scenario
+    /// Buses given for boxes (`--attach`), by box.
+    let attaching: [String: String]
+    let logger: Logger
+    /// Called once every box is up: `org.bluez` and the control service are owned on every bus.
+    let ready: @Sendable (SimBoxes) throws -> Void
+
+    func run() async throws {
+        try await withSimBoxes(scenario, time: .real, attaching: attaching, logger: logger) { boxes in
+            try ready(boxes)
+            try await gracefulShutdown()
         }
-        SignalSources.keep(sources)
-    }
-}
-
-/// Keeps the signal sources alive while the process waits.
-enum SignalSources {
-    nonisolated(unsafe) private static var kept: [DispatchSourceSignal] = []
-    static func keep(_ sources: [DispatchSourceSignal]) { kept = sources }
-}
-
-final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var done = false
-    func claim() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if done { return false }
-        done = true
-        return true
     }
 }

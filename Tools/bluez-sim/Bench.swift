@@ -50,19 +50,20 @@ struct Bench: AsyncParsableCommand {
         }
         let scenario = Scenario(seed: 7, boxes: [BoxSpec(name: "bench", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0)))],
                                 beacons: beacons)
-        let bus = try await PrivateBus.start(name: "bench")
-        let simulator = Simulator(scenario: scenario, addresses: ["bench": bus.address])
-        try await simulator.start()
-        let runner = Task { await simulator.run() }
+        try await withSimBoxes(scenario) { boxes in try await measure(boxes) }
+    }
 
+    /// Runs the client (and the node) on the bench box's bus, and prints what they measured.
+    private func measure(_ boxes: SimBoxes) async throws {
+        let bus = boxes.address("bench")
         var node: ManagedProcess?
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: state) }
         if let proximityd {
-            let process = try ManagedProcess(proximityd, ["run", "--bus", bus.address, "--state-dir", state.path, "--name", "bench",
+            let process = try ManagedProcess(proximityd, ["run", "--bus", bus, "--state-dir", state.path, "--name", "bench",
                                                           "--max-peers", "\(maxPeers)", "--log-level", "warning"])
             node = process
-            let watcher = try await bus.connect()
+            let watcher = try await boxes.client("bench")
             let deadline = ContinuousClock.now + .seconds(20)
             while try await watcher.nameOwner(of: "org.proximityd") == nil {
                 guard process.isRunning, ContinuousClock.now < deadline else {
@@ -73,7 +74,7 @@ struct Bench: AsyncParsableCommand {
             await watcher.close()
         }
 
-        let client = try await bus.connect()
+        let client = try await boxes.client("bench")
         let signals = try await client.subscribe(MatchRule(sender: BlueZ.service, pathNamespace: "/org/bluez", interface: .properties,
                                                            member: "PropertiesChanged"))
         let adapter = BlueZ.adapterPath("hci0")
@@ -124,11 +125,7 @@ struct Bench: AsyncParsableCommand {
             await node.stop()
             if node.exitStatus != 0 { FileHandle.standardError.write(Data("proximityd: \(node.stderr)\n".utf8)) }
         }
-        runner.cancel()
-        await runner.value
         await client.close()
-        await simulator.stop()
-        await bus.stop()
 
         let rate = Double(count) / seconds
         let offered = Double(devices) / (interval + 0.005)
