@@ -96,7 +96,11 @@ let package = Package(
         ),
         .target(
             name: "ProximityTesting",
-            dependencies: ["DBusKit", "BlueZSim", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "DBusKit", "BlueZSim", "ProximityNode", "ProximityCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
         ),
         // The BlueZ simulator: the air between boxes and "bluetoothd" on each box's bus.
         .target(
@@ -136,7 +140,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityNodeTests",
-            dependencies: ["ProximityNode", "ProximityCore", "DBusKit"]
+            dependencies: ["ProximityNode", "ProximityCore", "DBusKit", "ProximityTesting", "BlueZSim"]
         ),
         .testTarget(
             name: "ProximitydTests",

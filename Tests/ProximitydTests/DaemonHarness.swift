@@ -84,14 +84,7 @@ extension SimBoxes {
 
     /// Starts proximityd on `box`'s bus; returns once it owns org.proximityd.
     func startDaemon(_ box: String, _ extra: [String] = []) async throws -> ManagedProcess {
-        let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
-                                        ["run", "--bus", address(box), "--state-dir", stateDirectory(box).path,
-                                         "--name", box, "--log-level", "debug"] + extra)
-        try await eventually("\(box)'s proximityd owns org.proximityd", timeout: .seconds(20)) {
-            guard daemon.isRunning else { throw TestKitError("proximityd exited: \(daemon.stderr)") }
-            return try await self.busctl(box, ["status", "org.proximityd"]).status == 0
-        }
-        return daemon
+        try await NodeRunner.startProcess(box, on: self, stateDirectory: stateDirectory(box), arguments: extra)
     }
 
     func busctl(_ box: String, _ arguments: [String]) async throws -> CommandResult {

@@ -78,7 +78,10 @@ public struct IdentityResolver: Sendable {
     public var configuration: Configuration
     /// Address → identity of the peer nodes identified (persisted by the node).
     public private(set) var nodes: [String: Remembered]
-    private var frames: [String: (frame: Frame, seen: Timestamp)] = [:]
+    /// What each address's advertised data was found to be, with the data itself: BlueZ
+    /// re-announces unchanged data at every report under `DuplicateData`, and unchanged data is
+    /// not parsed again.
+    private var frames: [String: (frame: Frame, source: AdvertisedFrame, seen: Timestamp)] = [:]
     private var own: Set<String> = []
 
     public init(configuration: Configuration, nodes: [String: Remembered] = [:]) {
@@ -98,8 +101,13 @@ public struct IdentityResolver: Sendable {
         if own.contains(address) { return .ignore }
         let frame: Frame
         if let advertised = observation.frame {
-            frame = classify(advertised)
-            remember(frame, for: address, at: observation.time)
+            if let known = frames[address], known.source == advertised {
+                frame = known.frame
+                frames[address]!.seen = observation.time
+            } else {
+                frame = classify(advertised)
+                remember(frame, advertised, for: address, at: observation.time)
+            }
         } else if let known = frames[address] {
             frame = known.frame
             if observation.rssi != nil { frames[address]!.seen = observation.time }
@@ -125,8 +133,8 @@ public struct IdentityResolver: Sendable {
         return frame.advertises(configuration.serviceUUID) ? .node : .other
     }
 
-    private mutating func remember(_ frame: Frame, for address: String, at t: Timestamp) {
-        frames[address] = (frame, t)
+    private mutating func remember(_ frame: Frame, _ source: AdvertisedFrame, for address: String, at t: Timestamp) {
+        frames[address] = (frame, source, t)
         if frames.count > configuration.maxFrames {
             // Amortised: drop the least recently heard half at once.
             let keep = frames.sorted { $0.value.seen > $1.value.seen }.prefix(configuration.maxFrames / 2)

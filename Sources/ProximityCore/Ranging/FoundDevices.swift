@@ -130,6 +130,18 @@ public struct FoundDevicesTable: Sendable {
     public private(set) var dropped = 0
     /// A new peer replaces the farthest of a full table only when nearer by this factor.
     public static let displacementFactor = 1.25
+    /// How long the scan of a full table for a place (its stale peers and its farthest) is reused
+    /// for other newcomers, seconds. A crowd beyond the cap sends thousands of samples a second
+    /// that find no place; each would otherwise scan the whole table.
+    public static let roomScanValidity = 0.1
+
+    /// The last scan of the full table: its least recently heard stale peer, else its farthest.
+    private struct RoomScan: Sendable {
+        var at: Timestamp
+        var stale: PeerID?
+        var farthest: (id: PeerID, distance: Double)?
+    }
+    private var roomScan: RoomScan?
 
     public init(configuration: RangingConfiguration = RangingConfiguration()) {
         self.configuration = configuration
@@ -187,24 +199,38 @@ public struct FoundDevicesTable: Sendable {
     }
 
     /// Frees a place for a new peer at `distance`: a stale peer's, else the farthest's if the new
-    /// one is clearly nearer.
+    /// one is clearly nearer. The scan behind the choice is reused for ``roomScanValidity``
+    /// seconds, its candidate checked against the table again before it is evicted.
     private mutating func makeRoom(forDistance distance: Double, at t: Timestamp) -> Bool {
-        var stale: (id: PeerID, lastSeen: Timestamp)?
-        var farthest: (id: PeerID, distance: Double)?
-        for (id, peer) in peers {
-            if t - peer.lastSeen > peer.staleLimit(configuration) {
-                if stale == nil || peer.lastSeen < stale!.lastSeen { stale = (id, peer.lastSeen) }
-            } else if farthest == nil || peer.distance > farthest!.distance {
-                farthest = (id, peer.distance)
+        if let scan = roomScan, t >= scan.at, t - scan.at < Self.roomScanValidity {
+            if let id = scan.stale {
+                if let peer = peers[id], t - peer.lastSeen > peer.staleLimit(configuration) { return evict(id) }
+            } else if let farthest = scan.farthest {
+                // Not clearly nearer than the farthest of a moment ago: no place.
+                guard distance * Self.displacementFactor < farthest.distance else { return false }
+                if let peer = peers[farthest.id], distance * Self.displacementFactor < peer.distance { return evict(farthest.id) }
+            } else {
+                return false
             }
         }
-        if let stale {
-            peers[stale.id] = nil
-        } else if let farthest, distance * Self.displacementFactor < farthest.distance {
-            peers[farthest.id] = nil
-        } else {
-            return false
+        var scan = RoomScan(at: t)
+        var staleSeen = Timestamp.infinity
+        for (id, peer) in peers {
+            if t - peer.lastSeen > peer.staleLimit(configuration) {
+                if peer.lastSeen < staleSeen { scan.stale = id; staleSeen = peer.lastSeen }
+            } else if scan.farthest == nil || peer.distance > scan.farthest!.distance {
+                scan.farthest = (id, peer.distance)
+            }
         }
+        roomScan = scan
+        if let stale = scan.stale { return evict(stale) }
+        if let farthest = scan.farthest, distance * Self.displacementFactor < farthest.distance { return evict(farthest.id) }
+        return false
+    }
+
+    private mutating func evict(_ id: PeerID) -> Bool {
+        peers[id] = nil
+        roomScan = nil
         evictions += 1
         return true
     }
@@ -230,6 +256,7 @@ public struct FoundDevicesTable: Sendable {
                 silenced.append(id)
             }
         }
+        if !removed.isEmpty { roomScan = nil }
         var changes: [ZoneChange] = []
         for (id, peer) in peers where peer.reported != peer.proximity {
             changes.append(ZoneChange(peer: id, from: peer.reported, to: peer.proximity))
@@ -240,5 +267,8 @@ public struct FoundDevicesTable: Sendable {
     }
 
     /// Forgets a peer at once.
-    public mutating func remove(_ identifier: PeerID) { peers[identifier] = nil }
+    public mutating func remove(_ identifier: PeerID) {
+        peers[identifier] = nil
+        roomScan = nil
+    }
 }

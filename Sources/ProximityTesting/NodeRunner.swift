@@ -1,0 +1,208 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import Logging
+import ProximityCore
+import ProximityNode
+import ServiceLifecycle
+import Synchronization
+
+/// The simulation's clock as a node's: a node in this process runs on the same time as the air,
+/// so a test drives both with ``SimBoxes/advance(_:)`` (a 10-minute ban takes milliseconds).
+public struct SimulationNodeClock: NodeClock {
+    let clock: any SimClock
+    public let epochAtOrigin: Double
+
+    public init(_ clock: any SimClock, epochAtOrigin: Double = Date().timeIntervalSince1970) {
+        self.clock = clock
+        self.epochAtOrigin = epochAtOrigin
+    }
+
+    public var now: Timestamp { clock.now }
+    public func sleep(until deadline: Timestamp) async throws { try await clock.sleep(until: deadline) }
+}
+
+/// What a node in this process logged, each entry stamped with the node's clock: a test reads
+/// when (in simulated time) something happened, and waits for an entry without polling.
+public final class CapturedLog: Sendable {
+    public struct Entry: Sendable, CustomStringConvertible {
+        public var time: Timestamp
+        public var level: Logger.Level
+        public var message: String
+        public var metadata: [String: String]
+        public var description: String {
+            String(format: "%9.3f ", time) + "\(level) \(message) "
+                + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
+    }
+
+    private struct State {
+        var entries: [Entry] = []
+        var waiters: [UInt64: (predicate: @Sendable (Entry) -> Bool, continuation: CheckedContinuation<Entry?, Never>)] = [:]
+        var next: UInt64 = 0
+    }
+    private let state = Mutex(State())
+    let clock: any NodeClock
+
+    public init(clock: any NodeClock) { self.clock = clock }
+
+    public var entries: [Entry] { state.withLock { $0.entries } }
+
+    /// Entries whose message contains `text` and whose metadata holds `metadata`.
+    public func entries(_ text: String, _ metadata: [String: String] = [:]) -> [Entry] {
+        entries.filter { e in e.message.contains(text) && metadata.allSatisfy { e.metadata[$0.key] == $0.value } }
+    }
+
+    func append(_ entry: Entry) {
+        let woken = state.withLock { s -> [CheckedContinuation<Entry?, Never>] in
+            s.entries.append(entry)
+            let due = s.waiters.filter { $0.value.predicate(entry) }
+            for id in due.keys { s.waiters[id] = nil }
+            return due.values.map(\.continuation)
+        }
+        for c in woken { c.resume(returning: entry) }
+    }
+
+    /// The first entry (already there, or still to come) that matches, or nil after `timeout` of
+    /// real time.
+    public func wait(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (Entry) -> Bool) async -> Entry? {
+        let id = state.withLock { s -> UInt64 in s.next += 1; return s.next }
+        return await withTaskGroup(of: Entry?.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<Entry?, Never>) in
+                    let found = self.state.withLock { s -> Entry? in
+                        if let e = s.entries.first(where: predicate) { return e }
+                        s.waiters[id] = (predicate, c)
+                        return nil
+                    }
+                    if let found { c.resume(returning: found) }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                let c = self.state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
+                c?.resume(returning: nil)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            let c = self.state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
+            c?.resume(returning: nil)
+            return first
+        }
+    }
+
+    /// A swift-log handler writing here.
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .debug
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            var all = metadata
+            if let extra = event.metadata { all.merge(extra) { _, new in new } }
+            log.append(Entry(time: log.clock.now, level: event.level, message: "\(event.message)",
+                             metadata: all.mapValues { "\($0)" }))
+        }
+    }
+}
+
+/// A proximityd node on a box of ``SimBoxes``, for tests, in one of two modes:
+///
+/// - **in this process** (``startInProcess(_:on:configure:)``): the node's services run here, on
+///   the simulation's clock, with the log captured (``CapturedLog``), so identification, backoff
+///   and bans are tested in simulated time;
+/// - **as a process** (``startProcess(_:on:stateDirectory:arguments:)``): the built `proximityd`,
+///   as a user runs it.
+public final class NodeRunner: Sendable {
+    public let box: String
+    public let log: CapturedLog
+    public let configuration: NodeConfiguration
+    /// The node's engine: its commands and queries, as the bus handlers call them.
+    public let engine: NodeEngine
+    private let group: ServiceGroup
+    private let task: Task<(any Error)?, Never>
+
+    private init(box: String, log: CapturedLog, configuration: NodeConfiguration, engine: NodeEngine, group: ServiceGroup,
+                 task: Task<(any Error)?, Never>) {
+        self.box = box
+        self.log = log
+        self.configuration = configuration
+        self.engine = engine
+        self.group = group
+        self.task = task
+    }
+
+    /// Starts a node on `box`'s bus in this process, on the simulation's clock, its state in the
+    /// box's bus directory; returns once it owns its name.
+    public static func startInProcess(_ box: String, on boxes: SimBoxes,
+                                      configure: (inout NodeConfiguration) -> Void = { _ in }) async throws -> NodeRunner {
+        let clock = SimulationNodeClock(boxes.simulator.clock)
+        let log = CapturedLog(clock: clock)
+        let logger = Logger(label: "proximityd.\(box)") { _ in CapturedLog.Handler(log: log) }
+        let state = boxes.buses[box].map { $0.directory.appendingPathComponent("state") }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-\(box)-\(UUID().uuidString)")
+        var configuration = NodeConfiguration(bus: .address(boxes.address(box)), name: box, stateDirectory: state)
+        configure(&configuration)
+        let running = try await NodeDaemon.start(configuration, clock: clock, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: running.services(logger: logger).map {
+                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+            },
+            logger: logger))
+        let task = Task { () -> (any Error)? in
+            do { try await group.run() } catch { return error }
+            return nil
+        }
+        return NodeRunner(box: box, log: log, configuration: configuration, engine: running.engine, group: group, task: task)
+    }
+
+    /// Shuts the node down gracefully (unregistering from BlueZ, releasing its name) and waits
+    /// for it; returns the error it ended with, if any.
+    @discardableResult
+    public func stop() async -> (any Error)? {
+        await group.triggerGracefulShutdown()
+        return await task.value
+    }
+
+    /// Starts the built `proximityd` on `box`'s bus and returns once it owns `org.proximityd`.
+    public static func startProcess(_ box: String, on boxes: SimBoxes, stateDirectory: URL,
+                                    arguments extra: [String] = []) async throws -> ManagedProcess {
+        let address = boxes.address(box)
+        let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
+                                        ["run", "--bus", address, "--state-dir", stateDirectory.path,
+                                         "--name", box, "--log-level", "debug"] + extra)
+        let watcher = try await DBusConnection.connect(to: .address(address))
+        let owners = try await watcher.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged",
+                                                           arg0: "org.proximityd"))
+        enum Outcome: Sendable { case owned, exited, timedOut }
+        let outcome: Outcome
+        if try await watcher.nameOwner(of: "org.proximityd") != nil {
+            outcome = .owned
+        } else {
+            outcome = await withTaskGroup(of: Outcome.self) { group in
+                group.addTask {
+                    for await change in owners where change.body.count == 3 && change.body[2].string?.isEmpty == false { return .owned }
+                    return .exited
+                }
+                group.addTask {
+                    _ = try? await daemon.waitForExit(timeout: .seconds(20))
+                    return daemon.isRunning ? .timedOut : .exited
+                }
+                defer { group.cancelAll() }
+                return await group.next() ?? .timedOut
+            }
+        }
+        await watcher.close()
+        guard outcome == .owned else {
+            daemon.signal(SIGKILL)
+            throw TestKitError("proximityd did not take org.proximityd (\(outcome)): \(daemon.stderr)")
+        }
+        return daemon
+    }
+}
