@@ -102,9 +102,7 @@ public actor NodeEngine {
         }
         logger.info("waiting for bluetoothd (org.bluez)", metadata: ["bluez.adapter": "\(configuration.adapter)"])
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await event in self.mirror.events { await self.handle(event) }
-            }
+            group.addTask { await self.follow(self.mirror.events) }
             group.addTask {
                 // On a fixed schedule (a report each second, not a second after the last one
                 // ended), so the clear interval's bound holds; a late tick does not bunch up.
@@ -192,6 +190,12 @@ public actor NodeEngine {
     }
 
     // MARK: - BlueZ
+
+    /// Takes BlueZ's events in order, on the engine itself: a sample costs no hop between the
+    /// stream's task and the actor.
+    private func follow(_ events: AsyncStream<BlueZEvent>) async {
+        for await event in events { handle(event) }
+    }
 
     private func handle(_ event: BlueZEvent) {
         switch event {
