@@ -271,15 +271,22 @@ struct NodeAcceptanceTests {
             try await daemons["alpha"]!.waitForOutput(containing: "Maximum advertisements reached", inStderr: true)
             #expect(daemons["alpha"]!.stderr.contains("cannot register the advertisement or the GATT application; trying again in 1 s"))
             #expect(try await sim.property("alpha", "Advertising") == "b false")
-            // Alpha still scans and ranges; bravo cannot find alpha, which does not advertise.
+            // Alpha still scans and ranges. Its own advertisement is not on the air: bravo's BlueZ
+            // hears alpha's address (the other program's advertisements) without the general UUID.
+            // (Bravo knows alpha nonetheless: alpha connected to it and introduced itself.)
             try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha")[bravo] == "near" }
-            #expect(try await sim.ranging("bravo")[alpha] == nil)
+            let alphaOnBravo = ["get-property", "org.bluez", "/org/bluez/hci0/dev_AA_00_00_00_00_01", "org.bluez.Device1", "UUIDs"]
+            let general = NodeConfiguration.defaultServiceUUID.uuidString.lowercased()
+            #expect(!(try await sim.busctl("bravo", alphaOnBravo).stdout.contains(general)))
 
             _ = try await hog.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.LEAdvertisingManager1",
                                    member: "UnregisterAdvertisement", [.objectPath("/org/test/hog/ad0")])
             try await eventually("alpha advertises", timeout: .seconds(40)) { try await sim.property("alpha", "Advertising") == "b true" }
             #expect(daemons["alpha"]!.stderr.contains("registered the advertisement and the GATT application"))
-            try await eventually("bravo finds alpha", timeout: .seconds(60)) { try await sim.ranging("bravo")[alpha] == "near" }
+            try await eventually("bravo hears alpha's advertisement", timeout: .seconds(60)) {
+                try await sim.busctl("bravo", alphaOnBravo).stdout.contains(general)
+            }
+            try await eventually("bravo ranges alpha", timeout: .seconds(60)) { try await sim.ranging("bravo")[alpha] == "near" }
             await hog.close()
         }
     }
