@@ -226,10 +226,10 @@ public actor NodeEngine {
     }
 
     /// Logs what the link noted and carries out its actions, in order, as one job.
-    private func apply(_ step: ([AdapterLink.Action], [AdapterLink.Note])) {
+    private func apply(_ step: ([AdapterLink.Action], [AdapterLink.Note]), error: String? = nil) {
         for note in step.1 {
             if case .ready(let address) = note { scheduler.ownAddress = address }
-            log(note)
+            log(note, error: error)
         }
         var calls: [AdapterLink.Action] = []
         for action in step.0 {
@@ -291,25 +291,16 @@ public actor NodeEngine {
     }
 
     private func registrationEnded(failure: String?, generation: Int) {
-        let step = link.registrationEnded(succeeded: failure == nil, generation: generation, at: clock.now)
-        if let failure, case .registrationFailed(let delay)? = step.1.first {
-            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(delay.rounded())) s",
-                         metadata: ["error": "\(failure)"])
-            return
-        }
-        apply(step)
+        apply(link.registrationEnded(succeeded: failure == nil, generation: generation, at: clock.now), error: failure)
     }
 
     private func discoveryEnded(failure: String?, generation: Int) {
-        let step = link.discoveryEnded(succeeded: failure == nil, generation: generation, at: clock.now)
-        if let failure, case .discoveryFailed(let delay)? = step.1.first {
-            logger.error("cannot start discovery; trying again in \(Int(delay.rounded())) s", metadata: ["error": "\(failure)"])
-            return
-        }
-        apply(step)
+        apply(link.discoveryEnded(succeeded: failure == nil, generation: generation, at: clock.now), error: failure)
     }
 
-    private func log(_ note: AdapterLink.Note) {
+    /// `error`: what the BlueZ call behind a failure note answered.
+    private func log(_ note: AdapterLink.Note, error: String? = nil) {
+        let failure: Logger.Metadata = error.map { ["error": "\($0)"] } ?? [:]
         let adapter: Logger.Metadata = ["bluez.adapter": "\(configuration.adapter)"]
         switch note {
         case .poweringOn: logger.info("powering the adapter on", metadata: adapter)
@@ -320,8 +311,10 @@ public actor NodeEngine {
         case .registered(let afterFailure):
             if afterFailure { logger.notice("registered the advertisement and the GATT application") }
         case .registrationFailed(let delay):
-            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(delay.rounded())) s")
-        case .discoveryFailed(let delay): logger.error("cannot start discovery; trying again in \(Int(delay.rounded())) s")
+            logger.error("cannot register the advertisement or the GATT application; trying again in \(Int(delay.rounded())) s",
+                         metadata: failure)
+        case .discoveryFailed(let delay):
+            logger.error("cannot start discovery; trying again in \(Int(delay.rounded())) s", metadata: failure)
         case .discoveryStoppedByOthers: logger.notice("discovery was stopped by another client: starting it again")
         case .released: logger.notice("BlueZ released the advertisement")
         }
