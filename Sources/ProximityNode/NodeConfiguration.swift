@@ -38,6 +38,13 @@ public struct NodeConfiguration: Sendable {
     /// The most addresses whose identity is remembered (`peers.json`); the least recently heard
     /// go first.
     public var maxRememberedAddresses: Int = 4096
+    /// The regions of the config file (`regions:`); those added over the bus are kept in the state
+    /// directory, not here.
+    public var regions: [Region] = []
+    /// The region monitor's defaults and limits (`region-monitor:` in the config file).
+    public var regionMonitor = RegionMonitor.Configuration()
+    /// The config file this configuration was read from, if any (`--config`).
+    public var configFile: String?
 
     public init(bus: BusAddress = .system, busName: BusName = defaultBusName, serviceUUID: UUID = defaultServiceUUID,
                 name: String = NodeConfiguration.hostName(), stateDirectory: URL, adapter: String = "hci0", powerOn: Bool = false) {
@@ -60,4 +67,19 @@ public struct NodeConfiguration: Sendable {
 extension UUID {
     /// The lowercase canonical form BlueZ and this project use on the bus.
     public var lowercased: String { uuidString.lowercased() }
+}
+
+/// A config file that cannot be used: every problem, one line each, as
+/// `FILE:LINE:COLUMN: message`.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var problems: [String]
+    public init(problems: [String]) { self.problems = problems }
+    public var description: String { problems.joined(separator: "\n") }
+}
+
+/// Reads the configuration again, as at start (the config file, then the command line over it):
+/// what `SIGHUP` and `Node1.Reload()` apply.
+public struct ConfigurationReloader: Sendable {
+    public let read: @Sendable () throws(ConfigurationError) -> NodeConfiguration
+    public init(read: @escaping @Sendable () throws(ConfigurationError) -> NodeConfiguration) { self.read = read }
 }

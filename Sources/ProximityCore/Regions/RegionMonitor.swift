@@ -1,0 +1,347 @@
+import Foundation
+
+/// Where a region was defined: in the config file (changed only by editing it and reloading), or
+/// over the bus (kept in the state directory).
+public enum RegionSource: String, Sendable, Hashable, Codable, CaseIterable {
+    case config, bus
+}
+
+/// Whether a matching peer is present: `inside` once one is, `outside` once none has been for the
+/// exit period, `unknown` until either is known.
+public enum RegionState: String, Sendable, Hashable, Codable, CaseIterable {
+    case inside, outside, unknown
+}
+
+/// A monitored region: a unique identifier and a matcher.
+public struct Region: Sendable, Hashable {
+    public var identifier: String
+    public var matcher: RegionMatcher
+    public var source: RegionSource
+
+    public init(identifier: String, matcher: RegionMatcher, source: RegionSource) {
+        self.identifier = identifier
+        self.matcher = matcher
+        self.source = source
+    }
+
+    /// Why `identifier` cannot name a region, or nil: 1 to 255 bytes of UTF-8, no control
+    /// characters.
+    public static func problem(identifier: String) -> String? {
+        if identifier.isEmpty { return "the region identifier is empty" }
+        if identifier.utf8.count > 255 { return "the region identifier is longer than 255 bytes" }
+        if identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "the region identifier contains control characters"
+        }
+        return nil
+    }
+}
+
+/// What the monitor reports, in the order it happens. A `determined` comes before every
+/// `entered` and `exited`, when monitoring of a region starts, and on request.
+public enum RegionEvent: Sendable, Hashable {
+    case determined(String, RegionState)
+    case entered(String)
+    case exited(String)
+
+    public var region: String {
+        switch self {
+        case .determined(let id, _), .entered(let id), .exited(let id): id
+        }
+    }
+}
+
+/// A peer present in a region, as its ranging lists it.
+public struct RangedPeer: Sendable, Hashable {
+    public var identifier: PeerID
+    public var proximity: Proximity
+    /// Metres (the seeds' "accuracy").
+    public var distance: Double
+    public var rssi: Int16
+
+    public init(identifier: PeerID, proximity: Proximity, distance: Double, rssi: Int16) {
+        self.identifier = identifier
+        self.proximity = proximity
+        self.distance = distance
+        self.rssi = rssi
+    }
+}
+
+/// One region's ranging in one report: its present peers, nearest first.
+public struct RegionRanging: Sendable, Hashable {
+    public var region: String
+    public var peers: [RangedPeer]
+}
+
+/// What one report did to the regions.
+public struct RegionUpdate: Sendable, Hashable {
+    public var events: [RegionEvent] = []
+    /// Every region with present peers.
+    public var ranging: [RegionRanging] = []
+    /// A region changed state (what is on disk must follow before the events go out).
+    public var stateChanged: Bool { !events.isEmpty }
+}
+
+/// A region as the monitor holds it.
+public struct RegionStatus: Sendable, Hashable {
+    public var region: Region
+    public var state: RegionState
+    /// When a matching peer was last present (nil: never, since the state was cleared).
+    public var lastSeen: Timestamp?
+    /// When monitoring of it began (or its state was cleared).
+    public var since: Timestamp
+}
+
+/// A region's state as it was saved, to restore after a restart.
+public struct SavedRegionState: Sendable, Hashable {
+    public var matcher: RegionMatcher
+    public var state: RegionState
+    public var lastSeen: Timestamp?
+    /// When it was written: the last time the state was known to hold.
+    public var savedAt: Timestamp
+
+    public init(matcher: RegionMatcher, state: RegionState, lastSeen: Timestamp?, savedAt: Timestamp) {
+        self.matcher = matcher
+        self.state = state
+        self.lastSeen = lastSeen
+        self.savedAt = savedAt
+    }
+}
+
+/// The region monitor: a stage fed by the ranging report. Pure; time is passed in.
+///
+/// - Enter: at the first report in which a matching peer is present. A peer is present when it
+///   matches, is at the region's `within` zone or nearer (if it has one), and was heard less than
+///   the exit period ago.
+/// - Exit: at the first report at least the exit period after a matching peer was last present.
+///   Exit depends only on when a peer was last heard, not on the table's zones, so a peer that
+///   keeps being heard, however irregularly, never causes an exit.
+/// - A new region is `unknown` until a matching peer is present (inside) or none has been for its
+///   exit period (outside, with a `determined` but no `exited`).
+/// - Redefining a region (same identifier) with another selection clears its state; a new exit
+///   period alone keeps it.
+public struct RegionMonitor: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        /// Seconds without a matching peer before an exit, for regions without their own.
+        public var defaultExitPeriod: Double
+        /// The most regions monitored at once.
+        public var maxRegions: Int
+        /// How old a saved `inside` (by its last-seen time) or `outside` (by when it was saved) may
+        /// be and still be restored at start; older state starts `unknown`.
+        public var restoreLimit: Double
+
+        public init(defaultExitPeriod: Double = 10, maxRegions: Int = 4096, restoreLimit: Double = 900) {
+            self.defaultExitPeriod = defaultExitPeriod
+            self.maxRegions = maxRegions
+            self.restoreLimit = restoreLimit
+        }
+
+        /// The limits `maxRegions` may be set within.
+        public static let maxRegionsRange: ClosedRange<Int> = 1_024...100_000
+        public static let restoreLimitRange: ClosedRange<Double> = 0...86_400
+    }
+
+    /// The region limit is reached: stop some first.
+    public struct LimitReached: Error, Sendable, Hashable {
+        public var limit: Int
+    }
+
+    private struct Entry: Sendable {
+        var status: RegionStatus
+        var key: IndexKey?
+        var exitPeriod: Double
+    }
+
+    /// The one part a region is found by from a peer, the most selective it has.
+    enum IndexKey: Hashable, Sendable {
+        case identifier(String), address(String), ibeacon(UUID), altbeacon(UUID), namespace(String), url(String), domain(String)
+
+        init?(_ m: RegionMatcher) {
+            if let v = m.identifier { self = .identifier(v) }
+            else if let v = m.address { self = .address(v) }
+            else if let v = m.uuid { self = .ibeacon(v) }
+            else if let v = m.id1 { self = .altbeacon(v) }
+            else if let v = m.namespace { self = .namespace(v) }
+            else if let v = m.url { self = .url(v) }
+            else if let v = m.urlDomain { self = .domain(v) }
+            else { return nil }
+        }
+    }
+
+    public var configuration: Configuration {
+        didSet {
+            for slot in slots.indices where slots[slot] != nil {
+                slots[slot]!.exitPeriod = slots[slot]!.status.region.matcher.exitPeriod ?? configuration.defaultExitPeriod
+            }
+        }
+    }
+    private var slots: [Entry?] = []
+    private var free: [Int] = []
+    private var slotOf: [String: Int] = [:]
+    private var index: [IndexKey: [Int]] = [:]
+    /// Regions with no index key: checked against every peer.
+    private var general: [Int] = []
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    public var count: Int { slotOf.count }
+
+    /// Every region, by identifier.
+    public var regions: [RegionStatus] {
+        slotOf.keys.sorted().map { slots[slotOf[$0]!]!.status }
+    }
+
+    public func status(of identifier: String) -> RegionStatus? {
+        slotOf[identifier].map { slots[$0]!.status }
+    }
+
+    /// The exit period in force for a region.
+    public func exitPeriod(of identifier: String) -> Double? {
+        slotOf[identifier].map { slots[$0]!.exitPeriod }
+    }
+
+    /// Starts monitoring `region`, or replaces the region with its identifier. Its state is
+    /// restored from `saved` when that is young enough and for the same selection, else kept from
+    /// the region it replaces if the selection is the same, else `unknown`. Returns the
+    /// `determined` of its state.
+    public mutating func start(_ region: Region, restoring saved: SavedRegionState? = nil, at t: Timestamp)
+        throws(LimitReached) -> [RegionEvent] {
+        var status = RegionStatus(region: region, state: .unknown, lastSeen: nil, since: t)
+        if let slot = slotOf[region.identifier] {
+            let old = slots[slot]!.status
+            if old.region.matcher.selection == region.matcher.selection {
+                status.state = old.state
+                status.lastSeen = old.lastSeen
+                status.since = old.since
+            }
+            unlink(slot, from: slots[slot]!.key)
+            slots[slot] = nil
+            free.append(slot)
+            slotOf[region.identifier] = nil
+        } else if slotOf.count >= configuration.maxRegions {
+            throw LimitReached(limit: configuration.maxRegions)
+        }
+        if let saved, saved.matcher.selection == region.matcher.selection {
+            switch saved.state {
+            case .inside:
+                // The node heard nothing while it was down: the exit period counts from now.
+                if let seen = saved.lastSeen, t - seen <= configuration.restoreLimit {
+                    status.state = .inside
+                    status.lastSeen = t
+                }
+            case .outside:
+                if t - saved.savedAt <= configuration.restoreLimit { status.state = .outside }
+            case .unknown:
+                break
+            }
+        }
+        let key = IndexKey(region.matcher)
+        let entry = Entry(status: status, key: key, exitPeriod: region.matcher.exitPeriod ?? configuration.defaultExitPeriod)
+        let slot: Int
+        if let reused = free.popLast() {
+            slot = reused
+            slots[slot] = entry
+        } else {
+            slot = slots.count
+            slots.append(entry)
+        }
+        slotOf[region.identifier] = slot
+        if let key { index[key, default: []].append(slot) } else { general.append(slot) }
+        return [.determined(region.identifier, status.state)]
+    }
+
+    /// Stops monitoring a region; returns it, or nil if there was none.
+    @discardableResult
+    public mutating func stop(_ identifier: String) -> Region? {
+        guard let slot = slotOf.removeValue(forKey: identifier), let entry = slots[slot] else { return nil }
+        unlink(slot, from: entry.key)
+        slots[slot] = nil
+        free.append(slot)
+        return entry.status.region
+    }
+
+    private mutating func unlink(_ slot: Int, from key: IndexKey?) {
+        if let key {
+            index[key]?.removeAll { $0 == slot }
+            if index[key]?.isEmpty == true { index[key] = nil }
+        } else {
+            general.removeAll { $0 == slot }
+        }
+    }
+
+    /// The region's state, as a `determined` event; nil for an unknown identifier.
+    public func requestState(_ identifier: String) -> RegionEvent? {
+        status(of: identifier).map { .determined(identifier, $0.state) }
+    }
+
+    /// Feeds one report: every peer in the table.
+    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> RegionUpdate {
+        var present: [Int: [RegionCandidate]] = [:]
+        func consider(_ slots: [Int]?, _ peer: RegionCandidate) {
+            guard let slots else { return }
+            for slot in slots {
+                let entry = self.slots[slot]!
+                let m = entry.status.region.matcher
+                guard t - peer.lastSeen < entry.exitPeriod, m.admits(peer.proximity), m.matches(peer) else { continue }
+                present[slot, default: []].append(peer)
+            }
+        }
+        for peer in peers {
+            consider(index[.identifier(peer.identifier.rawValue)], peer)
+            consider(index[.address(peer.address)], peer)
+            switch peer.beacon {
+            case .iBeacon(let uuid, _, _, _)?: consider(index[.ibeacon(uuid)], peer)
+            case .altBeacon(_, let id1, _, _, _)?: consider(index[.altbeacon(id1)], peer)
+            case .eddystoneUID(let ns, _, _)?: consider(index[.namespace(hex(ns))], peer)
+            case .eddystoneURL(let url, _)?:
+                consider(index[.url(url)], peer)
+                if let host = RegionMatcher.host(ofURL: url) {
+                    // Each suffix of the host that is a domain: a.b.c → a.b.c, b.c, c.
+                    var domain = Substring(host.hasSuffix(".") ? String(host.dropLast()) : host)
+                    while true {
+                        consider(index[.domain(String(domain))], peer)
+                        guard let dot = domain.firstIndex(of: ".") else { break }
+                        domain = domain[domain.index(after: dot)...]
+                    }
+                }
+            case nil: break
+            }
+            consider(general, peer)
+        }
+
+        var update = RegionUpdate()
+        for slot in slots.indices {
+            guard var entry = slots[slot] else { continue }
+            let id = entry.status.region.identifier
+            if let peers = present[slot] {
+                let latest = peers.map(\.lastSeen).max()!
+                entry.status.lastSeen = max(entry.status.lastSeen ?? latest, latest)
+                if entry.status.state != .inside {
+                    entry.status.state = .inside
+                    update.events += [.determined(id, .inside), .entered(id)]
+                }
+                let ranged = peers.sorted { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
+                update.ranging.append(RegionRanging(region: id, peers: ranged.map {
+                    RangedPeer(identifier: $0.identifier, proximity: $0.proximity, distance: $0.distance, rssi: $0.rssi)
+                }))
+            } else {
+                switch entry.status.state {
+                case .inside:
+                    guard t - (entry.status.lastSeen ?? entry.status.since) >= entry.exitPeriod else { continue }
+                    entry.status.state = .outside
+                    update.events += [.determined(id, .outside), .exited(id)]
+                case .unknown:
+                    guard t - entry.status.since >= entry.exitPeriod else { continue }
+                    entry.status.state = .outside
+                    update.events.append(.determined(id, .outside))
+                case .outside:
+                    continue
+                }
+            }
+            slots[slot] = entry
+        }
+        update.ranging.sort { $0.region < $1.region }
+        return update
+    }
+}
