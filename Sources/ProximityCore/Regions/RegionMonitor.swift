@@ -143,6 +143,7 @@ public struct RegionMonitor: Sendable {
     /// The region limit is reached: stop some first.
     public struct LimitReached: Error, Sendable, Hashable {
         public var limit: Int
+        public init(limit: Int) { self.limit = limit }
     }
 
     private struct Entry: Sendable {
