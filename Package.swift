@@ -49,6 +49,7 @@ let package = Package(
                 "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
@@ -64,7 +65,7 @@ let package = Package(
         // properties, client proxies.
         .target(
             name: "ProximityAPI",
-            dependencies: ["DBusKit"]
+            dependencies: ["DBusKit", "ProximityCore"]
         ),
         // proximityctl doctor's checks; the only Swift code that sees libbluetooth.
         .target(
@@ -74,7 +75,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityAPI", "ProximityDiagnostics", "DBusKit",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -16,6 +16,8 @@ public enum ProximityBus {
     public static let rootPath: ObjectPath = "/org/proximityd"
     /// The parent of the `Peer1` objects.
     public static let peersPath: ObjectPath = "/org/proximityd/peers"
+    /// The parent of the `Region1` objects.
+    public static let regionsPath: ObjectPath = "/org/proximityd/regions"
 
     /// The *general* service UUID every node of a deployment advertises, so nodes find each other
     /// without knowing each other; `proximityd run --service-uuid` changes it for a private
@@ -26,6 +28,12 @@ public enum ProximityBus {
     /// `sd_bus_path_encode` does (`-` is `_2d`, `:` is `_3a`, a leading digit is escaped too).
     public static func peerPath(_ identifier: String) -> ObjectPath {
         peersPath.appending(escaped: identifier)
+    }
+
+    /// The object path of a monitored region: its identifier escaped as one path element, as
+    /// ``peerPath(_:)`` does.
+    public static func regionPath(_ identifier: String) -> ObjectPath {
+        regionsPath.appending(escaped: identifier)
     }
 
     /// `org.proximityd.Node1` at ``rootPath``.
@@ -41,8 +49,40 @@ public enum ProximityBus {
         public static let setMeasuredPower: MemberName = "SetMeasuredPower"
         /// `ResetMeasuredPower(s)`
         public static let resetMeasuredPower: MemberName = "ResetMeasuredPower"
+        /// `Reload()`: reads the config file again, as `SIGHUP` does.
+        public static let reload: MemberName = "Reload"
         /// The signal `FoundDevices(a{ss})`, once a second.
         public static let foundDevices: MemberName = "FoundDevices"
+    }
+
+    /// `org.proximityd.RegionMonitor1` at ``rootPath``: region monitoring commands.
+    public enum RegionMonitor1 {
+        public static let interface: InterfaceName = "org.proximityd.RegionMonitor1"
+        /// `StartMonitoring(s identifier, a{sv} matcher)`
+        public static let startMonitoring: MemberName = "StartMonitoring"
+        /// `StopMonitoring(s identifier)`
+        public static let stopMonitoring: MemberName = "StopMonitoring"
+        /// `StopMonitoringAll()`
+        public static let stopMonitoringAll: MemberName = "StopMonitoringAll"
+        /// `RequestState(s identifier) -> s`
+        public static let requestState: MemberName = "RequestState"
+        /// `GetMonitoredRegions() -> ao`
+        public static let getMonitoredRegions: MemberName = "GetMonitoredRegions"
+    }
+
+    /// `org.proximityd.Region1` at ``regionPath(_:)``: one monitored region.
+    public enum Region1 {
+        public static let interface: InterfaceName = "org.proximityd.Region1"
+        /// `Entered()`
+        public static let entered: MemberName = "Entered"
+        /// `Exited()`
+        public static let exited: MemberName = "Exited"
+        /// `StateDetermined(s state)`
+        public static let stateDetermined: MemberName = "StateDetermined"
+        /// `Ranged(a(ssdn) peers)`: identifier, zone, distance (m), RSSI (dBm), nearest first.
+        public static let ranged: MemberName = "Ranged"
+        /// The type of `Ranged`'s argument.
+        public static let rangedType: DBusType = .array(.structure([.string, .string, .double, .int16]))
     }
 
     /// `org.proximityd.Peer1` at ``peerPath(_:)``: properties only.
@@ -58,6 +98,14 @@ public enum ProximityBus {
         public static let doesNotExist: ErrorName = "org.proximityd.Error.DoesNotExist"
         /// The node could not do it (a setting that could not be saved: nothing changed).
         public static let failed: ErrorName = "org.proximityd.Error.Failed"
+        /// The call is not allowed on this object (a region of the config file, stopped over the
+        /// bus).
+        public static let notPermitted: ErrorName = "org.proximityd.Error.NotPermitted"
+        /// A limit is reached (the number of regions).
+        public static let limitReached: ErrorName = "org.proximityd.Error.LimitReached"
+        /// The config file cannot be used (`Reload()`); the message holds its
+        /// `FILE:LINE:COLUMN: message` lines. Nothing changed.
+        public static let invalidConfiguration: ErrorName = "org.proximityd.Error.InvalidConfiguration"
     }
 }
 

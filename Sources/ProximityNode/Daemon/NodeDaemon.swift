@@ -33,11 +33,15 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
 /// (exit 69).
 public final class NodeDaemon: Service, Sendable {
     public let configuration: NodeConfiguration
+    /// Reads the configuration again for `SIGHUP` and `Node1.Reload()`; nil: neither reloads.
+    public let reloader: ConfigurationReloader?
     let clock: any NodeClock
     let logger: Logger
 
-    public init(_ configuration: NodeConfiguration, clock: any NodeClock = SystemNodeClock(), logger: Logger) {
+    public init(_ configuration: NodeConfiguration, reloader: ConfigurationReloader? = nil, clock: any NodeClock = SystemNodeClock(),
+                logger: Logger) {
         self.configuration = configuration
+        self.reloader = reloader
         self.clock = clock
         self.logger = logger
     }
@@ -49,24 +53,30 @@ public final class NodeDaemon: Service, Sendable {
         public let mirror: BlueZObjectMirror
         public let engine: NodeEngine
         public let exporter: BusExporter
+        /// `SIGHUP` and `Node1.Reload()`.
+        public let reload: ConfigurationReload
         /// The bus, as the log and errors name it.
         public let bus: String
+        /// The exporter's subscription, made before the node took its name, so the exporter sees
+        /// every event (a command may come the moment the name is taken).
+        let exporterEvents: AsyncStream<NodeEvent>
+        let reloads: Bool
 
         /// The node's parts as services, in start order.
         public func services(logger: Logger) -> [any Service] {
-            // Subscribed before anything runs, so the exporter sees every event.
-            let events = engine.events.subscribe(buffer: 64)
-            return [
+            var services: [any Service] = [
                 ConnectionService(connection: connection, bus: bus),
                 MirrorService(mirror: mirror, logger: logger),
                 EngineService(engine: engine),
-                ExporterService(exporter: exporter, events: events),
+                ExporterService(exporter: exporter, events: exporterEvents),
             ]
+            if reloads { services.append(ReloadService(reload: reload)) }
+            return services
         }
     }
 
-    public static func start(_ configuration: NodeConfiguration, clock: any NodeClock = SystemNodeClock(),
-                             logger: Logger) async throws(StartupError) -> Running {
+    public static func start(_ configuration: NodeConfiguration, reloader: ConfigurationReloader? = nil,
+                             clock: any NodeClock = SystemNodeClock(), logger: Logger) async throws(StartupError) -> Running {
         let connection: DBusConnection
         do {
             connection = try await DBusConnection.connect(to: configuration.bus, logger: logger)
@@ -84,9 +94,11 @@ public final class NodeDaemon: Service, Sendable {
         let identity: UUID
         let state: StateDirectory
         let settings: NodeSettings
+        let savedRegions: RegionStore.Saved
         do {
             state = try StateDirectory(configuration.stateDirectory)
             settings = try NodeSettings.load(from: state)
+            savedRegions = try RegionStore(state: state).load(clock: clock)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
             await connection.close()
@@ -95,8 +107,10 @@ public final class NodeDaemon: Service, Sendable {
 
         let mirror = BlueZObjectMirror(connection: connection, logger: logger)
         let engine = NodeEngine(configuration: configuration, identity: identity, connection: connection, mirror: mirror,
-                                state: state, settings: settings, clock: clock, logger: logger)
+                                state: state, settings: settings, savedRegions: savedRegions, clock: clock, logger: logger)
         let exporter = BusExporter(connection: connection, logger: logger)
+        let exporterEvents = engine.events.subscribe(buffer: 1024)
+        let reload = ConfigurationReload(reloader: reloader, current: configuration, engine: engine, exporter: exporter, logger: logger)
 
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
         let properties = NodeProperties(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
@@ -105,9 +119,12 @@ public final class NodeDaemon: Service, Sendable {
                                         measuredPower: configuration.measuredPower)
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
-            let nodeObject = try await connection.export([NodeInterface.declaration(properties, engine: engine, exporter: exporter)],
-                                                         at: ProximityBus.rootPath)
+            let nodeObject = try await connection.export([
+                NodeInterface.declaration(properties, engine: engine, exporter: exporter, reload: reload),
+                RegionMonitorInterface.declaration(engine: engine, exporter: exporter),
+            ], at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
+            await exporter.showInitialRegions(await engine.regionSnapshot)
         } catch {
             await connection.close()
             throw StartupError(.unavailable, "cannot export the node's objects: \(error)")
@@ -138,11 +155,11 @@ public final class NodeDaemon: Service, Sendable {
             "dbus.unique": "\(connection.uniqueName)",
         ])
         return Running(identity: identity, connection: connection, mirror: mirror, engine: engine, exporter: exporter,
-                       bus: describe(configuration.bus))
+                       reload: reload, bus: describe(configuration.bus), exporterEvents: exporterEvents, reloads: reloader != nil)
     }
 
     public func run() async throws {
-        let node = try await NodeDaemon.start(configuration, clock: clock, logger: logger)
+        let node = try await NodeDaemon.start(configuration, reloader: reloader, clock: clock, logger: logger)
         let group = ServiceGroup(configuration: .init(
             services: node.services(logger: logger).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,

@@ -36,6 +36,17 @@ public actor NodeEngine {
     private var table: FoundDevicesTable
     private var settings: NodeSettings
     private let directory: PeerDirectory
+    /// The region monitor, fed by each report, and where its regions are kept.
+    var regions: RegionMonitor
+    let regionStore: RegionStore
+    /// When `regions.json` was last written, and whether a last-seen time moved since.
+    var regionsSavedAt: Timestamp
+    var regionsSeenSinceSave = false
+    var regionSequence: UInt64 = 0
+    /// The states determined when monitoring started, published when the engine runs.
+    var initialRegionEvents: [RegionEvent]
+    /// The clear interval from the configuration (command line or config file), if it gives one.
+    var configuredClearInterval: Double?
     private var advertisement: Advertisement?
     private var application: GattApplication?
 
@@ -54,9 +65,11 @@ public actor NodeEngine {
         return ranging
     }
 
-    /// `settings` are the ones loaded from the state directory; `clock` gives every time.
+    /// `settings` and `savedRegions` are the ones loaded from the state directory; `clock` gives
+    /// every time.
     public init(configuration: NodeConfiguration, identity: UUID, connection: DBusConnection, mirror: BlueZObjectMirror,
-                state: StateDirectory, settings: NodeSettings, clock: any NodeClock = SystemNodeClock(), logger: Logger) {
+                state: StateDirectory, settings: NodeSettings, savedRegions: RegionStore.Saved = .init(),
+                clock: any NodeClock = SystemNodeClock(), logger: Logger) {
         self.configuration = configuration
         self.identity = identity
         self.connection = connection
@@ -77,6 +90,10 @@ public actor NodeEngine {
         self.table = FoundDevicesTable(configuration: Self.rangingConfiguration(
             configuration, clearInterval: Self.clearInterval(configuration, settings)))
         (jobs, jobSink) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .unbounded)
+        self.configuredClearInterval = configuration.clearInterval
+        self.regionStore = RegionStore(state: state)
+        self.regionsSavedAt = clock.now
+        (regions, initialRegionEvents) = Self.startRegions(configuration, savedRegions, at: clock.now, logger: logger)
     }
 
     /// The clear interval to start with: the command line's, else the one set over D-Bus, else
@@ -100,6 +117,7 @@ public actor NodeEngine {
         } catch {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
+        publishInitialRegions()
         logger.info("waiting for bluetoothd (org.bluez)", metadata: ["bluez.adapter": "\(configuration.adapter)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.follow(self.mirror.events) }
@@ -136,6 +154,7 @@ public actor NodeEngine {
     /// Unregisters the advertisement and the application; call after ``run()`` returned.
     public func stop() async {
         jobSink.finish()
+        saveRegionsOnStop()
         guard link.isRegistered else { return }
         let adapter = Adapter(connection: connection, path: adapterPath)
         do {
@@ -158,8 +177,20 @@ public actor NodeEngine {
         var next = settings
         next.clearInterval = seconds
         try save(next)
+        applyClearInterval(seconds)
+    }
+
+    func applyClearInterval(_ seconds: Double) {
+        guard seconds != table.configuration.clearInterval else { return }
         table.configuration.clearInterval = seconds
         events.publish(.clearInterval(seconds))
+    }
+
+    /// The clear interval when the configuration's changes (a reload): the configuration's, else
+    /// the one set over D-Bus, else the default.
+    func reconfigureClearInterval(_ configured: Double?) {
+        configuredClearInterval = configured
+        applyClearInterval(configured ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
     }
 
     public func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
@@ -431,8 +462,16 @@ public actor NodeEngine {
         for id in report.removed { logger.debug("peer left the table", metadata: ["peer.id": "\(id)"]) }
         var peers: [PeerState] = []
         peers.reserveCapacity(table.count)
+        var candidates: [RegionCandidate] = []
+        if regions.count > 0 { candidates.reserveCapacity(table.count) }
         for peer in table.peers.values {
             guard let details = peer.details else { continue }
+            if regions.count > 0 {
+                candidates.append(RegionCandidate(
+                    identifier: peer.identifier, kind: details.kind, address: details.address, beacon: details.beacon,
+                    proximity: peer.proximity, distance: peer.distance, rssi: Int16(clamping: Int(peer.rssi.rounded())),
+                    lastSeen: peer.lastSeen))
+            }
             peers.append(PeerState(
                 identifier: peer.identifier, kind: details.kind, address: details.address, name: details.name ?? "",
                 rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
@@ -442,5 +481,6 @@ public actor NodeEngine {
         }
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         events.publish(.report(NodeReport(time: t, peers: peers, silenced: report.silenced, removed: report.removed)))
+        monitorRegions(candidates, at: t)
     }
 }

@@ -43,8 +43,37 @@ public enum NodeEvent: Sendable, Hashable {
     case peerIdentified(PeerID, address: String, introduced: Bool)
     /// The adapter link changed what the node shows as `Advertising` and `Discovering`.
     case link(advertising: Bool, discovering: Bool)
-    /// `ClearInterval` changed (set over the bus).
+    /// `ClearInterval` changed (set over the bus, or by a reload).
     case clearInterval(Double)
+    /// Region monitoring changed: regions defined or removed, states determined, entered and
+    /// exited, and with each report the ranging per region. One event per step of the engine, so
+    /// thousands of regions changing at once are one event in a subscriber's buffer.
+    case regions(RegionChanges)
+}
+
+/// What one step of the engine did to the monitored regions, in order: `removed`, then `defined`,
+/// then `events`, then `ranging`.
+public struct RegionChanges: Sendable, Hashable {
+    /// Increases with every `RegionChanges` the engine publishes; a command's caller waits for
+    /// the bus exporter to have applied its sequence before it answers.
+    public var sequence: UInt64
+    /// Regions stopped.
+    public var removed: [String] = []
+    /// Regions started or redefined, with their state.
+    public var defined: [RegionStatus] = []
+    /// States determined, enters and exits.
+    public var events: [RegionEvent] = []
+    /// With a report: every region that has present peers (the others have none). Nil otherwise.
+    public var ranging: [RegionRanging]?
+
+    public init(sequence: UInt64, removed: [String] = [], defined: [RegionStatus] = [], events: [RegionEvent] = [],
+                ranging: [RegionRanging]? = nil) {
+        self.sequence = sequence
+        self.removed = removed
+        self.defined = defined
+        self.events = events
+        self.ranging = ranging
+    }
 }
 
 /// Fans events out to subscribers, each with its own bounded buffer: a slow subscriber loses its

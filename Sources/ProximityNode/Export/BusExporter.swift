@@ -24,6 +24,11 @@ public actor BusExporter {
     private var nodeObject: DBusObject?
     private var exported: [PeerID: (object: DBusObject, state: PeerState)] = [:]
     private let publishedState = Mutex(Published())
+    /// The exported `Region1` objects, by region identifier.
+    var regionObjects: [String: (object: DBusObject, properties: RegionProperties)] = [:]
+    /// The last region change applied, and the commands waiting for theirs.
+    var appliedRegions: UInt64 = 0
+    var regionWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
 
     public init(connection: DBusConnection, logger: Logger) {
         self.connection = connection
@@ -51,6 +56,8 @@ public actor BusExporter {
             nodeObject?.set(NodeProperties.Key.clearInterval.rawValue, .double(seconds), interface: ProximityBus.Node1.interface)
         case .peerIdentified:
             break
+        case .regions(let changes):
+            await show(changes)
         }
     }
 

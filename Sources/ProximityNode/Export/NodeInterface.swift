@@ -13,7 +13,8 @@ enum NodeInterface {
     typealias Node1 = ProximityBus.Node1
     typealias Errors = ProximityBus.Errors
 
-    static func declaration(_ properties: NodeProperties, engine: NodeEngine, exporter: BusExporter) -> DBusInterface {
+    static func declaration(_ properties: NodeProperties, engine: NodeEngine, exporter: BusExporter,
+                            reload: ConfigurationReload) -> DBusInterface {
         let stringMap = DBusType.dictionary(key: .string, value: .string)
         return DBusInterface(Node1.interface, methods: [
             DBusMethod(Node1.getPeers, outputs: [DBusArgument("peers", .array(.objectPath))]) { _ in
@@ -38,6 +39,10 @@ enum NodeInterface {
                 let identifier = call.arguments[0].string ?? ""
                 if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
                 try await engine.resetMeasuredPower(for: identifier)
+                return []
+            },
+            DBusMethod(Node1.reload) { _ in
+                try await reload.reload()
                 return []
             },
         ], properties: NodeProperties.Key.allCases.map { key in

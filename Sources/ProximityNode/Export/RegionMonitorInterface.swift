@@ -1,0 +1,60 @@
+import DBusKit
+import ProximityAPI
+import ProximityCore
+
+/// The daemon's side of `org.proximityd.RegionMonitor1` at `/org/proximityd`
+/// (`dbus/org.proximityd.RegionMonitor1.xml`). Commands go to the engine, which saves them
+/// before it publishes them; each answers once the bus exporter has shown the change (the region
+/// object exported or removed, its signals sent).
+enum RegionMonitorInterface {
+    typealias Monitor1 = ProximityBus.RegionMonitor1
+    typealias Errors = ProximityBus.Errors
+
+    static func declaration(engine: NodeEngine, exporter: BusExporter) -> DBusInterface {
+        DBusInterface(Monitor1.interface, methods: [
+            DBusMethod(Monitor1.startMonitoring, inputs: [DBusArgument("identifier", .string),
+                                                         DBusArgument("matcher", .dictionary(key: .string, value: .variant))]) { call in
+                let identifier = try identifier(call.arguments[0])
+                var values: [String: DBusValue] = [:]
+                for entry in call.arguments[1].dictEntries ?? [] {
+                    let key = entry.key.string ?? ""
+                    guard values.updateValue(entry.value, forKey: key) == nil else {
+                        throw DBusError(Errors.invalidArguments, "matcher: \(key.debugDescription) is given twice")
+                    }
+                }
+                let matcher: RegionMatcher
+                do { matcher = try RegionMatcher(busValues: values) } catch {
+                    throw DBusError(Errors.invalidArguments, "\(error)")
+                }
+                let sequence = try await engine.startMonitoring(Region(identifier: identifier, matcher: matcher, source: .bus))
+                await exporter.waitForRegions(sequence)
+                return []
+            },
+            DBusMethod(Monitor1.stopMonitoring, inputs: [DBusArgument("identifier", .string)]) { call in
+                let sequence = try await engine.stopMonitoring(try identifier(call.arguments[0]))
+                await exporter.waitForRegions(sequence)
+                return []
+            },
+            DBusMethod(Monitor1.stopMonitoringAll) { _ in
+                let sequence = try await engine.stopMonitoringAll()
+                await exporter.waitForRegions(sequence)
+                return []
+            },
+            DBusMethod(Monitor1.requestState, inputs: [DBusArgument("identifier", .string)],
+                       outputs: [DBusArgument("state", .string)]) { call in
+                let (state, sequence) = try await engine.requestState(try identifier(call.arguments[0]))
+                await exporter.waitForRegions(sequence)
+                return [.string(state.rawValue)]
+            },
+            DBusMethod(Monitor1.getMonitoredRegions, outputs: [DBusArgument("regions", .array(.objectPath))]) { _ in
+                [.array(element: .objectPath, await engine.monitoredRegions.map { .objectPath(ProximityBus.regionPath($0)) })]
+            },
+        ])
+    }
+
+    private static func identifier(_ value: DBusValue) throws(DBusError) -> String {
+        let identifier = value.string ?? ""
+        if let problem = Region.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
+        return identifier
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import ProximityCore
+
+/// The regions the node keeps across restarts, in the state directory's `regions.json`: the
+/// regions added over the bus, and every region's state with its last-seen time.
+///
+/// Written atomically before the call that changed a region returns and before the signals that
+/// announce a change of state; last-seen times of regions inside are refreshed at least every
+/// ``refreshInterval`` seconds. A file that cannot be parsed stops the start with a clear error
+/// and is never overwritten.
+public struct RegionStore: Sendable {
+    public static let fileName = "regions.json"
+    public static let currentVersion = 1
+    /// How stale the last-seen times on disk may grow while regions stay inside, seconds.
+    public static let refreshInterval: Double = 10
+
+    let state: StateDirectory
+
+    public init(state: StateDirectory) { self.state = state }
+
+    /// One region as saved. Times are seconds since the Unix epoch.
+    public struct Record: Codable, Sendable, Equatable {
+        public var identifier: String
+        public var source: RegionSource
+        public var matcher: [String: Scalar]
+        public var state: RegionState
+        public var lastSeen: Double?
+    }
+
+    /// A JSON scalar of a matcher part.
+    public enum Scalar: Codable, Sendable, Equatable {
+        case text(String), integer(Int64), number(Double)
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let n = try? c.decode(Int64.self) { self = .integer(n) }
+            else if let d = try? c.decode(Double.self) { self = .number(d) }
+            else { self = .text(try c.decode(String.self)) }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            switch self {
+            case .text(let s): try c.encode(s)
+            case .integer(let n): try c.encode(n)
+            case .number(let d): try c.encode(d)
+            }
+        }
+    }
+
+    struct File: Codable {
+        var version: Int
+        /// When it was written, seconds since the Unix epoch.
+        var savedAt: Double
+        var regions: [Record]
+    }
+
+    /// What was saved: the bus's regions, and every region's state by identifier.
+    public struct Saved: Sendable {
+        public var busRegions: [Region] = []
+        public var states: [String: SavedRegionState] = [:]
+        public init() {}
+    }
+
+    /// Reads `regions.json` (nothing saved yet: empty). `clock` turns the saved times into its own.
+    public func load(clock: any NodeClock) throws(StateError) -> Saved {
+        guard let data = try state.read(Self.fileName) else { return Saved() }
+        let path = state.file(Self.fileName).path
+        let file: File
+        do { file = try JSONDecoder().decode(File.self, from: data) } catch {
+            throw StateError(kind: .corrupt, path: path, detail: "not a regions file: \(error)")
+        }
+        guard file.version == Self.currentVersion else {
+            throw StateError(kind: .corrupt, path: path, detail: "version \(file.version) is not supported (expected \(Self.currentVersion))")
+        }
+        var saved = Saved()
+        for record in file.regions {
+            if let problem = Region.problem(identifier: record.identifier) {
+                throw StateError(kind: .corrupt, path: path, detail: "\(record.identifier.debugDescription): \(problem)")
+            }
+            let matcher: RegionMatcher
+            do {
+                var parts: [(RegionMatcher.Key, RegionMatcher.Value)] = []
+                for (name, scalar) in record.matcher.sorted(by: { $0.key < $1.key }) {
+                    guard let key = RegionMatcher.Key(rawValue: name) else {
+                        throw MatcherError(.kind, "is unknown: \(name.debugDescription)")
+                    }
+                    switch scalar {
+                    case .text(let s): parts.append((key, .text(s)))
+                    case .integer(let n): parts.append((key, .integer(n)))
+                    case .number(let d): parts.append((key, .number(d)))
+                    }
+                }
+                matcher = try RegionMatcher.parse(parts)
+            } catch {
+                throw StateError(kind: .corrupt, path: path, detail: "region \(record.identifier.debugDescription): \(error)")
+            }
+            if record.source == .bus {
+                saved.busRegions.append(Region(identifier: record.identifier, matcher: matcher, source: .bus))
+            }
+            saved.states[record.identifier] = SavedRegionState(
+                matcher: matcher, state: record.state, lastSeen: record.lastSeen.map(clock.timestamp(fromEpoch:)),
+                savedAt: clock.timestamp(fromEpoch: file.savedAt))
+        }
+        return saved
+    }
+
+    /// Writes every region with its state, atomically.
+    public func save(_ regions: [RegionStatus], clock: any NodeClock) throws(StateError) {
+        let records = regions.map { status in
+            Record(identifier: status.region.identifier, source: status.region.source,
+                   matcher: Dictionary(uniqueKeysWithValues: status.region.matcher.parts.map { key, value in
+                       (key.busName, { switch value {
+                       case .text(let s): Scalar.text(s)
+                       case .integer(let n): Scalar.integer(n)
+                       case .number(let d): Scalar.number(d)
+                       } }())
+                   }),
+                   state: status.state, lastSeen: status.lastSeen.map(clock.epoch))
+        }
+        try state.writeJSON(Self.fileName, File(version: Self.currentVersion, savedAt: clock.epoch(clock.now), regions: records))
+    }
+}
