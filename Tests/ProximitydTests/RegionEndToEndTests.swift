@@ -1,0 +1,136 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityTesting
+import Testing
+
+/// Region monitoring as a user scripts it: proximityd processes on bluez-sim in real time, regions
+/// added with busctl, signals observed by a bus client.
+@Suite("regions end to end on bluez-sim", .serialized)
+struct RegionEndToEndTests {
+    static let fleet = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+    static let exitPeriod = 5.0
+
+    /// `watcher` at the origin; `visitor` far away until the test walks it in.
+    static func scenario() -> Scenario {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 2
+        radio.packetLoss = 0.1
+        return Scenario(seed: 17, radio: radio, boxes: [
+            BoxSpec(name: "watcher", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "visitor", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 5_000, y: 0))),
+        ])
+    }
+
+    static let tag = """
+        {"name": "tag", "address": "C0:00:00:00:00:01", "ibeacon": {"uuid": "\(fleet)", "major": 1, "minor": 2, "measured_power": -59}, "position": [1, 1]}
+        """
+
+    /// A bus client's log of every Region1 signal on `box`.
+    static func regionSignals(_ sim: SimBoxes, _ box: String) async throws -> (DBusConnection, SignalLog) {
+        let observer = try await sim.buses[box]!.connect()
+        let log = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Region1")))
+        return (observer, log)
+    }
+
+    static func isSignal(_ m: DBusMessage, _ member: String, _ region: String, _ state: String? = nil) -> Bool {
+        m.member?.rawValue == member && m.path == ProximityBus.regionPath(region) && (state == nil || m.body.first?.string == state)
+    }
+
+    @Test("a box and an iBeacon walk in and out: StateDetermined then Entered, StateDetermined then Exited, each within the exit period plus one second; a restart after SIGKILL while inside enters nothing again")
+    func walkInAndOut() async throws {
+        try await withNodes(Self.scenario()) { sim, daemons in
+            daemons["watcher"] = try await sim.startDaemon("watcher")
+            daemons["visitor"] = try await sim.startDaemon("visitor")
+            let visitor = try await sim.identifier("visitor")
+            let (observer, signals) = try await Self.regionSignals(sim, "watcher")
+            defer { signals.cancel() }
+
+            let period = String(Self.exitPeriod)
+            let add1 = try await sim.busctl("watcher", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.RegionMonitor1",
+                                                        "StartMonitoring", "sa{sv}", "fleet", "2", "UUID", "s", Self.fleet,
+                                                        "ExitPeriod", "d", period])
+            #expect(add1.status == 0, "\(add1)")
+            let add2 = try await sim.busctl("watcher", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.RegionMonitor1",
+                                                        "StartMonitoring", "sa{sv}", "visitor", "2", "Identifier", "s", visitor,
+                                                        "ExitPeriod", "d", period])
+            #expect(add2.status == 0, "\(add2)")
+            // Monitoring starts with a state determined: unknown, then outside once nobody came for the exit period.
+            try await signals.wait(timeout: .seconds(3), "StateDetermined(unknown)") { Self.isSignal($0, "StateDetermined", "fleet", "unknown") }
+            try await signals.wait(timeout: .seconds(Self.exitPeriod + 3), "StateDetermined(outside)") {
+                Self.isSignal($0, "StateDetermined", "fleet", "outside")
+            }
+
+            // Walk in.
+            var mark = signals.count
+            let walkedIn = ContinuousClock.now
+            _ = try await sim.control(["AddBeacon", "s", Self.tag])
+            _ = try await sim.control(["MoveBox", "sddd", "visitor", "1.5", "0", "0"])
+            for region in ["fleet", "visitor"] {
+                let entered = try await signals.waitEntry(from: mark, timeout: .seconds(Self.exitPeriod + 5), "Entered \(region)") {
+                    Self.isSignal($0, "Entered", region)
+                }
+                #expect(walkedIn.duration(to: entered.at) <= .seconds(Self.exitPeriod + 1), "\(region) entered \(walkedIn.duration(to: entered.at)) after")
+                let before = signals.entries.dropFirst(mark).filter { $0.message.path == ProximityBus.regionPath(region) && $0.at <= entered.at }
+                    .map(\.message).filter { $0.member?.rawValue != "Ranged" }
+                #expect(before.suffix(2).map { "\($0.member!.rawValue)\($0.body.first?.string.map { "(\($0))" } ?? "")" }
+                        == ["StateDetermined(inside)", "Entered"])
+            }
+            let state = try await sim.busctl("watcher", ["get-property", "org.proximityd", "/org/proximityd/regions/fleet",
+                                                         "org.proximityd.Region1", "State"])
+            #expect(state.stdout.trimmed == "s \"inside\"")
+            // Ranged lists the tag, with its zone, distance and RSSI.
+            let ranged = try await signals.wait(from: mark, timeout: .seconds(3), "Ranged fleet") { Self.isSignal($0, "Ranged", "fleet") }
+            let first = ranged.body.first?.arrayElements?.first
+            guard case .structure(let fields)? = first else { Issue.record("Ranged \(ranged.body)"); return }
+            #expect(fields[0].string == "ibeacon:\(Self.fleet):1:2" && ["immediate", "near"].contains(fields[1].string ?? ""), "\(fields)")
+
+            // Walk out: exits within the exit period plus one second (0.3 s for the signal's way here).
+            mark = signals.count
+            let walkedOut = ContinuousClock.now
+            _ = try await sim.control(["RemoveBeacon", "s", "tag"])
+            _ = try await sim.control(["MoveBox", "sddd", "visitor", "5000", "0", "0"])
+            for region in ["fleet", "visitor"] {
+                let exited = try await signals.waitEntry(from: mark, timeout: .seconds(Self.exitPeriod + 5), "Exited \(region)") {
+                    Self.isSignal($0, "Exited", region)
+                }
+                let after = walkedOut.duration(to: exited.at)
+                #expect(after <= .seconds(Self.exitPeriod + 1) + .milliseconds(300), "\(region) exited \(after) after")
+                #expect(after >= .seconds(Self.exitPeriod) - .milliseconds(500), "\(region) exited early: \(after)")
+                let before = signals.entries.dropFirst(mark).filter { $0.message.path == ProximityBus.regionPath(region) && $0.at <= exited.at }
+                    .map(\.message).filter { $0.member?.rawValue != "Ranged" }
+                #expect(before.map(\.member!.rawValue) == ["StateDetermined", "Exited"])
+            }
+
+            // In again, then SIGKILL while inside and restart: no second Entered, a StateDetermined(inside).
+            mark = signals.count
+            _ = try await sim.control(["AddBeacon", "s", Self.tag])
+            _ = try await sim.control(["MoveBox", "sddd", "visitor", "1.5", "0", "0"])
+            for region in ["fleet", "visitor"] {
+                try await signals.wait(from: mark, timeout: .seconds(Self.exitPeriod + 5), "Entered \(region)") { Self.isSignal($0, "Entered", region) }
+            }
+            daemons["watcher"]!.signal(SIGKILL)
+            _ = try await daemons["watcher"]!.waitForExit(timeout: .seconds(10))
+            mark = signals.count
+            daemons["watcher"] = try await sim.startDaemon("watcher")
+            for region in ["fleet", "visitor"] {
+                try await signals.wait(from: mark, timeout: .seconds(5), "StateDetermined(inside) for \(region) after the restart") {
+                    Self.isSignal($0, "StateDetermined", region, "inside")
+                }
+                // Ranged again with its peer: the peer is back in the table and the region still inside.
+                try await signals.wait(from: mark, timeout: .seconds(10), "\(region) ranged after the restart") {
+                    Self.isSignal($0, "Ranged", region) && !($0.body.first?.arrayElements ?? []).isEmpty
+                }
+            }
+            // Two more reports' worth of signals, then: still no Entered since the restart.
+            let settled = signals.count
+            try await signals.wait(from: settled, timeout: .seconds(5), "another Ranged") { Self.isSignal($0, "Ranged", "visitor") }
+            let again = signals.entries.dropFirst(mark).map(\.message).filter { $0.member?.rawValue == "Entered" || $0.member?.rawValue == "Exited" }
+            #expect(again.isEmpty, "after the restart: \(again.map(\.description))")
+            #expect(try await sim.busctl("watcher", ["get-property", "org.proximityd", "/org/proximityd/regions/visitor",
+                                                     "org.proximityd.Region1", "State"]).stdout.trimmed == "s \"inside\"")
+            await observer.close()
+        }
+    }
+}
