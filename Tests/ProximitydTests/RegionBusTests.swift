@@ -1,0 +1,195 @@
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityCore
+import ProximityNode
+import ProximityTesting
+import Testing
+
+/// RegionMonitor1 and Region1 on a node with no radio: introspection, every bad input with its
+/// named error and nothing changed, the limit, config regions, and regions kept across restarts.
+@Suite("regions on the bus", .serialized)
+struct RegionBusTests {
+    static let fleet = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+
+    static func monitor(_ box: Box, _ method: String, _ arguments: [String] = []) async throws -> CommandResult {
+        try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.RegionMonitor1", method] + arguments)
+    }
+
+    static func interfaceElement(_ xml: String, _ name: String) -> String? {
+        guard let start = xml.range(of: "<interface name=\"\(name)\">"),
+              let end = xml.range(of: "</interface>", range: start.upperBound..<xml.endIndex) else { return nil }
+        return xml[start.lowerBound..<end.upperBound].split(whereSeparator: \.isWhitespace).joined(separator: " ")
+    }
+
+    @Test("dbus/org.proximityd.RegionMonitor1.xml and Region1.xml match what the daemon returns from Introspect")
+    func introspection() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "kitchen", "0"]).status == 0)
+            for (path, interface) in [("/org/proximityd", "org.proximityd.RegionMonitor1"),
+                                      ("/org/proximityd/regions/kitchen", "org.proximityd.Region1")] {
+                let reply = try await box.observer.call(destination: "org.proximityd", path: ObjectPath(path), interface: .introspectable,
+                                                        member: "Introspect")
+                let live = try #require(reply.first?.string)
+                let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/\(interface).xml"), encoding: .utf8)
+                let expected = try #require(Self.interfaceElement(file, interface))
+                #expect(Self.interfaceElement(live, interface) == expected)
+            }
+            await daemon.stop()
+        }
+    }
+
+    @Test("StartMonitoring, replace, RequestState, GetMonitoredRegions, StopMonitoring, StopMonitoringAll: objects follow before each reply")
+    func lifecycle() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            let signals = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Region1")))
+            defer { signals.cancel() }
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "fleet", "3", "UUID", "s", Self.fleet.uppercased(),
+                                                                     "Major", "q", "7", "Within", "s", "near"]).status == 0)
+            // The object is there when the call returns, its matcher normalised.
+            let matcher = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd/regions/fleet", "org.proximityd.Region1",
+                                                "Matcher", "Source", "State"])
+            #expect(matcher.stdout.trimmed == "a{sv} 3 \"Major\" q 7 \"UUID\" s \"\(Self.fleet)\" \"Within\" s \"near\"\ns \"bus\"\ns \"unknown\"",
+                    "\(matcher)")
+            try await signals.wait(timeout: .seconds(2), "StateDetermined(unknown)") {
+                $0.member == "StateDetermined" && $0.body.first?.string == "unknown"
+            }
+            #expect(try await Self.monitor(box, "RequestState", ["s", "fleet"]).stdout.trimmed == "s \"unknown\"")
+            #expect(signals.messages.filter { $0.member == "StateDetermined" }.count == 2, "RequestState announces the state too")
+            // An identifier that needs escaping, and a replacement of fleet with another matcher.
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "kitchen door/1", "1", "Kind", "s", "node"]).status == 0)
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "fleet", "1", "UUID", "s", Self.fleet]).status == 0)
+            #expect(try await Self.monitor(box, "GetMonitoredRegions").stdout.trimmed
+                    == "ao 2 \"/org/proximityd/regions/fleet\" \"\(ProximityBus.regionPath("kitchen door/1").rawValue)\"")
+            #expect(try await box.busctl(["get-property", "org.proximityd", ProximityBus.regionPath("kitchen door/1").rawValue,
+                                          "org.proximityd.Region1", "Identifier"]).stdout.trimmed == "s \"kitchen door/1\"")
+            #expect(try await Self.monitor(box, "StopMonitoring", ["s", "fleet"]).status == 0)
+            let gone = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd/regions/fleet", "org.proximityd.Region1", "State"])
+            #expect(gone.status != 0 && gone.stderr.contains("Unknown object"), "\(gone)")
+            #expect(try await Self.monitor(box, "StopMonitoringAll").status == 0)
+            #expect(try await Self.monitor(box, "GetMonitoredRegions").stdout.trimmed == "ao 0")
+            await daemon.stop()
+        }
+    }
+
+    @Test("every bad input gets a named error and changes nothing")
+    func badInput() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "kept", "1", "UUID", "s", Self.fleet]).status == 0)
+            let invalid = "org.proximityd.Error.InvalidArguments"
+            let cases: [([String], String, String)] = [
+                (["StartMonitoring", "sa{sv}", "", "0"], invalid, "the region identifier is empty"),
+                (["StartMonitoring", "sa{sv}", "x", "1", "Nope", "s", "1"], invalid, "unknown matcher key \"Nope\""),
+                (["StartMonitoring", "sa{sv}", "x", "1", "UUID", "s", "not-a-uuid"], invalid, "UUID must be a UUID"),
+                (["StartMonitoring", "sa{sv}", "x", "1", "UUID", "u", "3"], invalid, "UUID must be a string"),
+                (["StartMonitoring", "sa{sv}", "x", "1", "Major", "q", "3"], invalid, "Major needs UUID"),
+                (["StartMonitoring", "sa{sv}", "x", "2", "UUID", "s", Self.fleet, "Major", "i", "70000"], invalid,
+                 "Major must be an integer in 0...65535, not 70000"),
+                (["StartMonitoring", "sa{sv}", "x", "1", "Within", "s", "unknown"], invalid, "Within must be immediate, near or far"),
+                (["StartMonitoring", "sa{sv}", "x", "1", "ExitPeriod", "d", "0"], invalid, "ExitPeriod must be a number of seconds in 1...86400"),
+                (["StartMonitoring", "sa{sv}", "x", "1", "ExitPeriod", "b", "true"], invalid, "not the D-Bus type 'b'"),
+                (["StartMonitoring", "sa{sv}", "kept", "2", "UUID", "s", Self.fleet, "ID1", "s", Self.fleet], invalid,
+                 "ID1 cannot go with UUID"),
+                (["StopMonitoring", "s", "nope"], "org.proximityd.Error.DoesNotExist", "no region \"nope\" is monitored"),
+                (["RequestState", "s", "nope"], "org.proximityd.Error.DoesNotExist", "no region \"nope\" is monitored"),
+                (["StartMonitoring", "s", "x"], "org.freedesktop.DBus.Error.InvalidArgs", "expecting 'sa{sv}'"),
+            ]
+            for (arguments, name, message) in cases {
+                let result = try await Self.monitor(box, arguments[0], Array(arguments.dropFirst()))
+                // busctl prints the message; the names are checked with DBusKit below.
+                #expect(result.status != 0 && result.stderr.contains(message), "\(arguments) (\(name)): \(result)")
+            }
+            // The error names, with DBusKit.
+            do {
+                _ = try await box.observer.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.RegionMonitor1",
+                                                member: "StopMonitoring", [.string("nope")])
+                Issue.record("StopMonitoring(nope) succeeded")
+            } catch let error as DBusError {
+                #expect(error.name == ProximityBus.Errors.doesNotExist)
+            }
+            do {
+                _ = try await box.observer.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.RegionMonitor1",
+                                                member: "StartMonitoring",
+                                                [.string("x"), .dictionary(key: .string, value: .variant, [.init(.string("Kind"), .variant(.string("phone")))])])
+                Issue.record("StartMonitoring(Kind phone) succeeded")
+            } catch let error as DBusError {
+                #expect(error.name == ProximityBus.Errors.invalidArguments)
+            }
+            #expect(try await Self.monitor(box, "GetMonitoredRegions").stdout.trimmed == "ao 1 \"/org/proximityd/regions/kept\"")
+            #expect(try await box.busctl(["get-property", "org.proximityd", "/org/proximityd/regions/kept", "org.proximityd.Region1",
+                                          "Matcher"]).stdout.trimmed == "a{sv} 1 \"UUID\" s \"\(Self.fleet)\"")
+            #expect(daemon.isRunning)
+            await daemon.stop()
+        }
+    }
+
+    @Test("regions added over the bus survive SIGTERM and SIGKILL, with their state file written before each reply")
+    func persistence() async throws {
+        try await withBox { box in
+            var daemon = try await box.startDaemon()
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "a", "1", "Kind", "s", "ibeacon"]).status == 0)
+            let file = box.stateDirectory.appendingPathComponent("regions.json")
+            #expect(try String(contentsOf: file, encoding: .utf8).contains("\"identifier\" : \"a\""))
+            daemon.signal(SIGKILL)
+            _ = try await daemon.waitForExit(timeout: .seconds(10))
+            daemon = try await box.startDaemon()
+            #expect(try await Self.monitor(box, "GetMonitoredRegions").stdout.trimmed == "ao 1 \"/org/proximityd/regions/a\"")
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "b", "1", "Within", "s", "far"]).status == 0)
+            await daemon.stop()
+            daemon = try await box.startDaemon()
+            #expect(try await Self.monitor(box, "GetMonitoredRegions").stdout.trimmed
+                    == "ao 2 \"/org/proximityd/regions/a\" \"/org/proximityd/regions/b\"")
+            #expect(try await box.busctl(["get-property", "org.proximityd", "/org/proximityd/regions/b", "org.proximityd.Region1",
+                                          "Matcher"]).stdout.trimmed == "a{sv} 1 \"Within\" s \"far\"")
+            await daemon.stop()
+            // A corrupt file stops the start with a clear error, and is left alone.
+            try Data("{not json".utf8).write(to: file)
+            let broken = try ManagedProcess(BuiltProducts.path("proximityd"),
+                                            ["run", "--bus", box.address, "--state-dir", box.stateDirectory.path])
+            _ = try await broken.waitForExit(timeout: .seconds(20))
+            #expect(broken.exitStatus == 78, "\(broken.stderr)")
+            #expect(broken.stderr.contains("regions.json is corrupt"), "\(broken.stderr)")
+            #expect(try String(contentsOf: file, encoding: .utf8) == "{not json")
+        }
+    }
+}
+
+/// The limit and regions of the configuration, in this process.
+@Suite("regions: the limit and the config file's regions", .serialized)
+struct RegionLimitTests {
+    @Test("the limit refuses a new region with LimitReached; config regions cannot be stopped or replaced over the bus (NotPermitted)")
+    func limitAndConfig() async throws {
+        try await withSimBoxes(twoBoxes(distance: 1), time: .simulated) { boxes in
+            var matcher = RegionMatcher()
+            matcher.kind = .node
+            let node = try await NodeRunner.startInProcess("alpha", on: boxes) { configuration in
+                configuration.regionMonitor.maxRegions = 2
+                configuration.regions = [Region(identifier: "from-config", matcher: matcher, source: .config)]
+            }
+            defer { Task { await node.stop() } }
+            let client = try await boxes.client("alpha")
+            func call(_ member: MemberName, _ arguments: [DBusValue]) async -> ErrorName? {
+                do {
+                    _ = try await client.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.RegionMonitor1",
+                                              member: member, arguments)
+                    return nil
+                } catch let error as DBusError { return error.name } catch { return "other" }
+            }
+            let empty = DBusValue.dictionary(key: .string, value: .variant, [])
+            #expect(await call("StartMonitoring", [.string("one"), empty]) == nil)
+            #expect(await call("StartMonitoring", [.string("two"), empty]) == ProximityBus.Errors.limitReached)
+            #expect(await call("StartMonitoring", [.string("one"), empty]) == nil, "a redefinition is not a new region")
+            #expect(await call("StopMonitoring", [.string("from-config")]) == ProximityBus.Errors.notPermitted)
+            #expect(await call("StartMonitoring", [.string("from-config"), empty]) == ProximityBus.Errors.notPermitted)
+            #expect(await call("StopMonitoringAll", []) == nil)
+            #expect(await node.engine.monitoredRegions == ["from-config"])
+            let source = try await client.getProperty(destination: "org.proximityd", path: ProximityBus.regionPath("from-config"),
+                                                      interface: "org.proximityd.Region1", name: "Source")
+            #expect(source.unwrapped.string == "config")
+            await client.close()
+        }
+    }
+}
