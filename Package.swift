@@ -49,6 +49,7 @@ let package = Package(
                 "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .executableTarget(

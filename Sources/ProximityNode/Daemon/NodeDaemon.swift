@@ -33,11 +33,13 @@ public struct StartupError: Error, CustomStringConvertible, Sendable {
 /// (exit 69).
 public final class NodeDaemon: Service, Sendable {
     public let configuration: NodeConfiguration
+    public let reloader: ConfigurationReloader?
     let clock: any NodeClock
     let logger: Logger
 
-    public init(_ configuration: NodeConfiguration, clock: any NodeClock = SystemNodeClock(), logger: Logger) {
+    public init(_ configuration: NodeConfiguration, clock: any NodeClock = SystemNodeClock(), logger: Logger, reloader: ConfigurationReloader? = nil) {
         self.configuration = configuration
+        self.reloader = reloader
         self.clock = clock
         self.logger = logger
     }
