@@ -29,12 +29,12 @@ struct ConfigDecoder {
             case "name": options.name = text(entry, RunOptions.checked(name:))
             case "service-uuid": options.serviceUUID = text(entry, RunOptions.checked(serviceUUID:))
             case "adapter": options.adapter = text(entry, RunOptions.checked(adapter:))
-            case "power-on": options.powerOn = boolean(entry.value, entry.key)
+            case "power-on": options.powerOn = boolean(entry)
             case "clear-interval": options.clearInterval = number(entry, "a number of seconds", RunOptions.checked(clearInterval:))
             case "measured-power": options.measuredPower = integer(entry, "an integer (dBm)", RunOptions.checked(measuredPower:))
             case "path-loss-exponent": options.pathLossExponent = number(entry, "a number", RunOptions.checked(pathLossExponent:))
             case "max-peers": options.maxPeers = integer(entry, "an integer", RunOptions.checked(maxPeers:))
-            case "beacons": options.beacons = boolean(entry.value, entry.key)
+            case "beacons": options.beacons = boolean(entry)
             case "log-level": options.logLevel = text(entry, RunOptions.checked(logLevel:))
             case "region-monitor": decodeRegionMonitor(entry.value)
             case "regions":
@@ -59,7 +59,7 @@ struct ConfigDecoder {
             let key = "\(path).\(entry.key)"
             switch entry.key {
             case "exit-period":
-                if let v = seconds(entry.value, key, in: RegionMatcher.exitPeriodRange) { regionMonitor.defaultExitPeriod = v }
+                if let v = seconds(entry, key, in: RegionMatcher.exitPeriodRange) { regionMonitor.defaultExitPeriod = v }
             case "max-regions":
                 let range = RegionMonitor.Configuration.maxRegionsRange
                 if let v = integer(entry, "an integer in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
@@ -67,7 +67,7 @@ struct ConfigDecoder {
                     return n
                 }) { regionMonitor.maxRegions = v }
             case "restore-limit":
-                if let v = seconds(entry.value, key, in: RegionMonitor.Configuration.restoreLimitRange) { regionMonitor.restoreLimit = v }
+                if let v = seconds(entry, key, in: RegionMonitor.Configuration.restoreLimitRange) { regionMonitor.restoreLimit = v }
             default: break
             }
         }
@@ -131,7 +131,7 @@ struct ConfigDecoder {
             guard let key = RegionMatcher.Key(configName: entry.key) else { continue }
             keyPositions[key] = entry.keyPosition
             let at = "\(path).\(entry.key)"
-            guard let value = matcherValue(entry.value, key, path: at) else {
+            guard let value = matcherValue(entry, key, path: at) else {
                 valid = false
                 continue
             }
@@ -154,21 +154,23 @@ struct ConfigDecoder {
     }
 
     /// A matcher part's value as the matcher takes it, or nil if its type is wrong (reported).
-    private mutating func matcherValue(_ node: ConfigNode, _ key: RegionMatcher.Key, path: String) -> RegionMatcher.Value? {
+    private mutating func matcherValue(_ entry: ConfigEntry, _ key: RegionMatcher.Key, path: String) -> RegionMatcher.Value? {
+        let node = entry.value
         switch (key.valueType, node.kind) {
-        case (.unsigned16, .integer(let n?)), (.seconds, .integer(let n?)):
+        case (.unsigned16, .integer(let n?)):
             return .integer(n)
         case (.unsigned16, .integer(nil)):
             report(at: node, "\(path): must be an integer in 0...65535, not \(node.text)")
             return nil
-        case (.seconds, .float(let d)):
-            return .number(d)
+        case (.seconds, _):
+            // Checked here, in the words of region-monitor's exit-period, rather than by the matcher.
+            return seconds(entry, path, in: RegionMatcher.exitPeriodRange).map(RegionMatcher.Value.number)
         case (.text, _):
             if let s = string(node) { return .text(s) }
         default:
             break
         }
-        report(at: node, "\(path): must be \(key.valueType.description), not \(node.summary)")
+        report(at: node, fallback: entry.keyPosition, "\(path): must be \(key.valueType.description), not \(node.summary)")
         return nil
     }
 
@@ -236,9 +238,9 @@ struct ConfigDecoder {
         }
     }
 
-    private mutating func boolean(_ node: ConfigNode, _ path: String) -> Bool? {
-        guard case .bool(let b) = node.kind else {
-            report(at: node, "\(path): must be true or false, not \(node.summary)")
+    private mutating func boolean(_ entry: ConfigEntry) -> Bool? {
+        guard case .bool(let b) = entry.value.kind else {
+            report(at: entry.value, fallback: entry.keyPosition, "\(entry.key): must be true or false, not \(entry.value.summary)")
             return nil
         }
         return b
@@ -285,7 +287,8 @@ struct ConfigDecoder {
     }
 
     /// Seconds within `range`, in the matcher's words (`exit-period` is a matcher part too).
-    private mutating func seconds(_ node: ConfigNode, _ path: String, in range: ClosedRange<Double>) -> Double? {
+    private mutating func seconds(_ entry: ConfigEntry, _ path: String, in range: ClosedRange<Double>) -> Double? {
+        let node = entry.value
         let expected = "a number of seconds in \(RunOptions.show(range.lowerBound))...\(RunOptions.show(range.upperBound))"
         let value: Double
         switch node.kind {
@@ -293,7 +296,7 @@ struct ConfigDecoder {
         case .integer(nil): value = Double(node.text) ?? .infinity
         case .float(let d): value = d
         default:
-            report(at: node, "\(path): must be \(expected), not \(node.summary)")
+            report(at: node, fallback: entry.keyPosition, "\(path): must be \(expected), not \(node.summary)")
             return nil
         }
         guard value.isFinite, range.contains(value) else {
