@@ -19,7 +19,7 @@ struct CheckConfig: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The config file. Default: \(ConfigFile.defaultPath).", valueName: "file"))
+    @Argument(help: ArgumentHelp("The config file to check.", valueName: "file"))
     var file: String = ConfigFile.defaultPath
 
     /// sysexits(3): the file's content is wrong.

@@ -49,7 +49,7 @@ struct Run: AsyncParsableCommand {
     var adapter: String?
 
     @Flag(name: .customLong("power-on"), inversion: .prefixedNo,
-          help: "Power the adapter on if it is off (--no-power-on: leave it off). Default: leave it off.")
+          help: "Power the adapter on if it is off (--no-power-on: do not, whatever the config file says). Default: do not.")
     var powerOn: Bool?
 
     @Option(name: .customLong("clear-interval"), help: ArgumentHelp(
@@ -71,7 +71,7 @@ struct Run: AsyncParsableCommand {
     var maxPeers: Int?
 
     @Flag(name: .customLong("beacons"), inversion: .prefixedNo,
-          help: "Range iBeacon, AltBeacon and Eddystone beacons too (--no-beacons: nodes only). Default: on.")
+          help: "Range iBeacon, AltBeacon and Eddystone beacons too (--no-beacons: nodes only). Default: beacons too.")
     var beacons: Bool?
 
     @Option(name: .customLong("log-level"), help: ArgumentHelp(
