@@ -39,6 +39,9 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                      "2:1: invalid YAML: but found another document (expected a single document in the stream at 1:1)"),
         BrokenConfig("an undefined alias", "name: *x\n", "1:7: invalid YAML: found undefined alias"),
         BrokenConfig("a control character", "name: \"a\u{7}\"\n", "1:9: invalid YAML: control characters are not allowed"),
+        BrokenConfig("a control character after a duplicate key, whose renaming moves no column",
+                     "regions:\n  - identifier: a\n    identifier: b\nname: \"ä\u{7}\"\n",
+                     "4:9: invalid YAML: control characters are not allowed"),
         // The shape of the document.
         BrokenConfig("a list at the top", "- bus: system\n",
                      "1:1: the top level must be a mapping of keys such as bus: and regions:, not a list"),
@@ -88,7 +91,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         BrokenConfig("a list for a matcher", "regions:\n  - identifier: a\n    match: [uuid]\n",
                      "3:12: regions[0].match: must be a mapping of matcher keys such as uuid: and within:, not a list"),
         BrokenConfig("a number for region-monitor", "region-monitor: 5\n",
-                     "1:17: region-monitor: must be a mapping of exit-period, max-regions, restore-limit, not the number 5"),
+                     "1:17: region-monitor: must be a mapping of exit-period, max-regions and restore-limit, not the number 5"),
         BrokenConfig("a quoted major", "regions:\n  - identifier: a\n    match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: \"1\"}\n",
                      "3:64: regions[0].match.major: must be an integer in 0...65535, not the string \"1\""),
         BrokenConfig("a quoted exit period", "regions:\n  - identifier: a\n    match: {exit-period: \"5\"}\n",

@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ProximityCore
 
 /// Reads a config file's ``ConfigNode`` tree strictly into its values, collecting every problem
@@ -54,7 +53,7 @@ struct ConfigDecoder {
         let path = "region-monitor"
         guard !isNull(node) else { return }
         guard let entries = mapping(node, path: path, keys: ConfigFile.regionMonitorKeys,
-                                    expected: "a mapping of \(ConfigFile.regionMonitorKeys.joined(separator: ", "))") else { return }
+                                    expected: "a mapping of exit-period, max-regions and restore-limit") else { return }
         for entry in entries {
             let key = "\(path).\(entry.key)"
             switch entry.key {

@@ -37,6 +37,7 @@ struct ConfigProblem: Sendable, Hashable {
 
 /// A value of the config file as YAML gave it, with its position: what ``ConfigDecoder`` reads.
 struct ConfigNode: Sendable {
+    /// What YAML resolved the value to (YAML 1.1's rules, as Yams applies them).
     enum Kind: Sendable {
         case null
         case bool(Bool)
@@ -107,10 +108,11 @@ enum ConfigYAML {
         var renamed = 0
         while true {
             let root: Node?
+            var view = String.UnicodeScalarView()
+            view.append(contentsOf: scalars)
+            let text = String(view)
             do {
-                var text = String.UnicodeScalarView()
-                text.append(contentsOf: scalars)
-                root = try Yams.compose(yaml: String(text))
+                root = try Yams.compose(yaml: text, .default, .default, .utf8)
             } catch YamlError.duplicatedKeysInMapping(let duplicates, let context) {
                 let key = duplicates.first ?? ""
                 if renamed < maxRenamedKeys, let placeholder = rename(key, at: context.mark, in: &scalars, number: renamed) {
@@ -120,7 +122,8 @@ enum ConfigYAML {
                 }
                 return (nil, [ConfigProblem(position: ConfigPosition(context.mark), message: "duplicate key '\(key)'")])
             } catch let error as YamlError {
-                return (nil, [problem(error, bytes: bytes)])
+                // Positions from the text as composed: a placeholder has as many characters as the key it replaced.
+                return (nil, [problem(error, bytes: Array(text.utf8))])
             } catch {
                 return (nil, [ConfigProblem(position: nil, message: "invalid YAML: \(error)")])
             }
