@@ -118,9 +118,6 @@ struct Run: AsyncParsableCommand {
         LogLevelSwitch.shared.level = configuration.logLevel
         LoggingSystem.bootstrap { label in LogLevelSwitch.shared.handler(label: label) }
         let logger = Logger(label: "proximityd")
-        if let file = configuration.configFile {
-            logger.info("read the config file", metadata: ["file": "\(file)", "regions": "\(configuration.regions.count)"])
-        }
         do {
             let daemon = NodeDaemon(configuration, logger: logger, reloader: reloader)
             let group = ServiceGroup(configuration: .init(
