@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import Logging
 import ProximityAPI
 import ProximityCore
 
@@ -45,6 +46,8 @@ public struct NodeConfiguration: Sendable {
     public var regionMonitor = RegionMonitor.Configuration()
     /// The config file this configuration was read from, if any (`--config`).
     public var configFile: String?
+    /// `--log-level`: the least severe messages logged (``LogLevelSwitch`` applies it).
+    public var logLevel: Logger.Level = .info
 
     public init(bus: BusAddress = .system, busName: BusName = defaultBusName, serviceUUID: UUID = defaultServiceUUID,
                 name: String = NodeConfiguration.hostName(), stateDirectory: URL, adapter: String = "hci0", powerOn: Bool = false) {

@@ -176,7 +176,9 @@ public final class NodeRunner: Sendable {
         let address = boxes.address(box)
         let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
                                         ["run", "--bus", address, "--state-dir", stateDirectory.path,
-                                         "--name", box, "--log-level", "debug"] + extra)
+                                         "--name", box, "--log-level", "debug"]
+                                            // Not the machine's /etc/proximityd/proximityd.yaml.
+                                            + (extra.contains("--config") ? [] : ["--config", "/dev/null"]) + extra)
         let watcher = try await DBusConnection.connect(to: .address(address))
         let owners = try await watcher.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged",
                                                            arg0: "org.proximityd"))

@@ -12,6 +12,6 @@ struct Proximityd: AsyncParsableCommand {
             org.proximityd. See docs/dbus-api.md, or `busctl introspect org.proximityd /org/proximityd`.
             """,
         version: "0.1.0",
-        subcommands: [Run.self]
+        subcommands: [Run.self, CheckConfig.self]
     )
 }

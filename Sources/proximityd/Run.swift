@@ -5,21 +5,32 @@ import Logging
 import ProximityNode
 import ServiceLifecycle
 
+/// `proximityd run`: reads the config file, applies the command line over it, and runs the node.
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the node until SIGTERM or SIGINT.",
         discussion: """
+            Every option may also be set in the config file, by its long name (clear-interval: 5); \
+            an option given here wins over the file. The file also holds the regions. SIGHUP \
+            re-reads it (docs/configuration.md).
+
             Exit status: 0 after a clean shutdown; 64 for a bad argument; 69 when the bus cannot be \
             reached, the name is taken or not allowed, or the bus goes away; 74 when the state \
-            directory cannot be used; 78 when the state is corrupt.
+            directory cannot be used; 78 when the config file cannot be read or is invalid (each \
+            problem on its own line, FILE:LINE:COLUMN: message), or the state is corrupt.
             """
     )
 
-    @Option(name: .long, help: ArgumentHelp("The bus to serve on: system, session, or a D-Bus address.", valueName: "bus"))
-    var bus: String = "system"
+    @Option(name: .long, help: ArgumentHelp(
+        "The config file. Default: \(ConfigFile.defaultPath) if it exists; a file named here must exist.", valueName: "file"))
+    var config: String?
 
-    @Option(name: .customLong("bus-name"), help: ArgumentHelp("The well-known name to own.", valueName: "name"))
-    var busName: String = NodeConfiguration.defaultBusName.rawValue
+    @Option(name: .long, help: ArgumentHelp("The bus to serve on: system, session, or a D-Bus address. Default: system.", valueName: "bus"))
+    var bus: String?
+
+    @Option(name: .customLong("bus-name"), help: ArgumentHelp(
+        "The well-known name to own. Default: \(NodeConfiguration.defaultBusName).", valueName: "name"))
+    var busName: String?
 
     @Option(name: .customLong("state-dir"), help: ArgumentHelp(
         "Where the node keeps its identity and what it has learnt. Default: $STATE_DIRECTORY, else /var/lib/proximityd.",
@@ -30,14 +41,16 @@ struct Run: AsyncParsableCommand {
     var name: String?
 
     @Option(name: .customLong("service-uuid"), help: ArgumentHelp(
-        "The general service UUID shared by all nodes of a deployment.", valueName: "uuid"))
-    var serviceUUID: String = NodeConfiguration.defaultServiceUUID.lowercased
+        "The general service UUID shared by all nodes of a deployment. Default: \(NodeConfiguration.defaultServiceUUID.lowercased).",
+        valueName: "uuid"))
+    var serviceUUID: String?
 
-    @Option(name: .long, help: ArgumentHelp("The Bluetooth adapter to use.", valueName: "name"))
-    var adapter: String = "hci0"
+    @Option(name: .long, help: ArgumentHelp("The Bluetooth adapter to use. Default: hci0.", valueName: "name"))
+    var adapter: String?
 
-    @Flag(name: .customLong("power-on"), help: "Power the adapter on if it is off.")
-    var powerOn = false
+    @Flag(name: .customLong("power-on"), inversion: .prefixedNo,
+          help: "Power the adapter on if it is off (--no-power-on: do not, whatever the config file says). Default: do not.")
+    var powerOn: Bool?
 
     @Option(name: .customLong("clear-interval"), help: ArgumentHelp(
         "Seconds a peer stays in the found-devices table unheard (0 < s <= 3600). Default: the value last set over D-Bus (ClearInterval), else 10.",
@@ -45,82 +58,68 @@ struct Run: AsyncParsableCommand {
     var clearInterval: Double?
 
     @Option(name: .customLong("measured-power"), help: ArgumentHelp(
-        "This node's RSSI at 1 m in dBm, also assumed for peer nodes without an override (-127...20).", valueName: "dBm"))
-    var measuredPower: Int16 = -59
+        "This node's RSSI at 1 m in dBm, also assumed for peer nodes without an override (-127...20). Default: -59.",
+        valueName: "dBm"))
+    var measuredPower: Int?
 
     @Option(name: .customLong("path-loss-exponent"), help: ArgumentHelp(
-        "The distance model's path-loss exponent: 2 in free space, 2.5-4 indoors (1.5...6).", valueName: "n"))
-    var pathLossExponent: Double = 2
+        "The distance model's path-loss exponent: 2 in free space, 2.5-4 indoors (1.5...6). Default: 2.", valueName: "n"))
+    var pathLossExponent: Double?
 
-    @Option(name: .customLong("max-peers"), help: ArgumentHelp("The most peers the found-devices table holds (1...100000).",
+    @Option(name: .customLong("max-peers"), help: ArgumentHelp("The most peers the found-devices table holds (1...100000). Default: 1024.",
                                                                 valueName: "n"))
-    var maxPeers: Int = 1024
+    var maxPeers: Int?
 
-    @Flag(name: .customLong("beacons"), inversion: .prefixedNo, help: "Range iBeacon, AltBeacon and Eddystone beacons too.")
-    var beacons = true
+    @Flag(name: .customLong("beacons"), inversion: .prefixedNo,
+          help: "Range iBeacon, AltBeacon and Eddystone beacons too (--no-beacons: nodes only). Default: beacons too.")
+    var beacons: Bool?
 
     @Option(name: .customLong("log-level"), help: ArgumentHelp(
-        "trace, debug, info, notice, warning, error or critical.", valueName: "level"))
-    var logLevel: String = "info"
+        "trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level"))
+    var logLevel: String?
+
+    /// The options given on the command line, checked; nil for those not given.
+    func commandLine() throws(ValidationError) -> RunOptions {
+        func checked<T, V>(_ option: String, _ value: V?, _ check: (V) throws(OptionProblem) -> T) throws(ValidationError) -> T? {
+            guard let value else { return nil }
+            do { return try check(value) } catch { throw ValidationError("--\(option): \(error.message)") }
+        }
+        var options = RunOptions()
+        options.bus = try checked("bus", bus, RunOptions.checked(bus:))
+        options.busName = try checked("bus-name", busName, RunOptions.checked(busName:))
+        options.serviceUUID = try checked("service-uuid", serviceUUID, RunOptions.checked(serviceUUID:))
+        options.logLevel = try checked("log-level", logLevel, RunOptions.checked(logLevel:))
+        options.name = try checked("name", name, RunOptions.checked(name:))
+        options.adapter = try checked("adapter", adapter, RunOptions.checked(adapter:))
+        options.clearInterval = try checked("clear-interval", clearInterval, RunOptions.checked(clearInterval:))
+        options.measuredPower = try checked("measured-power", measuredPower, RunOptions.checked(measuredPower:))
+        options.pathLossExponent = try checked("path-loss-exponent", pathLossExponent, RunOptions.checked(pathLossExponent:))
+        options.maxPeers = try checked("max-peers", maxPeers, RunOptions.checked(maxPeers:))
+        options.stateDirectory = try checked("state-dir", stateDirectory, RunOptions.checked(stateDirectory:))
+        options.powerOn = powerOn
+        options.beacons = beacons
+        return options
+    }
 
     func validate() throws {
-        do { _ = try BusAddress(parsing: bus) } catch { throw ValidationError("--bus: \(error.message)") }
-        do { _ = try BusName(busName) } catch { throw ValidationError("--bus-name: \(error)") }
-        guard UUID(uuidString: serviceUUID) != nil else {
-            throw ValidationError("--service-uuid: '\(serviceUUID)' is not a UUID such as \(NodeConfiguration.defaultServiceUUID.lowercased)")
-        }
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level: '\(logLevel)' is not one of trace, debug, info, notice, warning, error, critical")
-        }
-        if let name {
-            guard !name.isEmpty, name.utf8.count <= 248, !name.utf8.contains(0) else {
-                throw ValidationError("--name: must be 1 to 248 bytes of UTF-8 (the Bluetooth name limit)")
-            }
-        }
-        guard !adapter.isEmpty, adapter.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x5f }) else {
-            throw ValidationError("--adapter: '\(adapter)' is not an adapter name such as hci0")
-        }
-        if let clearInterval, !NodeSettings.clearIntervalRange.contains(clearInterval) {
-            throw ValidationError("--clear-interval: \(clearInterval) is not a number of seconds above 0 and at most 3600")
-        }
-        if let problem = NodeSettings.problem(measuredPower: measuredPower) {
-            throw ValidationError("--measured-power: \(problem)")
-        }
-        guard (1.5...6).contains(pathLossExponent) else {
-            throw ValidationError("--path-loss-exponent: \(pathLossExponent) is not between 1.5 and 6")
-        }
-        guard (1...100_000).contains(maxPeers) else {
-            throw ValidationError("--max-peers: \(maxPeers) is not between 1 and 100000")
-        }
-        if let stateDirectory, stateDirectory.isEmpty {
-            throw ValidationError("--state-dir: must not be empty")
-        }
+        _ = try commandLine()
+        if let config, config.isEmpty { throw ValidationError("--config: must not be empty") }
     }
 
     func run() async throws {
-        let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        let logger = Logger(label: "proximityd")
-        var configuration = NodeConfiguration(
-            bus: try BusAddress(parsing: bus),
-            busName: try BusName(busName),
-            serviceUUID: UUID(uuidString: serviceUUID)!,
-            name: name ?? NodeConfiguration.hostName(),
-            stateDirectory: StateDirectory.resolve(explicit: stateDirectory),
-            adapter: adapter,
-            powerOn: powerOn
-        )
-        configuration.clearInterval = clearInterval
-        configuration.measuredPower = measuredPower
-        configuration.maxPeers = maxPeers
-        configuration.pathLossExponent = pathLossExponent
-        configuration.trackBeacons = beacons
+        // The config file first: its log level decides what is logged from the start.
+        let reloader = ConfigurationReloader(explicitPath: config, commandLine: try commandLine())
+        let configuration: NodeConfiguration
         do {
-            let daemon = NodeDaemon(configuration, logger: logger)
+            configuration = try reloader.read()
+        } catch {
+            fail(error.problems, status: StartupError.Status.config.rawValue)
+        }
+        LogLevelSwitch.shared.level = configuration.logLevel
+        LoggingSystem.bootstrap { label in LogLevelSwitch.shared.handler(label: label) }
+        let logger = Logger(label: "proximityd")
+        do {
+            let daemon = NodeDaemon(configuration, reloader: reloader, logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: daemon, successTerminationBehavior: .gracefullyShutdownGroup,
                                  failureTerminationBehavior: .gracefullyShutdownGroup)],
@@ -129,14 +128,15 @@ struct Run: AsyncParsableCommand {
             ))
             try await group.run()
         } catch let error as StartupError {
-            fail(error.description, status: error.status.rawValue)
+            fail([error.description], status: error.status.rawValue)
         } catch {
-            fail("\(error)", status: 1)
+            fail(["\(error)"], status: 1)
         }
     }
 
-    private func fail(_ message: String, status: Int32) -> Never {
-        FileHandle.standardError.write(Data("proximityd: error: \(message)\n".utf8))
+    /// Prints each line as `proximityd: error: line` and exits with `status`.
+    private func fail(_ lines: [String], status: Int32) -> Never {
+        FileHandle.standardError.write(Data(lines.map { "proximityd: error: \($0)\n" }.joined().utf8))
         Foundation.exit(status)
     }
 }

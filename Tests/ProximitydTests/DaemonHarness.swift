@@ -34,7 +34,9 @@ final class Box: Sendable {
         let owners = try await observer.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged", arg0: busName))
         let daemon = try ManagedProcess(BuiltProducts.path("proximityd"),
                                         ["run", "--bus", address, "--state-dir", stateDirectory.path, "--bus-name", busName,
-                                         "--name", "test-box"] + extra)
+                                         "--name", "test-box"]
+                                            // Not the machine's /etc/proximityd/proximityd.yaml.
+                                            + (extra.contains("--config") ? [] : ["--config", "/dev/null"]) + extra)
         let appeared = Task { () -> Bool in
             for await change in owners where change.body.count == 3 && change.body[2].string?.isEmpty == false { return true }
             return false

@@ -7,7 +7,8 @@ import UnixSignals
 /// Reloads the configuration (`SIGHUP`, `Node1.Reload()`): reads it again and applies it as one
 /// change, or changes nothing. One reload at a time.
 ///
-/// Applied at once: the regions of the config file, `region-monitor`, `clear-interval`. The
+/// Applied at once: the regions of the config file, `region-monitor`, `clear-interval`,
+/// `log-level`. The
 /// others (the bus, the name, the adapter, the radio model …) need a restart: a reload that
 /// changes them logs a warning and keeps the running value.
 public actor ConfigurationReload {
@@ -49,6 +50,8 @@ public actor ConfigurationReload {
             throw error
         }
         await exporter.waitForRegions(sequence)
+        if next.logLevel != current.logLevel { LogLevelSwitch.shared.level = next.logLevel }
+        current.logLevel = next.logLevel
         current.regions = next.regions
         current.regionMonitor = next.regionMonitor
         current.clearInterval = next.clearInterval

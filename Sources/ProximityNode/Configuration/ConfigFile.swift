@@ -1,0 +1,151 @@
+import DBusKit
+import Foundation
+import Logging
+import ProximityCore
+
+/// The daemon's config file (`proximityd run --config FILE`, by default
+/// `/etc/proximityd/proximityd.yaml` when it exists), as read: the `run` options it sets, the
+/// region monitor's settings and the regions. Format and keys: `docs/configuration.md`.
+///
+/// Reading is strict and reports every problem at once, one line each, as
+/// `FILE:LINE:COLUMN: message` (1-based, pointing at the offending key or value): YAML syntax,
+/// bytes that are not UTF-8, unknown keys (with the nearest known key when it is close), duplicate
+/// keys, wrong types, values out of range, duplicate region identifiers, matchers that cannot be.
+/// An empty file, or one with only comments, is a valid empty config.
+public struct ConfigFile: Sendable, Hashable {
+    /// Where `proximityd run` and `proximityd check-config` look when given no file.
+    public static let defaultPath = "/etc/proximityd/proximityd.yaml"
+    /// The largest file read, bytes: far more than 100 000 regions take.
+    public static let maxSize = 64 << 20
+
+    /// The top-level keys: the `run` options' long names, then the sections.
+    public static let keys = [
+        "bus", "bus-name", "state-dir", "name", "service-uuid", "adapter", "power-on", "clear-interval", "measured-power",
+        "path-loss-exponent", "max-peers", "beacons", "log-level", "region-monitor", "regions",
+    ]
+    /// The keys of `region-monitor:`.
+    public static let regionMonitorKeys = ["exit-period", "max-regions", "restore-limit"]
+    /// The keys of an item of `regions:` (the keys of `match:` are ``RegionMatcher/Key/configName``).
+    public static let regionKeys = ["identifier", "match"]
+
+    /// The file it was read from, as given.
+    public var path: String
+    /// The `run` options the file sets; nil where it does not.
+    public var options: RunOptions
+    /// `region-monitor:`, with the defaults for what the file leaves out.
+    public var regionMonitor: RegionMonitor.Configuration
+    /// `regions:`, in the file's order, each with source ``RegionSource/config``.
+    public var regions: [Region]
+
+    public init(path: String, options: RunOptions = RunOptions(), regionMonitor: RegionMonitor.Configuration = .init(),
+                regions: [Region] = []) {
+        self.path = path
+        self.options = options
+        self.regionMonitor = regionMonitor
+        self.regions = regions
+    }
+
+    /// Reads and parses the file at `path`.
+    public static func load(path: String) throws(ConfigurationError) -> ConfigFile {
+        try parse(contents(ofFile: path), path: path)
+    }
+
+    /// The file's bytes, or one problem, `FILE: cannot read: reason`, when it cannot be read
+    /// (missing, not allowed, a directory, larger than ``maxSize``).
+    public static func contents(ofFile path: String) throws(ConfigurationError) -> [UInt8] {
+        func failure(_ reason: String) -> ConfigurationError {
+            ConfigurationError(problems: ["\(path): cannot read: \(reason)"])
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw failure(String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
+        guard (info.st_mode & S_IFMT) != S_IFDIR else { throw failure(String(cString: strerror(EISDIR))) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw failure(String(cString: strerror(errno)))
+            }
+            if n == 0 { return bytes }
+            bytes += chunk[0 ..< n]
+            if bytes.count > maxSize { throw failure("larger than \(maxSize >> 20) MiB") }
+        }
+    }
+
+    /// Parses a config file's text; `path` names the file in the problems.
+    public static func parse(_ text: String, path: String) throws(ConfigurationError) -> ConfigFile {
+        try parse(Array(text.utf8), path: path)
+    }
+
+    /// Parses a config file's bytes; `path` names the file in the problems, which come in the
+    /// order of the file.
+    public static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> ConfigFile {
+        let (root, yamlProblems) = ConfigYAML.parse(bytes)
+        var decoder = ConfigDecoder()
+        if yamlProblems.isEmpty || root != nil {
+            decoder.decode(root)
+        }
+        let problems = (yamlProblems + decoder.problems).enumerated().sorted {
+            let a = $0.element.position ?? ConfigPosition(line: 0, column: 0), b = $1.element.position ?? ConfigPosition(line: 0, column: 0)
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map(\.element)
+        guard problems.isEmpty else {
+            throw ConfigurationError(problems: problems.map { $0.line(file: path) })
+        }
+        return ConfigFile(path: path, options: decoder.options, regionMonitor: decoder.regionMonitor, regions: decoder.regions)
+    }
+}
+
+extension NodeConfiguration {
+    /// The configuration of a node given `commandLine` and the config file `file`: each option
+    /// from the command line if it was given there, else from the file, else its default. The
+    /// clear interval stays nil when neither gives it (the value saved over D-Bus comes next).
+    /// `environment` supplies `$STATE_DIRECTORY`.
+    public init(commandLine: RunOptions, file: ConfigFile?,
+                environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let options = (file?.options ?? RunOptions()).overridden(by: commandLine)
+        self.init(bus: options.bus ?? .system,
+                  busName: options.busName ?? NodeConfiguration.defaultBusName,
+                  serviceUUID: options.serviceUUID ?? NodeConfiguration.defaultServiceUUID,
+                  name: options.name ?? NodeConfiguration.hostName(),
+                  stateDirectory: StateDirectory.resolve(explicit: options.stateDirectory, environment: environment),
+                  adapter: options.adapter ?? "hci0",
+                  powerOn: options.powerOn ?? false)
+        clearInterval = options.clearInterval
+        if let v = options.measuredPower { measuredPower = v }
+        if let v = options.pathLossExponent { pathLossExponent = v }
+        if let v = options.maxPeers { maxPeers = v }
+        if let v = options.beacons { trackBeacons = v }
+        if let v = options.logLevel { logLevel = v }
+        if let file {
+            regions = file.regions
+            regionMonitor = file.regionMonitor
+            configFile = file.path
+        }
+    }
+}
+
+extension ConfigurationReloader {
+    /// Reads the config file and applies `commandLine` over it, the same way at start and at
+    /// every reload: `--config FILE` (`explicitPath`) must exist; without it `defaultPath` is read
+    /// if a file is there at that moment, and otherwise the node runs on the command line and the
+    /// defaults alone.
+    public init(explicitPath: String?, defaultPath: String = ConfigFile.defaultPath, commandLine: RunOptions,
+                environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.init { () throws(ConfigurationError) -> NodeConfiguration in
+            let file: ConfigFile?
+            if let explicitPath {
+                file = try ConfigFile.load(path: explicitPath)
+            } else if FileManager.default.fileExists(atPath: defaultPath) {
+                file = try ConfigFile.load(path: defaultPath)
+            } else {
+                file = nil
+            }
+            return NodeConfiguration(commandLine: commandLine, file: file, environment: environment)
+        }
+    }
+}

@@ -1,0 +1,470 @@
+import DBusKit
+import Foundation
+import Logging
+import ProximityCore
+@testable import ProximityNode
+import Testing
+
+/// A config file that must be refused, and exactly the lines it must be refused with (without the
+/// file name in front).
+/// A `\u{FFFF}` in `yaml` stands for the byte 0xFF, which is not UTF-8.
+struct BrokenConfig: Sendable, CustomTestStringConvertible {
+    let name: String
+    let bytes: [UInt8]
+    let problems: [String]
+
+    init(_ name: String, _ yaml: String, _ problems: String...) {
+        self.name = name
+        self.bytes = yaml.unicodeScalars.flatMap { $0 == "\u{FFFF}" ? [0xFF] : Array(String($0).utf8) }
+        self.problems = problems
+    }
+
+    var testDescription: String { name }
+}
+
+/// The config file reader (`ConfigFile`), the merge with the command line, and the reloader.
+@Suite struct ConfigFileTests {
+    static let file = "test.yaml"
+
+    /// Every kind of problem, each with its exact `LINE:COLUMN: message`.
+    static let broken: [BrokenConfig] = [
+        // YAML syntax, reported with Yams' position.
+        BrokenConfig("an unclosed flow list", "bus: [\n",
+                     "2:1: invalid YAML: did not find expected node content (while parsing a flow node at 2:1)"),
+        BrokenConfig("a mapping value where none may be", "name: a\n bus: x\n",
+                     "2:5: invalid YAML: mapping values are not allowed in this context"),
+        BrokenConfig("a tab in the indentation", "region-monitor:\n\texit-period: 5\n",
+                     "2:1: invalid YAML: found character that cannot start any token (while scanning for the next token at 2:1)"),
+        BrokenConfig("two documents", "bus: system\n---\nbus: session\n",
+                     "2:1: invalid YAML: but found another document (expected a single document in the stream at 1:1)"),
+        BrokenConfig("an undefined alias", "name: *x\n", "1:7: invalid YAML: found undefined alias"),
+        BrokenConfig("a control character", "name: \"a\u{7}\"\n", "1:9: invalid YAML: control characters are not allowed"),
+        BrokenConfig("a control character after a duplicate key, whose renaming moves no column",
+                     "regions:\n  - identifier: a\n    identifier: b\nname: \"ä\u{7}\"\n",
+                     "4:9: invalid YAML: control characters are not allowed"),
+        // The shape of the document.
+        BrokenConfig("a list at the top", "- bus: system\n",
+                     "1:1: the top level must be a mapping of keys such as bus: and regions:, not a list"),
+        BrokenConfig("a scalar at the top", "system\n",
+                     "1:1: the top level must be a mapping of keys such as bus: and regions:, not the string \"system\""),
+        BrokenConfig("a key that is a mapping", "{a: 1}: 2\n", "1:1: a key must be a name, not a mapping"),
+        // Unknown keys, with the nearest known one when it is close.
+        BrokenConfig("a misspelt key", "clear-intervall: 10\n", "1:1: unknown key 'clear-intervall' (did you mean 'clear-interval'?)"),
+        BrokenConfig("two letters swapped", "regoins: []\n", "1:1: unknown key 'regoins' (did you mean 'regions'?)"),
+        BrokenConfig("a key in the wrong case", "Bus: system\n", "1:1: unknown key 'Bus' (did you mean 'bus'?)"),
+        BrokenConfig("a key far from every known one", "colour: red\n", "1:1: unknown key 'colour'"),
+        BrokenConfig("a section not supported yet", "alerts: []\nmqtt: {}\n", "1:1: unknown key 'alerts'", "2:1: unknown key 'mqtt'"),
+        BrokenConfig("an unknown key in region-monitor", "region-monitor:\n  period: 5\n",
+                     "2:3: region-monitor: unknown key 'period' (expected 'exit-period', 'max-regions' or 'restore-limit')"),
+        BrokenConfig("an unknown key in a region", "regions:\n  - identifier: a\n    matches: {}\n",
+                     "3:5: regions[0]: unknown key 'matches' (did you mean 'match'?)"),
+        BrokenConfig("an unknown matcher key", "regions:\n  - identifier: a\n    match:\n      uid: 1\n",
+                     "4:7: regions[0].match: unknown key 'uid' (did you mean 'uuid'?)"),
+        // Duplicate keys: reported where the second one is, wherever the mapping is.
+        BrokenConfig("a duplicate top-level key", "bus: system\nname: a\nbus: session\n", "3:1: duplicate key 'bus' (first at 1:1)"),
+        BrokenConfig("a key three times", "name: a\nname: b\nname: c\n",
+                     "2:1: duplicate key 'name' (first at 1:1)", "3:1: duplicate key 'name' (first at 1:1)"),
+        BrokenConfig("a quoted duplicate", "\"name\": a\n'name': b\n", "2:1: duplicate key 'name' (first at 1:1)"),
+        BrokenConfig("a duplicate in a flow mapping", "region-monitor: {exit-period: 5, exit-period: 6}\n",
+                     "1:34: region-monitor: duplicate key 'exit-period' (first at 1:18)"),
+        BrokenConfig("a duplicate matcher key", """
+            regions:
+              - identifier: a
+                match:
+                  uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e
+                  uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893f
+            """, "5:7: regions[0].match: duplicate key 'uuid' (first at 4:7)"),
+        // Wrong types.
+        BrokenConfig("seconds as words", "clear-interval: ten\n", "1:17: clear-interval: must be a number of seconds, not the string \"ten\""),
+        BrokenConfig("a quoted number", "max-peers: \"10\"\n", "1:12: max-peers: must be an integer, not the string \"10\""),
+        BrokenConfig("a fraction for an integer", "max-peers: 2.5\n", "1:12: max-peers: must be an integer, not the number 2.5"),
+        BrokenConfig("a boolean for dBm", "measured-power: true\n", "1:17: measured-power: must be an integer (dBm), not the boolean true"),
+        BrokenConfig("a list for a number", "path-loss-exponent: [2]\n", "1:21: path-loss-exponent: must be a number, not a list"),
+        BrokenConfig("a quoted boolean", "power-on: \"true\"\n", "1:11: power-on: must be true or false, not the string \"true\""),
+        BrokenConfig("a number for a boolean", "beacons: 1\n", "1:10: beacons: must be true or false, not the number 1"),
+        BrokenConfig("a mapping for a string", "name: {first: a}\n", "1:7: name: must be a string, not a mapping"),
+        BrokenConfig("an empty value, reported at its key", "log-level:\n", "1:1: log-level: must be a string, not an empty value"),
+        BrokenConfig("null", "adapter: null\n", "1:10: adapter: must be a string, not null"),
+        BrokenConfig("a string for the regions", "regions: kitchen\n", "1:10: regions: must be a list of regions, not the string \"kitchen\""),
+        BrokenConfig("a scalar for a region", "regions:\n  - kitchen\n",
+                     "2:5: regions[0]: must be a mapping with identifier: and match:, not the string \"kitchen\""),
+        BrokenConfig("a list for a matcher", "regions:\n  - identifier: a\n    match: [uuid]\n",
+                     "3:12: regions[0].match: must be a mapping of matcher keys such as uuid: and within:, not a list"),
+        BrokenConfig("a number for region-monitor", "region-monitor: 5\n",
+                     "1:17: region-monitor: must be a mapping of exit-period, max-regions and restore-limit, not the number 5"),
+        BrokenConfig("a quoted major", "regions:\n  - identifier: a\n    match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: \"1\"}\n",
+                     "3:64: regions[0].match.major: must be an integer in 0...65535, not the string \"1\""),
+        BrokenConfig("a quoted exit period", "regions:\n  - identifier: a\n    match: {exit-period: \"5\"}\n",
+                     "3:26: regions[0].match.exit-period: must be a number of seconds in 1...86400, not the string \"5\""),
+        BrokenConfig("a list for an identifier", "regions:\n  - identifier: [a]\n",
+                     "2:17: regions[0].identifier: must be a string, not a list"),
+        // Out of range: the command line's ranges and words.
+        BrokenConfig("a clear interval of 0", "clear-interval: 0\n", "1:17: clear-interval: 0 is not a number of seconds above 0 and at most 3600"),
+        BrokenConfig("a clear interval over an hour", "clear-interval: 3600.5\n",
+                     "1:17: clear-interval: 3600.5 is not a number of seconds above 0 and at most 3600"),
+        BrokenConfig("a clear interval that is not a number", "clear-interval: .nan\n",
+                     "1:17: clear-interval: nan is not a number of seconds above 0 and at most 3600"),
+        BrokenConfig("a measured power too high", "measured-power: 21\n", "1:17: measured-power: a measured power of 21 dBm is outside -127…20"),
+        BrokenConfig("a measured power beyond 16 bits", "measured-power: -40000\n",
+                     "1:17: measured-power: a measured power of -40000 dBm is outside -127…20"),
+        BrokenConfig("an integer beyond 64 bits", "max-peers: 99999999999999999999\n", "1:12: max-peers: 99999999999999999999 is out of range"),
+        BrokenConfig("a path-loss exponent of 1", "path-loss-exponent: 1\n", "1:21: path-loss-exponent: 1 is not between 1.5 and 6"),
+        BrokenConfig("no peers", "max-peers: 0\n", "1:12: max-peers: 0 is not between 1 and 100000"),
+        BrokenConfig("too many peers", "max-peers: 100001\n", "1:12: max-peers: 100001 is not between 1 and 100000"),
+        BrokenConfig("a log level that is not one", "log-level: loud\n",
+                     "1:12: log-level: 'loud' is not one of trace, debug, info, notice, warning, error, critical"),
+        BrokenConfig("a bus that is not one", "bus: nonsense\n",
+                     "1:6: bus: 'nonsense' is not 'system', 'session' or a D-Bus address such as unix:path=/run/dbus/system_bus_socket"),
+        BrokenConfig("a bus name that is not one", "bus-name: org..x\n",
+                     "1:11: bus-name: invalid bus name 'org..x': empty element"),
+        BrokenConfig("a service UUID that is not one", "service-uuid: 12\n",
+                     "1:15: service-uuid: '12' is not a UUID such as b89491c9-43dd-4d75-bf16-dff381aed967"),
+        BrokenConfig("an empty name", "name: \"\"\n", "1:7: name: must be 1 to 248 bytes of UTF-8 (the Bluetooth name limit)"),
+        BrokenConfig("an adapter with a space", "adapter: hci 0\n", "1:10: adapter: 'hci 0' is not an adapter name such as hci0"),
+        BrokenConfig("an empty state directory", "state-dir: \"\"\n", "1:12: state-dir: must not be empty"),
+        BrokenConfig("a relative state directory", "state-dir: var/lib\n",
+                     "1:12: state-dir: must be an absolute path such as /var/lib/proximityd, not 'var/lib'"),
+        BrokenConfig("a default exit period of 0", "region-monitor:\n  exit-period: 0\n",
+                     "2:16: region-monitor.exit-period: must be a number of seconds in 1...86400, not 0"),
+        BrokenConfig("too few regions allowed", "region-monitor:\n  max-regions: 10\n",
+                     "2:16: region-monitor.max-regions: must be an integer in 1024...100000, not 10"),
+        BrokenConfig("a restore limit over a day", "region-monitor:\n  restore-limit: 86401\n",
+                     "2:18: region-monitor.restore-limit: must be a number of seconds in 0...86400, not 86401"),
+        // Regions.
+        BrokenConfig("a region without an identifier", "regions:\n  - match: {kind: node}\n",
+                     "2:5: regions[0]: a region needs an identifier"),
+        BrokenConfig("an empty region identifier", "regions:\n  - identifier: \"\"\n",
+                     "2:17: regions[0].identifier: the region identifier is empty"),
+        BrokenConfig("a region identifier with a control character", "regions:\n  - identifier: \"a\\tb\"\n",
+                     "2:17: regions[0].identifier: the region identifier contains control characters"),
+        BrokenConfig("a region defined twice", "regions:\n  - identifier: kitchen\n  - identifier: hall\n  - identifier: kitchen\n",
+                     "4:17: regions[2].identifier: region 'kitchen' is already defined at 2:17"),
+        // Each matcher part that cannot be taken, at its value.
+        BrokenConfig("uuid: 12", "regions:\n  - identifier: a\n    match:\n      uuid: 12\n",
+                     "4:13: regions[0].match.uuid: must be a UUID such as f7826da6-4fa2-4e98-8024-bc5b71e0893e, not \"12\""),
+        BrokenConfig("a kind that is not one", "regions:\n  - identifier: a\n    match: {kind: phone}\n",
+                     "3:19: regions[0].match.kind: must be one of node, ibeacon, altbeacon, eddystone, not \"phone\""),
+        BrokenConfig("an empty identifier to match", "regions:\n  - identifier: a\n    match: {identifier: \"\"}\n",
+                     "3:25: regions[0].match.identifier: must not be empty"),
+        BrokenConfig("a control character in an identifier to match", "regions:\n  - identifier: a\n    match: {identifier: \"x\\ty\"}\n",
+                     "3:25: regions[0].match.identifier: must not contain control characters"),
+        BrokenConfig("a major beyond 16 bits", "regions:\n  - identifier: a\n    match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: 65536}\n",
+                     "3:64: regions[0].match.major: must be an integer in 0...65535, not 65536"),
+        BrokenConfig("a negative minor", "regions:\n  - identifier: a\n    match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: 1, minor: -1}\n",
+                     "3:74: regions[0].match.minor: must be an integer in 0...65535, not -1"),
+        BrokenConfig("an id1 that is not a UUID", "regions:\n  - identifier: a\n    match: {id1: x}\n",
+                     "3:18: regions[0].match.id1: must be a UUID such as f7826da6-4fa2-4e98-8024-bc5b71e0893e, not \"x\""),
+        BrokenConfig("a short namespace", "regions:\n  - identifier: a\n    match: {namespace: abc}\n",
+                     "3:24: regions[0].match.namespace: must be 10 bytes as 20 hex digits, not \"abc\""),
+        BrokenConfig("an instance that is not hex", "regions:\n  - identifier: a\n    match: {namespace: edd1ebeac04e5defa017, instance: xyzxyzxyzxyz}\n",
+                     "3:56: regions[0].match.instance: must be 6 bytes as 12 hex digits, not \"xyzxyzxyzxyz\""),
+        BrokenConfig("a URL without a scheme", "regions:\n  - identifier: a\n    match: {url: example.com}\n",
+                     "3:18: regions[0].match.url: must be an http:// or https:// URL such as https://example.com/, not \"example.com\""),
+        BrokenConfig("a domain with a slash", "regions:\n  - identifier: a\n    match: {url-domain: example.com/x}\n",
+                     "3:25: regions[0].match.url-domain: must be a host name such as example.com, not \"example.com/x\""),
+        BrokenConfig("a short address", "regions:\n  - identifier: a\n    match: {address: \"AA:BB:CC\"}\n",
+                     "3:22: regions[0].match.address: must be a Bluetooth address such as AA:BB:CC:DD:EE:FF, not \"AA:BB:CC\""),
+        BrokenConfig("within unknown", "regions:\n  - identifier: a\n    match: {within: unknown}\n",
+                     "3:21: regions[0].match.within: must be immediate, near or far, not \"unknown\""),
+        BrokenConfig("an exit period of 0", "regions:\n  - identifier: a\n    match: {exit-period: 0}\n",
+                     "3:26: regions[0].match.exit-period: must be a number of seconds in 1...86400, not 0"),
+        // How the parts go together, at the key the matcher names.
+        BrokenConfig("major without uuid", "regions:\n  - identifier: a\n    match:\n      major: 1\n",
+                     "4:7: regions[0].match.major: needs uuid"),
+        BrokenConfig("minor without major", "regions:\n  - identifier: a\n    match:\n      uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e\n      minor: 1\n",
+                     "5:7: regions[0].match.minor: needs major"),
+        BrokenConfig("id2 without id1", "regions:\n  - identifier: a\n    match:\n      id2: 1\n", "4:7: regions[0].match.id2: needs id1"),
+        BrokenConfig("id3 without id2", "regions:\n  - identifier: a\n    match:\n      id1: f7826da6-4fa2-4e98-8024-bc5b71e0893e\n      id3: 1\n",
+                     "5:7: regions[0].match.id3: needs id2"),
+        BrokenConfig("instance without namespace", "regions:\n  - identifier: a\n    match:\n      instance: 0123456789ab\n",
+                     "4:7: regions[0].match.instance: needs namespace"),
+        BrokenConfig("url and url-domain", "regions:\n  - identifier: a\n    match:\n      url: https://example.com/\n      url-domain: example.com\n",
+                     "5:7: regions[0].match.url-domain: cannot go with url (give one of them)"),
+        BrokenConfig("two kinds of beacon", "regions:\n  - identifier: a\n    match:\n      uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e\n      namespace: edd1ebeac04e5defa017\n",
+                     "5:7: regions[0].match.namespace: cannot go with uuid: a peer is one kind of beacon"),
+        BrokenConfig("a namespace and a URL", "regions:\n  - identifier: a\n    match:\n      namespace: edd1ebeac04e5defa017\n      url: https://example.com/\n",
+                     "5:7: regions[0].match.url: cannot go with namespace: Eddystone-UID and Eddystone-URL are different frames"),
+        BrokenConfig("a kind that disagrees", "regions:\n  - identifier: a\n    match:\n      kind: node\n      uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e\n",
+                     "4:7: regions[0].match.kind: is node, but uuid is ibeacon"),
+        // Not UTF-8.
+        BrokenConfig("bytes that are not UTF-8", "name: caf\u{FFFF}\n", "1:10: the file is not UTF-8 text"),
+        // Several problems: every one, in the order of the file.
+        BrokenConfig("several problems at once", """
+            clear-interval: 0
+            max-peers: many
+            regions:
+              - identifier: fleet
+                match: {uuid: nope}
+              - identifier: fleet
+            colour: red
+            """,
+            "1:17: clear-interval: 0 is not a number of seconds above 0 and at most 3600",
+            "2:12: max-peers: must be an integer, not the string \"many\"",
+            "5:19: regions[0].match.uuid: must be a UUID such as f7826da6-4fa2-4e98-8024-bc5b71e0893e, not \"nope\"",
+            "6:17: regions[1].identifier: region 'fleet' is already defined at 4:17",
+            "7:1: unknown key 'colour'"),
+    ]
+
+    /// The lines `ConfigFile.parse` refuses `bytes` with; none if it takes them.
+    static func problems(_ bytes: [UInt8], path: String = file) -> [String] {
+        do {
+            _ = try ConfigFile.parse(bytes, path: path)
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
+    static func problems(_ text: String, path: String = file) -> [String] { problems(Array(text.utf8), path: path) }
+
+    /// The lines `read` is refused with; none if it succeeds.
+    static func problems(_ read: () throws(ConfigurationError) -> Void) -> [String] {
+        do {
+            try read()
+            return []
+        } catch {
+            return error.problems
+        }
+    }
+
+    @Test("a broken file is refused with every problem, exactly", arguments: broken)
+    func refused(_ config: BrokenConfig) {
+        #expect(Self.problems(config.bytes) == config.problems.map { "\(Self.file):\($0)" })
+    }
+
+    @Test("an empty file, only comments, an empty document: a valid empty config", arguments: ["", "\n", "# nothing here\n  # at all\n", "---\n", "~\n"])
+    func empty(_ text: String) throws {
+        let file = try ConfigFile.parse(text, path: Self.file)
+        #expect(file == ConfigFile(path: Self.file))
+    }
+
+    @Test("a full file: every option, the region monitor and the regions")
+    func full() throws {
+        let file = try ConfigFile.parse("""
+            # every key
+            bus: unix:path=/run/box/bus
+            bus-name: org.proximityd.test
+            state-dir: /srv/proximityd
+            name: 1                      # a plain number is taken as its text where a string is expected
+            service-uuid: 0D5E4C1A-1111-4222-8333-444455556666
+            adapter: hci1
+            power-on: yes
+            clear-interval: 2.5
+            measured-power: -70
+            path-loss-exponent: 3
+            max-peers: 50
+            beacons: false
+            log-level: debug
+            region-monitor:
+              exit-period: 20.5
+              max-regions: 2048
+              restore-limit: 0
+            regions:
+              - identifier: fleet
+                match:
+                  uuid: F7826DA6-4FA2-4E98-8024-BC5B71E0893E
+                  major: 1
+                  minor: 0x10
+                  within: near
+              - identifier: "front desk"
+                match: {kind: node, identifier: 4A1C2B3D-5E6F-4A7B-8C9D-0E1F2A3B4C5D, exit-period: 30}
+              - identifier: warehouse
+                match:
+                  namespace: "0xEDD1EBEAC04E5DEFA017"
+                  instance: 0123456789ab
+              - identifier: shop
+                match:
+                  url-domain: Example.COM.
+              - identifier: everyone
+              - identifier: nobody-in-particular
+                match:
+              - identifier: altbeacons
+                match: {id1: f7826da6-4fa2-4e98-8024-bc5b71e0893e, id2: 7, id3: 8, address: "aa:bb:cc:dd:ee:ff"}
+            """, path: Self.file)
+
+        var options = RunOptions()
+        options.bus = .address("unix:path=/run/box/bus")
+        options.busName = "org.proximityd.test"
+        options.stateDirectory = "/srv/proximityd"
+        options.name = "1"
+        options.serviceUUID = UUID(uuidString: "0d5e4c1a-1111-4222-8333-444455556666")
+        options.adapter = "hci1"
+        options.powerOn = true
+        options.clearInterval = 2.5
+        options.measuredPower = -70
+        options.pathLossExponent = 3
+        options.maxPeers = 50
+        options.beacons = false
+        options.logLevel = .debug
+        #expect(file.options == options)
+        #expect(file.regionMonitor == RegionMonitor.Configuration(defaultExitPeriod: 20.5, maxRegions: 2048, restoreLimit: 0))
+
+        func matcher(_ parts: [(RegionMatcher.Key, RegionMatcher.Value)]) throws -> RegionMatcher { try RegionMatcher.parse(parts) }
+        let uuid = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+        let expected = [
+            Region(identifier: "fleet", matcher: try matcher([(.uuid, .text(uuid)), (.major, .integer(1)), (.minor, .integer(16)),
+                                                              (.within, .text("near"))]), source: .config),
+            Region(identifier: "front desk", matcher: try matcher([(.kind, .text("node")), (.identifier, .text("4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")),
+                                                                   (.exitPeriod, .number(30))]), source: .config),
+            Region(identifier: "warehouse", matcher: try matcher([(.namespace, .text("edd1ebeac04e5defa017")),
+                                                                  (.instance, .text("0123456789ab"))]), source: .config),
+            Region(identifier: "shop", matcher: try matcher([(.urlDomain, .text("example.com"))]), source: .config),
+            Region(identifier: "everyone", matcher: RegionMatcher(), source: .config),
+            Region(identifier: "nobody-in-particular", matcher: RegionMatcher(), source: .config),
+            Region(identifier: "altbeacons", matcher: try matcher([(.id1, .text(uuid)), (.id2, .integer(7)), (.id3, .integer(8)),
+                                                                   (.address, .text("AA:BB:CC:DD:EE:FF"))]), source: .config),
+        ]
+        #expect(file.regions == expected)
+        #expect(file.regions[1].matcher.identifier == "4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")
+    }
+
+    @Test("more regions than max-regions are refused at the regions key")
+    func tooManyRegions() {
+        let regions = (0...1024).map { "  - identifier: r\($0)\n" }.joined()
+        #expect(Self.problems("region-monitor: {max-regions: 1024}\nregions:\n" + regions)
+                == ["\(Self.file):2:1: regions: 1025 regions are more than max-regions (1024)"])
+        #expect(Self.problems("regions:\n" + regions).isEmpty)
+    }
+
+    // MARK: - The command line over the file over the defaults
+
+    @Test("each option: the command line's if given, else the file's, else the default")
+    func precedence() throws {
+        let file = try ConfigFile.parse("""
+            bus: session
+            name: from-file
+            clear-interval: 7
+            max-peers: 10
+            beacons: false
+            log-level: debug
+            regions:
+              - identifier: everyone
+            """, path: "/etc/x.yaml")
+        var commandLine = RunOptions()
+        commandLine.name = "from-command-line"
+        commandLine.maxPeers = 20
+        commandLine.beacons = true
+        let environment = ["STATE_DIRECTORY": "/var/lib/from-systemd"]
+
+        let merged = NodeConfiguration(commandLine: commandLine, file: file, environment: environment)
+        // The command line wins…
+        #expect(merged.name == "from-command-line" && merged.maxPeers == 20 && merged.trackBeacons)
+        // …over the file…
+        #expect(merged.bus == .session && merged.clearInterval == 7 && merged.logLevel == .debug)
+        #expect(merged.regions.map(\.identifier) == ["everyone"] && merged.configFile == "/etc/x.yaml")
+        // …over the defaults.
+        let defaults = NodeConfiguration(stateDirectory: URL(fileURLWithPath: "/var/lib/from-systemd"))
+        #expect(merged.busName == defaults.busName && merged.serviceUUID == defaults.serviceUUID && merged.adapter == defaults.adapter)
+        #expect(merged.powerOn == defaults.powerOn && merged.measuredPower == defaults.measuredPower)
+        #expect(merged.pathLossExponent == defaults.pathLossExponent && merged.regionMonitor == defaults.regionMonitor)
+        #expect(merged.stateDirectory.path == "/var/lib/from-systemd")
+
+        // Without a file or options: the defaults, and no clear interval (the saved one comes next).
+        let bare = NodeConfiguration(commandLine: RunOptions(), file: nil, environment: [:])
+        #expect(bare.bus == .system && bare.busName == defaults.busName && bare.name == NodeConfiguration.hostName())
+        #expect(bare.clearInterval == nil && bare.maxPeers == 1024 && bare.trackBeacons && !bare.powerOn && bare.logLevel == .info)
+        #expect(bare.stateDirectory.path == "/var/lib/proximityd" && bare.regions.isEmpty && bare.configFile == nil)
+
+        // A flag given as its inversion still wins over the file.
+        var off = RunOptions()
+        off.beacons = false
+        let fileOn = try ConfigFile.parse("beacons: true\npower-on: true\n", path: Self.file)
+        let mergedOff = NodeConfiguration(commandLine: off, file: fileOn, environment: [:])
+        #expect(!mergedOff.trackBeacons && mergedOff.powerOn)
+    }
+
+    // MARK: - The reloader
+
+    @Test("the reloader reads the named file, or the default one if it is there, each time afresh")
+    func reloader() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-config-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("proximityd.yaml").path
+        var commandLine = RunOptions()
+        commandLine.maxPeers = 5
+
+        // The default path, while nothing is there: the command line and the defaults.
+        let byDefault = ConfigurationReloader(explicitPath: nil, defaultPath: path, commandLine: commandLine, environment: [:])
+        let before = try byDefault.read()
+        #expect(before.configFile == nil && before.maxPeers == 5 && before.regions.isEmpty)
+
+        // Once written, it is read; the command line still wins.
+        try "max-peers: 9\nclear-interval: 4\nregions:\n  - identifier: a\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let after = try byDefault.read()
+        #expect(after.configFile == path && after.maxPeers == 5 && after.clearInterval == 4 && after.regions.map(\.identifier) == ["a"])
+
+        // A change is picked up by the next read; a broken file is refused with its problems.
+        try "clear-interval: 0\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(Self.problems { () throws(ConfigurationError) in _ = try byDefault.read() }
+                == ["\(path):1:17: clear-interval: 0 is not a number of seconds above 0 and at most 3600"])
+
+        // A file named with --config must be there.
+        let missing = directory.appendingPathComponent("missing.yaml").path
+        let explicit = ConfigurationReloader(explicitPath: missing, defaultPath: path, commandLine: commandLine, environment: [:])
+        #expect(Self.problems { () throws(ConfigurationError) in _ = try explicit.read() } == ["\(missing): cannot read: No such file or directory"])
+        #expect(Self.problems { () throws(ConfigurationError) in _ = try ConfigFile.load(path: directory.path) }
+                == ["\(directory.path): cannot read: Is a directory"])
+    }
+
+    // MARK: - The example
+
+    static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("dbus/proximityd.yaml.example")
+
+    @Test("the example is valid, and with every option uncommented it is still valid and shows the defaults")
+    func example() throws {
+        let file = try ConfigFile.load(path: Self.example.path)
+        #expect(file.options == RunOptions() && file.regionMonitor == RegionMonitor.Configuration())
+        #expect(file.regions.map(\.identifier) == ["fleet", "front-desk", "warehouse", "shop"])
+
+        // `#key: value` lines are the options, commented out at their defaults.
+        let text = try String(contentsOf: Self.example, encoding: .utf8)
+        let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            let indent = line.prefix { $0 == " " }
+            let rest = line.dropFirst(indent.count)
+            guard rest.hasPrefix("#"), let colon = rest.firstIndex(of: ":"),
+                  rest[rest.index(after: rest.startIndex) ..< colon].allSatisfy({ $0.isLowercase || $0 == "-" }),
+                  rest.count > 1, rest[rest.index(after: rest.startIndex)].isLetter else { return String(line) }
+            return String(indent + rest.dropFirst())
+        }.joined(separator: "\n")
+        let full = try ConfigFile.parse(uncommented, path: "uncommented")
+        let options = full.options
+        #expect([options.bus == nil, options.busName == nil, options.stateDirectory == nil, options.name == nil,
+                 options.serviceUUID == nil, options.adapter == nil, options.powerOn == nil, options.clearInterval == nil,
+                 options.measuredPower == nil, options.pathLossExponent == nil, options.maxPeers == nil, options.beacons == nil,
+                 options.logLevel == nil].allSatisfy { !$0 }, "every option is in the example")
+        let shown = NodeConfiguration(commandLine: options, file: nil, environment: [:])
+        let defaults = NodeConfiguration(commandLine: RunOptions(), file: nil, environment: [:])
+        #expect(shown.bus == defaults.bus && shown.busName == defaults.busName && shown.serviceUUID == defaults.serviceUUID)
+        #expect(shown.stateDirectory == defaults.stateDirectory && shown.adapter == defaults.adapter && shown.powerOn == defaults.powerOn)
+        #expect(shown.measuredPower == defaults.measuredPower && shown.pathLossExponent == defaults.pathLossExponent)
+        #expect(shown.maxPeers == defaults.maxPeers && shown.trackBeacons == defaults.trackBeacons && shown.logLevel == defaults.logLevel)
+        #expect(shown.clearInterval == 10, "the clear interval's own default")
+        #expect(full.regionMonitor == RegionMonitor.Configuration())
+    }
+
+    // MARK: - Parts
+
+    @Test("a typo is one or two edits away; a swap of neighbours is one")
+    func nearestKey() {
+        #expect(ConfigDecoder.editDistance("regoins", "regions") == 1)
+        #expect(ConfigDecoder.editDistance("clear-intervall", "clear-interval") == 1)
+        #expect(ConfigDecoder.nearest(to: "nam", in: ConfigFile.keys) == "name")
+        #expect(ConfigDecoder.nearest(to: "colour", in: ConfigFile.keys) == nil)
+        #expect(ConfigDecoder.nearest(to: "mx", in: ConfigFile.keys) == nil)
+    }
+
+    @Test("the log level switch sets the level of every logger its handler made, unless one set its own")
+    func logLevelSwitch() {
+        let levels = LogLevelSwitch(.info)
+        let first = Logger(label: "a", factory: levels.handler(label:))
+        var second = Logger(label: "b", factory: levels.handler(label:))
+        #expect(first.logLevel == .info && second.logLevel == .info)
+        levels.level = .debug
+        #expect(first.logLevel == .debug && second.logLevel == .debug)
+        second.logLevel = .error
+        levels.level = .trace
+        #expect(first.logLevel == .trace && second.logLevel == .error)
+    }
+}

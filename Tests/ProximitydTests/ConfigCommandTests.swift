@@ -1,0 +1,113 @@
+import Foundation
+import ProximityTesting
+import Testing
+
+/// `proximityd check-config` and `proximityd run --config`, as a user runs them.
+@Suite("the config file on the command line: check-config and run --config")
+struct ConfigCommandTests {
+    static let example = repositoryRoot.appendingPathComponent("dbus/proximityd.yaml.example").path
+
+    static let broken = """
+        clear-interval: ten
+        max-peers: 0
+        regions:
+          - identifier: fleet
+            match:
+              uuid: 12
+          - identifier: fleet
+        colour: red
+        """
+
+    /// A fresh directory for the test's files, removed by `body`'s end.
+    func withDirectory(_ body: (URL) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-config-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await body(directory)
+    }
+
+    /// `FILE:LINE:COLUMN: `, then the message.
+    func isProblemLine(_ line: Substring, file: String) -> Bool {
+        guard line.hasPrefix(file + ":") else { return false }
+        let parts = line.dropFirst(file.count + 1).split(separator: ":", maxSplits: 2)
+        return parts.count == 3 && Int(parts[0]) != nil && Int(parts[1]) != nil && parts[2].hasPrefix(" ")
+    }
+
+    @Test("a broken file: every problem on stderr as FILE:LINE:COLUMN: message, exit 65")
+    func broken() async throws {
+        try await withDirectory { directory in
+            let file = directory.appendingPathComponent("broken.yaml").path
+            try Self.broken.write(toFile: file, atomically: true, encoding: .utf8)
+            let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
+            #expect(result.status == 65, "\(result)")
+            #expect(result.stdout.isEmpty)
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 5, "\(result.stderr)")
+            #expect(lines.allSatisfy { isProblemLine($0, file: file) }, "\(result.stderr)")
+            #expect(lines.first == "\(file):1:17: clear-interval: must be a number of seconds, not the string \"ten\"")
+            #expect(lines.last == "\(file):8:1: unknown key 'colour'")
+        }
+    }
+
+    @Test("the annotated example passes check-config")
+    func example() async throws {
+        let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", Self.example])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "\(Self.example): ok (4 regions)\n")
+        #expect(result.stderr.isEmpty)
+    }
+
+    @Test("a file that cannot be read: one line, exit 66")
+    func unreadable() async throws {
+        try await withDirectory { directory in
+            let missing = directory.appendingPathComponent("missing.yaml").path
+            let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", missing])
+            #expect(result.status == 66, "\(result)")
+            #expect(result.stderr == "\(missing): cannot read: No such file or directory\n")
+            let empty = directory.appendingPathComponent("empty.yaml").path
+            try "# nothing yet\n".write(toFile: empty, atomically: true, encoding: .utf8)
+            let ok = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", empty])
+            #expect(ok.status == 0 && ok.stdout == "\(empty): ok (0 regions)\n", "\(ok)")
+        }
+    }
+
+    @Test("run --config with a broken file: the same lines after proximityd: error:, exit 78, nothing started")
+    func runBroken() async throws {
+        try await withDirectory { directory in
+            let file = directory.appendingPathComponent("broken.yaml").path
+            try Self.broken.write(toFile: file, atomically: true, encoding: .utf8)
+            let state = directory.appendingPathComponent("state")
+            let result = try await runCommand(BuiltProducts.path("proximityd"), ["run", "--config", file, "--state-dir", state.path])
+            #expect(result.status == 78, "\(result)")
+            let lines = result.stderr.split(separator: "\n")
+            #expect(lines.count == 5, "\(result.stderr)")
+            #expect(lines.allSatisfy { $0.hasPrefix("proximityd: error: ") && isProblemLine($0.dropFirst("proximityd: error: ".count), file: file) },
+                    "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: state.path))
+
+            let missing = directory.appendingPathComponent("missing.yaml").path
+            let absent = try await runCommand(BuiltProducts.path("proximityd"), ["run", "--config", missing, "--state-dir", state.path])
+            #expect(absent.status == 78, "\(absent)")
+            #expect(absent.stderr == "proximityd: error: \(missing): cannot read: No such file or directory\n")
+        }
+    }
+
+    @Test("run --config uses the file's options, and the command line's over them")
+    func runPrecedence() async throws {
+        try await withDirectory { directory in
+            let file = directory.appendingPathComponent("proximityd.yaml").path
+            let state = directory.appendingPathComponent("state").path
+            try "bus: unix:path=\(directory.path)/from-file\n".write(toFile: file, atomically: true, encoding: .utf8)
+            // No bus is there: the daemon names the one it tried.
+            let fromFile = try await runCommand(BuiltProducts.path("proximityd"), ["run", "--config", file, "--state-dir", state])
+            #expect(fromFile.status == 69 && fromFile.stderr.split(separator: "\n").count == 1, "\(fromFile)")
+            #expect(fromFile.stderr.hasPrefix("proximityd: error: cannot connect to the bus at unix:path=\(directory.path)/from-file:"),
+                    "\(fromFile)")
+            let overridden = try await runCommand(BuiltProducts.path("proximityd"),
+                                                  ["run", "--config", file, "--state-dir", state, "--bus", "unix:path=\(directory.path)/given"])
+            #expect(overridden.status == 69, "\(overridden)")
+            #expect(overridden.stderr.hasPrefix("proximityd: error: cannot connect to the bus at unix:path=\(directory.path)/given:"),
+                    "\(overridden)")
+        }
+    }
+}
