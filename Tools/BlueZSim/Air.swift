@@ -24,6 +24,10 @@ public actor Air {
     var beacons: [String: Beacon] = [:]
     var beaconOrder: [String] = []
     var linkRNG: [String: SeededGenerator] = [:]
+    /// The burst process of each transmitter–listener pair (`"box:alpha>bravo"`), made when the
+    /// pair's first packet is sent with bursts on; emptied when `Configure` changes the burst
+    /// parameters, so each starts again from time 0 with the new ones.
+    var linkBursts: [String: BurstProcess] = [:]
     var connections: [ConnectionKey: Connection] = [:]
     var timers: [Timer] = []
     var token: UInt64 = 0
@@ -222,7 +226,7 @@ public actor Air {
         b.nextEvent = radio.nextAdvertisement(after: time, interval: interval, using: &b.rng)
         beacons[name] = b
         transmit(address: b.spec.address, report: b.report, from: b.spec.trajectory.position(at: time),
-                 measuredPower: b.spec.frame.measuredPowerAt1m, link: "beacon:" + name, at: time)
+                 measuredPower: b.spec.frame.measuredPowerAt1m, transmitter: "beacon:" + name, link: "beacon:" + name, at: time)
     }
 
     private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
@@ -231,7 +235,8 @@ public actor Air {
         boxes[box]!.advertisements[index].nextEvent = radio.nextAdvertisement(
             after: time, interval: interval, using: &boxes[box]!.advertisements[index].rng)
         guard let (address, report, position, instance) = advertised(box, index: index, at: time) else { return }
-        transmit(address: address, report: report, from: position, measuredPower: nil, link: "box:\(box):\(instance)", at: time)
+        transmit(address: address, report: report, from: position, measuredPower: nil, transmitter: "box:" + box,
+                 link: "box:\(box):\(instance)", at: time)
     }
 
     private func advertised(_ box: String, index: Int, at time: SimTime) -> (String, AdvertisingReport, Position, Int)? {
@@ -241,16 +246,27 @@ public actor Air {
                 b.trajectory.position(at: time), ad.instance)
     }
 
-    /// One advertising event, heard (or not) by every discovering adapter.
+    /// One advertising event, heard (or not) by every discovering adapter. `link` names the
+    /// advertiser (a box's advertisement instance, or a beacon) for its RSSI stream; `transmitter`
+    /// names the device (the box, or the beacon) for the burst process, which all of a box's
+    /// advertisements share on the way to one listener.
     private func transmit(address: String, report: AdvertisingReport, from position: Position, measuredPower: Double?,
-                          link: String, at time: SimTime) {
+                          transmitter: String, link: String, at time: SimTime) {
         stats.transmissions += 1
         for name in boxOrder {
             guard let (merged, listenerPosition) = listening(name, notAt: address, at: time), merged.scansLE else { continue }
             let distance = position.distance(to: listenerPosition)
             let key = link + ">" + name
             var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
-            let sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+            let sample: Int16?
+            if radio.parameters.burstLossRate > 0 {
+                let pair = transmitter + ">" + name
+                var burst = linkBursts[pair] ?? radio.burstProcess(using: SeededGenerator(seed: seed).derived("burst:" + pair))
+                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, at: time, burst: &burst, using: &rng)
+                linkBursts[pair] = burst
+            } else {
+                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+            }
             linkRNG[key] = rng
             guard let rssi = sample else { continue }
             if let threshold = merged.rssiThreshold, rssi < threshold { continue }

@@ -450,6 +450,8 @@ private struct ScenarioDecoder {
             ("connection_latency", \.connectionLatency),
             ("connection_failure_rate", \.connectionFailureRate),
             ("sensitivity", \.sensitivity),
+            ("burst_loss_rate", \.burstLossRate),
+            ("burst_duration", \.burstDuration),
         ]
         let fields = try object(tree, path, keys: keys.map(\.0))
         var radio = RadioParameters()
