@@ -184,19 +184,21 @@ import Testing
 
     @Test func theKeysAreReadFromYAMLAndJSON() throws {
         let yaml = try Scenario.parse("""
-            radio: { packet_loss: 0.3, burst_loss_rate: 0.25, burst_duration: 1.5 }
+            radio: { packet_loss: 0.3, burst_loss_rate: 0.25, burst_duration: 1.5, report_batching: 0.5 }
             boxes: [{ name: a, address: "02:00:00:00:00:01", position: [0, 0] }]
             """, format: .yaml)
         let json = try Scenario.parse("""
-            {"radio": {"packet_loss": 0.3, "burst_loss_rate": 0.25, "burst_duration": 1.5},
+            {"radio": {"packet_loss": 0.3, "burst_loss_rate": 0.25, "burst_duration": 1.5, "report_batching": 0.5},
              "boxes": [{"name": "a", "address": "02:00:00:00:00:01", "position": [0, 0]}]}
             """, format: .json)
         #expect(yaml == json)
-        #expect(yaml.radio == RadioParameters(packetLoss: 0.3, burstLossRate: 0.25, burstDuration: 1.5))
+        #expect(yaml.radio == RadioParameters(packetLoss: 0.3, burstLossRate: 0.25, burstDuration: 1.5, reportBatching: 0.5))
+        #expect(RadioParameters().reportBatching == 0)
         let process = yaml.radioModel.burstProcess(using: SeededGenerator(seed: 1))
         #expect(process.badFraction == 0.25 && process.meanBadSpell == 1.5)
         // The ends of the ranges are allowed.
-        for radio in ["burst_loss_rate: 0", "burst_loss_rate: 1", "burst_duration: 0.01", "burst_duration: 86400"] {
+        for radio in ["burst_loss_rate: 0", "burst_loss_rate: 1", "burst_duration: 0.01", "burst_duration: 86400",
+                      "report_batching: 0", "report_batching: 10"] {
             #expect(throws: Never.self) {
                 try Scenario.parse("radio: { \(radio) }\nboxes: [{ name: a, address: \"02:00:00:00:00:01\", position: [0, 0] }]",
                                    format: .yaml)
@@ -214,9 +216,11 @@ import Testing
         ("burst_duration: 0.005",
          "line 1: radio.burst_duration: must be 0.01 or more seconds (the mean length of a bad spell), not 0.005"),
         ("burst_duration: .inf", "line 1: radio.burst_duration: must be a finite number"),
+        ("report_batching: -0.5", "line 1: radio.report_batching: must be 0...10 seconds (0: each report as it is received), not -0.5"),
+        ("report_batching: 11", "line 1: radio.report_batching: must be 0...10 seconds (0: each report as it is received), not 11"),
         ("burst_length: 1", "line 1: radio.burst_length: unknown key; expected one of: path_loss_exponent, measured_power, "
             + "shadowing_sigma, advertising_interval, packet_loss, connection_latency, connection_failure_rate, sensitivity, "
-            + "burst_loss_rate, burst_duration"),
+            + "burst_loss_rate, burst_duration, report_batching"),
     ])
     func badKeysAreRejectedWithTheirMessages(radio: String, message: String) {
         do {
@@ -242,7 +246,8 @@ import Testing
     }
 }
 
-/// Bursts on the air: a box hears a beacon through its bursts, and `Configure` changes them.
+/// Bursts on the air: a box hears a beacon through its bursts, and takes its reports in bunches;
+/// `Configure` changes both.
 @Suite(.serialized) struct BusBurstLossTests {
     /// Alpha listens to a beacon 2 m away under 30 % packet loss, the link bad 30 % of the time
     /// in 1 s spells, for 300 simulated seconds in half-second windows; then with bursts
@@ -292,6 +297,51 @@ import Testing
             await expectError("org.proximityd.BlueZSim.Error.InvalidArguments",
                               "burst_duration: must be 0.01 or more seconds (the mean length of a bad spell), not 0") {
                 try await sim.control("Configure", [.vardict(["BurstDuration": .double(0)])])
+            }
+            await alpha.close()
+        }
+    }
+
+    /// With `report_batching` 1 s, alpha's bluetoothd takes the beacon's reports in once a
+    /// second, about ten at a time (a beacon every 105 ms on average); configured back to 0,
+    /// each as it comes.
+    @Test func reportsTakenInBunches() async throws {
+        var scenario = twoBoxes(beacons: [iBeacon("door", "C0:00:00:00:00:01", at: Position(x: 0, y: 2))], seed: 5)
+        scenario.boxes.removeLast()
+        scenario.radio.reportBatching = 1
+        try await withSimBoxes(scenario, time: .simulated) { sim in
+            let alpha = try await sim.client("alpha")
+            let log = try await SignalLog.bluez(alpha)
+            try await alpha.adapter("StartDiscovery")
+            try await log.wait { $0.isChange(adapterPath, BlueZ.adapterInterface) && $0.changed["Discovering"] == .boolean(true) }
+            let air = sim.simulator.air
+
+            /// The reports taken in during each of `steps` tenths of a second.
+            func reportsPerTenth(_ steps: Int) async -> [Int] {
+                var counts: [Int] = []
+                for _ in 0..<steps {
+                    let before = await air.stats.reports
+                    await sim.advance(0.1)
+                    counts.append(await air.stats.reports - before)
+                }
+                return counts
+            }
+
+            let batched = await reportsPerTenth(200)
+            let bunches = batched.indices.filter { batched[$0] > 0 }
+            #expect((19...21).contains(bunches.count), "\(batched)")
+            #expect(zip(bunches, bunches.dropFirst()).allSatisfy { (9...11).contains($1 - $0) }, "\(bunches)")
+            #expect(bunches.dropFirst().allSatisfy { batched[$0] >= 7 }, "\(batched)")
+
+            try await sim.control("Configure", [.vardict(["ReportBatching": .double(0)])])
+            let direct = await reportsPerTenth(50)
+            // (The first report takes in the ones still waiting with it.)
+            #expect(direct.filter { $0 > 0 }.count >= 40 && direct.dropFirst().allSatisfy { $0 <= 2 }, "\(direct)")
+            #expect(direct.reduce(0, +) >= 40)
+
+            await expectError("org.proximityd.BlueZSim.Error.InvalidArguments",
+                              "report_batching: must be 0...10 seconds (0: each report as it is received), not 11") {
+                try await sim.control("Configure", [.vardict(["ReportBatching": .double(11)])])
             }
             await alpha.close()
         }

@@ -31,7 +31,7 @@ public enum ControlService {
     /// The keys `Configure` takes.
     public static let configurationKeys = [
         "PathLossExponent", "MeasuredPower", "ShadowingSigma", "AdvertisingInterval", "PacketLoss", "ConnectionLatency",
-        "ConnectionFailureRate", "Sensitivity", "BurstLossRate", "BurstDuration", "MTU", "ConnectTimeout",
+        "ConnectionFailureRate", "Sensitivity", "BurstLossRate", "BurstDuration", "ReportBatching", "MTU", "ConnectTimeout",
     ]
 
     static func interface(_ simulator: Simulator) -> DBusInterface {
@@ -118,7 +118,8 @@ extension Air {
              "shadowing_sigma": \(r.shadowingSigma), "advertising_interval": \(r.advertisingInterval),
              "packet_loss": \(r.packetLoss), "connection_latency": \(r.connectionLatency),
              "connection_failure_rate": \(r.connectionFailureRate), "sensitivity": \(r.sensitivity),
-             "burst_loss_rate": \(r.burstLossRate), "burst_duration": \(r.burstDuration)},
+             "burst_loss_rate": \(r.burstLossRate), "burst_duration": \(r.burstDuration),
+             "report_batching": \(r.reportBatching)},
              "boxes": [{"name": "bluez-sim-placeholder", "address": "00:00:00:00:00:00", "position": [0, 0]}],
              "beacons": [\(json)]}
             """
@@ -176,6 +177,7 @@ extension Air {
             case "Sensitivity": p.sensitivity = try number()
             case "BurstLossRate": p.burstLossRate = try number()
             case "BurstDuration": p.burstDuration = try number()
+            case "ReportBatching": p.reportBatching = try number()
             case "MTU":
                 let m = try number()
                 guard (23...517).contains(m) else { throw .invalidArguments("MTU must be 23...517") }
@@ -235,6 +237,7 @@ extension Air {
                 "advertising_interval": r.advertisingInterval, "packet_loss": r.packetLoss,
                 "connection_latency": r.connectionLatency, "connection_failure_rate": r.connectionFailureRate,
                 "sensitivity": r.sensitivity, "burst_loss_rate": r.burstLossRate, "burst_duration": r.burstDuration,
+                "report_batching": r.reportBatching,
             ],
             "link": ["mtu": Int(settings.mtu), "connect_timeout": settings.connectTimeout],
             "stats": ["transmissions": stats.transmissions, "reports": stats.reports,

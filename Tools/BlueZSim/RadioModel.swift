@@ -28,6 +28,10 @@ public struct RadioParameters: Sendable, Hashable {
     /// Mean length of a bad spell, seconds (exponentially distributed; good spells have mean
     /// `burstDuration · (1 − burstLossRate) / burstLossRate`).
     public var burstDuration: Double
+    /// Seconds over which each box's bluetoothd gathers advertising reports before it takes them
+    /// in, all at once, as a controller that buffers reports delivers them in bunches. 0 (the
+    /// default): each report as it is received.
+    public var reportBatching: Double
 
     public init(
         pathLossExponent: Double = 2.0,
@@ -39,7 +43,8 @@ public struct RadioParameters: Sendable, Hashable {
         connectionFailureRate: Double = 0,
         sensitivity: Double = -100,
         burstLossRate: Double = 0,
-        burstDuration: Double = 1.0
+        burstDuration: Double = 1.0,
+        reportBatching: Double = 0
     ) {
         self.pathLossExponent = pathLossExponent
         self.measuredPower = measuredPower
@@ -51,6 +56,7 @@ public struct RadioParameters: Sendable, Hashable {
         self.sensitivity = sensitivity
         self.burstLossRate = burstLossRate
         self.burstDuration = burstDuration
+        self.reportBatching = reportBatching
     }
 
     /// The legal range of an advertising interval: 20 ms to 10.24 s (Bluetooth Core 5.x, Vol 6,
@@ -60,6 +66,8 @@ public struct RadioParameters: Sendable, Hashable {
     /// rarely covers a whole advertising event is independent loss (``packetLoss``), and shorter
     /// spells would only cost time.
     public static let minimumBurstDuration = 0.01
+    /// The longest ``reportBatching``, seconds.
+    public static let maximumReportBatching = 10.0
 
     /// Throws for the first parameter out of range, with the scenario file's key as the path
     /// (`packet_loss`, ...). ``Scenario/validate()`` prefixes it with `radio.`.
@@ -86,6 +94,8 @@ public struct RadioParameters: Sendable, Hashable {
                   "must be a fraction of time in 0...1 (0: no bursts), not \(ScenarioError.show(burstLossRate))")
         try check(burstDuration.isFinite && burstDuration >= Self.minimumBurstDuration, "burst_duration",
                   "must be 0.01 or more seconds (the mean length of a bad spell), not \(ScenarioError.show(burstDuration))")
+        try check((0...Self.maximumReportBatching).contains(reportBatching), "report_batching",
+                  "must be 0...10 seconds (0: each report as it is received), not \(ScenarioError.show(reportBatching))")
     }
 }
 

@@ -452,6 +452,7 @@ private struct ScenarioDecoder {
             ("sensitivity", \.sensitivity),
             ("burst_loss_rate", \.burstLossRate),
             ("burst_duration", \.burstDuration),
+            ("report_batching", \.reportBatching),
         ]
         let fields = try object(tree, path, keys: keys.map(\.0))
         var radio = RadioParameters()
