@@ -182,6 +182,34 @@ import Testing
 
     // MARK: Scenario keys
 
+    /// The shipped example, and where its links' bad spells fall: over its first ten minutes
+    /// neither direction is bad for 10 s at a stretch (the regions' default exit period).
+    @Test func theBurstyLossExample() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scenarios/bursty-loss.yaml")
+        let scenario = try Scenario.load(from: file)
+        #expect(scenario.radio == RadioParameters(
+            pathLossExponent: 2, measuredPower: -59, shadowingSigma: 3, advertisingInterval: 0.1, packetLoss: 0.3,
+            sensitivity: -92, burstLossRate: 0.2, burstDuration: 1, reportBatching: 0.5))
+        #expect(scenario.boxes.map(\.name) == ["alpha", "bravo"])
+        let model = scenario.radioModel
+        #expect(model.meanRSSI(distance: 3) - 7 * scenario.radio.shadowingSigma > scenario.radio.sensitivity)
+        for (from, to) in [("alpha", "bravo"), ("bravo", "alpha")] {
+            var process = model.burstProcess(seed: scenario.seed, from: from, to: to)
+            var longest = 0.0, bad = 0.0
+            while process.spellStart < 600 {
+                if process.state == .bad {
+                    let length = min(process.spellEnd, 600) - process.spellStart
+                    longest = max(longest, length)
+                    bad += length
+                }
+                _ = process.state(at: process.spellEnd)
+            }
+            #expect(longest < 10, "\(from) → \(to): a bad spell of \(longest) s")
+            #expect(bad / 600 > 0.1 && bad / 600 < 0.3)
+        }
+    }
+
     @Test func theKeysAreReadFromYAMLAndJSON() throws {
         let yaml = try Scenario.parse("""
             radio: { packet_loss: 0.3, burst_loss_rate: 0.25, burst_duration: 1.5, report_batching: 0.5 }
@@ -265,15 +293,26 @@ import Testing
             try await log.wait { $0.isChange(adapterPath, BlueZ.adapterInterface) && $0.changed["Discovering"] == .boolean(true) }
             let air = sim.simulator.air
 
+            // Where the link's bad spells fall, known in advance from the seed.
+            var predicted = scenario.radioModel.burstProcess(seed: scenario.seed, from: "door", to: "alpha")
+            var inBadSpell = 0
+
             /// Over `windows` half-seconds: the fraction of the beacon's packets received, and the
-            /// windows without any.
-            func listen(windows: Int) async -> (received: Double, silent: Int) {
+            /// windows without any. With `bursts`, every window inside a predicted bad spell must be
+            /// silent.
+            func listen(windows: Int, bursts: Bool) async -> (received: Double, silent: Int) {
                 let start = await air.stats
                 var silent = 0
                 for _ in 0..<windows {
                     let before = await air.stats.reports
+                    let from = sim.simulator.clock.now
                     await sim.advance(0.5)
-                    if await air.stats.reports == before { silent += 1 }
+                    let heard = await air.stats.reports != before
+                    if !heard { silent += 1 }
+                    if bursts && predicted.state(at: from) == .bad && predicted.spellEnd > sim.simulator.clock.now {
+                        inBadSpell += 1
+                        #expect(!heard, "heard the beacon inside the bad spell \(predicted.spellStart)...\(predicted.spellEnd)")
+                    }
                 }
                 let end = await air.stats
                 return (Double(end.reports - start.reports) / Double(end.transmissions - start.transmissions), silent)
@@ -283,14 +322,15 @@ import Testing
             // √(2·0.3·0.7·1·0.7/300) = 0.031, times 0.7: tolerance 4·0.022 ≈ 0.09. A half-second
             // window is silent mostly when a bad spell covers it: 0.3·e^(−0.5) ≈ 18 % of windows,
             // against 0.3^4.8 ≈ 0.3 % under independent loss alone.
-            let bursty = await listen(windows: 600)
+            let bursty = await listen(windows: 600, bursts: true)
             #expect(abs(bursty.received - 0.49) < 0.09, "received \(bursty.received)")
             #expect(bursty.silent > 50, "\(bursty.silent) silent windows")
+            #expect(inBadSpell > 40 && inBadSpell <= bursty.silent, "\(inBadSpell) windows in a bad spell")
 
             try await sim.control("Configure", [.vardict(["BurstLossRate": .double(0)])])
             let state = try await sim.control("GetState").first?.string ?? ""
             #expect(state.contains("\"burst_loss_rate\":0") && state.contains("\"burst_duration\":1"))
-            let independent = await listen(windows: 200)
+            let independent = await listen(windows: 200, bursts: false)
             #expect(abs(independent.received - 0.7) < 0.04, "received \(independent.received)")  // binomial, ~950 packets
             #expect(independent.silent <= 3, "\(independent.silent) silent windows")
 

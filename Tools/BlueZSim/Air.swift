@@ -24,7 +24,7 @@ public actor Air {
     var beacons: [String: Beacon] = [:]
     var beaconOrder: [String] = []
     var linkRNG: [String: SeededGenerator] = [:]
-    /// The burst process of each transmitter–listener pair (`"box:alpha>bravo"`), made when the
+    /// The burst process of each transmitter–listener pair (`"alpha>bravo"`), made when the
     /// pair's first packet is sent with bursts on; emptied when `Configure` changes the burst
     /// parameters, so each starts again from time 0 with the new ones.
     var linkBursts: [String: BurstProcess] = [:]
@@ -247,7 +247,7 @@ public actor Air {
         b.nextEvent = radio.nextAdvertisement(after: time, interval: interval, using: &b.rng)
         beacons[name] = b
         transmit(address: b.spec.address, report: b.report, from: b.spec.trajectory.position(at: time),
-                 measuredPower: b.spec.frame.measuredPowerAt1m, transmitter: "beacon:" + name, link: "beacon:" + name, at: time)
+                 measuredPower: b.spec.frame.measuredPowerAt1m, transmitter: name, link: "beacon:" + name, at: time)
     }
 
     private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
@@ -256,7 +256,7 @@ public actor Air {
         boxes[box]!.advertisements[index].nextEvent = radio.nextAdvertisement(
             after: time, interval: interval, using: &boxes[box]!.advertisements[index].rng)
         guard let (address, report, position, instance) = advertised(box, index: index, at: time) else { return }
-        transmit(address: address, report: report, from: position, measuredPower: nil, transmitter: "box:" + box,
+        transmit(address: address, report: report, from: position, measuredPower: nil, transmitter: box,
                  link: "box:\(box):\(instance)", at: time)
     }
 
@@ -269,8 +269,8 @@ public actor Air {
 
     /// One advertising event, heard (or not) by every discovering adapter. `link` names the
     /// advertiser (a box's advertisement instance, or a beacon) for its RSSI stream; `transmitter`
-    /// names the device (the box, or the beacon) for the burst process, which all of a box's
-    /// advertisements share on the way to one listener.
+    /// names the device (the box or beacon, by name: names are unique across both) for the burst
+    /// process, which all of a box's advertisements share on the way to one listener.
     private func transmit(address: String, report: AdvertisingReport, from position: Position, measuredPower: Double?,
                           transmitter: String, link: String, at time: SimTime) {
         stats.transmissions += 1
@@ -282,7 +282,7 @@ public actor Air {
             let sample: Int16?
             if radio.parameters.burstLossRate > 0 {
                 let pair = transmitter + ">" + name
-                var burst = linkBursts[pair] ?? radio.burstProcess(using: SeededGenerator(seed: seed).derived("burst:" + pair))
+                var burst = linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name)
                 sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, at: time, burst: &burst, using: &rng)
                 linkBursts[pair] = burst
             } else {

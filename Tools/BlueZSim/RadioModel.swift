@@ -170,6 +170,14 @@ public struct RadioModel: Sendable, Hashable {
         BurstProcess(badFraction: parameters.burstLossRate, meanBadSpell: parameters.burstDuration, using: rng)
     }
 
+    /// The burst process the air gives the link from `transmitter` to `listener` (box or beacon
+    /// names) in a run with `seed`: its stream is `derived("burst:<transmitter>><listener>")` of
+    /// the seed's, so a test can know in advance where that link's bad spells fall. Each direction
+    /// of a pair has its own process, which every advertisement of the transmitter shares.
+    public func burstProcess(seed: UInt64, from transmitter: String, to listener: String) -> BurstProcess {
+        burstProcess(using: SeededGenerator(seed: seed).derived("burst:\(transmitter)>\(listener)"))
+    }
+
     /// When the next advertising event happens: `t + interval + advDelay`, advDelay uniform in
     /// [0, 10 ms] (one draw). The mean spacing is therefore `interval + 5 ms`.
     public func nextAdvertisement(after t: SimTime, interval: Double, using rng: inout SeededGenerator) -> SimTime {
