@@ -250,5 +250,8 @@ import Testing
         #expect(path { $0.connectionLatency = -0.1 } == "connection_latency")
         #expect(path { $0.connectionFailureRate = .nan } == "connection_failure_rate")
         #expect(path { $0.sensitivity = -200 } == "sensitivity")
+        #expect(path { $0.burstLossRate = 1.01 } == "burst_loss_rate")
+        #expect(path { $0.burstDuration = 0 } == "burst_duration")
+        #expect(path { $0.burstDuration = .infinity } == "burst_duration")
     }
 }

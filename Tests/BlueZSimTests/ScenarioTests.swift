@@ -351,6 +351,10 @@ struct BadScenario: Sendable, CustomTestStringConvertible {
         radio("latency negative", "radio.connection_latency", "connection_latency: -1"),
         radio("exponent zero", "radio.path_loss_exponent", "path_loss_exponent: 0"),
         radio("measured power above 20 dBm", "radio.measured_power", "measured_power: 30"),
+        radio("burst loss rate above 1", "radio.burst_loss_rate", "burst_loss_rate: 1.5"),
+        radio("burst duration zero", "radio.burst_duration", "burst_duration: 0"),
+        radio("burst duration below 10 ms", "radio.burst_duration", "burst_duration: 0.001"),
+        radio("report batching negative", "radio.report_batching", "report_batching: -1"),
         yaml("radio not a mapping", "radio", "radio: [1, 2]\nboxes: [\(box)]"),
         // Boxes
         yaml("no boxes key", "boxes", "seed: 1"),

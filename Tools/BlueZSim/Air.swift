@@ -24,6 +24,10 @@ public actor Air {
     var beacons: [String: Beacon] = [:]
     var beaconOrder: [String] = []
     var linkRNG: [String: SeededGenerator] = [:]
+    /// The burst process of each transmitter–listener pair (`"alpha>bravo"`), made when the
+    /// pair's first packet is sent with bursts on; emptied when `Configure` changes the burst
+    /// parameters, so each starts again from time 0 with the new ones.
+    var linkBursts: [String: BurstProcess] = [:]
     var connections: [ConnectionKey: Connection] = [:]
     var timers: [Timer] = []
     var token: UInt64 = 0
@@ -74,6 +78,13 @@ public actor Air {
         /// A restarted bluetoothd shows its adapter unpowered until it has powered it itself
         /// (`AutoEnable`); a client's `Powered` meanwhile is refused with `Busy`.
         var autoEnabling = false
+        /// Where this box's `report_batching` windows begin, as a fraction of a window: its own,
+        /// so that boxes do not take their reports in step.
+        var batchPhase: Double = 0
+        /// Reports received in the current window, in order, waiting to be taken in at
+        /// `batchDue` (`report_batching`); dropped when discovery stops or bluetoothd restarts.
+        var pendingReports: [PendingReport] = []
+        var batchDue: SimTime?
 
         var adapterPath: ObjectPath { BlueZ.adapterPath(spec.adapter) }
         var alias: String { adapter.alias ?? adapter.name }
@@ -81,6 +92,13 @@ public actor Air {
         static func freshAdapter(_ spec: BoxSpec) -> AdapterState {
             AdapterState(name: spec.name, address: spec.address)
         }
+    }
+
+    /// A report the controller received and bluetoothd has not taken in yet.
+    struct PendingReport {
+        var address: String
+        var report: AdvertisingReport
+        var rssi: Int16
     }
 
     struct RegisteredAdvertisement {
@@ -129,8 +147,9 @@ public actor Air {
         self.logger = logger
         let root = SeededGenerator(seed: scenario.seed)
         for spec in scenario.boxes {
+            var phase = root.derived("batching:\(spec.name)")
             boxes[spec.name] = Box(spec: spec, trajectory: spec.trajectory, adapter: Box.freshAdapter(spec),
-                                   rng: root.derived("box:\(spec.name)"))
+                                   rng: root.derived("box:\(spec.name)"), batchPhase: phase.unit())
             boxOrder.append(spec.name)
         }
         let now = clock.now
@@ -194,6 +213,9 @@ public actor Air {
             for (i, timer) in timers.enumerated() where timer.time <= t {
                 due.append((timer.time, 2, "", i))
             }
+            for name in boxOrder {
+                if let batch = boxes[name]?.batchDue, batch <= t { due.append((batch, 3, name, 0)) }
+            }
             if due.isEmpty { break }
             due.sort { $0.time < $1.time }
             var firedTimers: [Timer] = []
@@ -201,6 +223,9 @@ public actor Air {
                 switch event.kind {
                 case 0: beaconEvent(event.name, at: event.time)
                 case 1: advertisementEvent(event.name, index: event.index, at: event.time)
+                case 3:
+                    // Unless a report of a later window took this batch in already.
+                    if boxes[event.name]?.batchDue == event.time { takeInReports(event.name, at: event.time) }
                 default: firedTimers.append(timers[event.index])
                 }
             }
@@ -222,7 +247,7 @@ public actor Air {
         b.nextEvent = radio.nextAdvertisement(after: time, interval: interval, using: &b.rng)
         beacons[name] = b
         transmit(address: b.spec.address, report: b.report, from: b.spec.trajectory.position(at: time),
-                 measuredPower: b.spec.frame.measuredPowerAt1m, link: "beacon:" + name, at: time)
+                 measuredPower: b.spec.frame.measuredPowerAt1m, transmitter: name, link: "beacon:" + name, at: time)
     }
 
     private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
@@ -231,7 +256,8 @@ public actor Air {
         boxes[box]!.advertisements[index].nextEvent = radio.nextAdvertisement(
             after: time, interval: interval, using: &boxes[box]!.advertisements[index].rng)
         guard let (address, report, position, instance) = advertised(box, index: index, at: time) else { return }
-        transmit(address: address, report: report, from: position, measuredPower: nil, link: "box:\(box):\(instance)", at: time)
+        transmit(address: address, report: report, from: position, measuredPower: nil, transmitter: box,
+                 link: "box:\(box):\(instance)", at: time)
     }
 
     private func advertised(_ box: String, index: Int, at time: SimTime) -> (String, AdvertisingReport, Position, Int)? {
@@ -241,22 +267,62 @@ public actor Air {
                 b.trajectory.position(at: time), ad.instance)
     }
 
-    /// One advertising event, heard (or not) by every discovering adapter.
+    /// One advertising event, heard (or not) by every discovering adapter. `link` names the
+    /// advertiser (a box's advertisement instance, or a beacon) for its RSSI stream; `transmitter`
+    /// names the device (the box or beacon, by name: names are unique across both) for the burst
+    /// process, which all of a box's advertisements share on the way to one listener.
     private func transmit(address: String, report: AdvertisingReport, from position: Position, measuredPower: Double?,
-                          link: String, at time: SimTime) {
+                          transmitter: String, link: String, at time: SimTime) {
         stats.transmissions += 1
         for name in boxOrder {
             guard let (merged, listenerPosition) = listening(name, notAt: address, at: time), merged.scansLE else { continue }
             let distance = position.distance(to: listenerPosition)
             let key = link + ">" + name
             var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
-            let sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+            let sample: Int16?
+            if radio.parameters.burstLossRate > 0 {
+                let pair = transmitter + ">" + name
+                var burst = linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name)
+                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, at: time, burst: &burst, using: &rng)
+                linkBursts[pair] = burst
+            } else {
+                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+            }
             linkRNG[key] = rng
             guard let rssi = sample else { continue }
             if let threshold = merged.rssiThreshold, rssi < threshold { continue }
             if !merged.uuids.isEmpty && merged.uuids.isDisjoint(with: report.serviceUUIDs) { continue }
-            found(box: name, address: address, report: report, rssi: rssi, at: time)
+            receive(box: name, address: address, report: report, rssi: rssi, at: time)
         }
+    }
+
+    /// A report the box's controller received (past the kernel's filter): bluetoothd takes it in
+    /// now, or, with `report_batching` W, at the end of the box's current window (the box's
+    /// windows are W long, shifted by its own phase), together with the others received in it
+    /// and in the order received.
+    private func receive(box name: String, address: String, report: AdvertisingReport, rssi: Int16, at time: SimTime) {
+        let window = radio.parameters.reportBatching
+        if let batch = boxes[name]?.batchDue, batch <= time || window == 0 {
+            takeInReports(name, at: min(batch, time))  // an ended window, or batching turned off
+        }
+        guard window > 0, var b = boxes[name] else {
+            found(box: name, address: address, report: report, rssi: rssi, at: time)
+            return
+        }
+        b.pendingReports.append(PendingReport(address: address, report: report, rssi: rssi))
+        if b.batchDue == nil {
+            let offset = b.batchPhase * window
+            b.batchDue = offset + ((time - offset) / window).rounded(.down) * window + window
+        }
+        boxes[name] = b
+    }
+
+    /// Hands the box's pending reports to bluetoothd, as received at `time`.
+    private func takeInReports(_ name: String, at time: SimTime) {
+        guard let pending = boxes[name]?.pendingReports else { return }
+        boxes[name]?.pendingReports = []
+        boxes[name]?.batchDue = nil
+        for r in pending { found(box: name, address: r.address, report: r.report, rssi: r.rssi, at: time) }
     }
 
     /// A box that hears advertisements now: its merged discovery and position. (No copy of the

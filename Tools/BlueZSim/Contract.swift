@@ -3,9 +3,10 @@ import Foundation
 // The seam between the simulator's two halves, fixed here so both can be built at once:
 //
 // - the *model* (pure, no I/O, time injected): scenario files, box and beacon trajectories, the
-//   radio (log-distance path loss with Gaussian shadowing, packet loss, advertising intervals,
-//   connection latency and failures), and third-party beacon frames. Files: Scenario.swift,
-//   Trajectory.swift, RadioModel.swift, SeededGenerator.swift, BeaconFrames.swift.
+//   radio (log-distance path loss with Gaussian shadowing, independent and bursty packet loss,
+//   advertising intervals, connection latency and failures), and third-party beacon frames.
+//   Files: Scenario.swift, Trajectory.swift, RadioModel.swift, SeededGenerator.swift,
+//   BeaconFrames.swift.
 // - the *bus side*: "bluetoothd" on every box bus (org.bluez objects with BlueZ's semantics), the
 //   air that carries advertisements between boxes, the control interface, and the executable.
 //   Files: Air.swift, SimulatedAdapter.swift, SimulatedDevice.swift, Advertising.swift, Gatt.swift,

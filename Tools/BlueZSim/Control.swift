@@ -31,7 +31,7 @@ public enum ControlService {
     /// The keys `Configure` takes.
     public static let configurationKeys = [
         "PathLossExponent", "MeasuredPower", "ShadowingSigma", "AdvertisingInterval", "PacketLoss", "ConnectionLatency",
-        "ConnectionFailureRate", "Sensitivity", "MTU", "ConnectTimeout",
+        "ConnectionFailureRate", "Sensitivity", "BurstLossRate", "BurstDuration", "ReportBatching", "MTU", "ConnectTimeout",
     ]
 
     static func interface(_ simulator: Simulator) -> DBusInterface {
@@ -117,7 +117,9 @@ extension Air {
             {"seed": 0, "radio": {"path_loss_exponent": \(r.pathLossExponent), "measured_power": \(r.measuredPower),
              "shadowing_sigma": \(r.shadowingSigma), "advertising_interval": \(r.advertisingInterval),
              "packet_loss": \(r.packetLoss), "connection_latency": \(r.connectionLatency),
-             "connection_failure_rate": \(r.connectionFailureRate), "sensitivity": \(r.sensitivity)},
+             "connection_failure_rate": \(r.connectionFailureRate), "sensitivity": \(r.sensitivity),
+             "burst_loss_rate": \(r.burstLossRate), "burst_duration": \(r.burstDuration),
+             "report_batching": \(r.reportBatching)},
              "boxes": [{"name": "bluez-sim-placeholder", "address": "00:00:00:00:00:00", "position": [0, 0]}],
              "beacons": [\(json)]}
             """
@@ -173,6 +175,9 @@ extension Air {
             case "ConnectionLatency": p.connectionLatency = try number()
             case "ConnectionFailureRate": p.connectionFailureRate = try number()
             case "Sensitivity": p.sensitivity = try number()
+            case "BurstLossRate": p.burstLossRate = try number()
+            case "BurstDuration": p.burstDuration = try number()
+            case "ReportBatching": p.reportBatching = try number()
             case "MTU":
                 let m = try number()
                 guard (23...517).contains(m) else { throw .invalidArguments("MTU must be 23...517") }
@@ -189,6 +194,9 @@ extension Air {
             try p.validate()
         } catch {
             throw .invalidArguments(error.description)
+        }
+        if p.burstLossRate != radio.parameters.burstLossRate || p.burstDuration != radio.parameters.burstDuration {
+            linkBursts = [:]  // each link's process starts again from time 0 with the new parameters
         }
         radio = RadioModel(p)
         settings = s
@@ -228,7 +236,8 @@ extension Air {
                 "path_loss_exponent": r.pathLossExponent, "measured_power": r.measuredPower, "shadowing_sigma": r.shadowingSigma,
                 "advertising_interval": r.advertisingInterval, "packet_loss": r.packetLoss,
                 "connection_latency": r.connectionLatency, "connection_failure_rate": r.connectionFailureRate,
-                "sensitivity": r.sensitivity,
+                "sensitivity": r.sensitivity, "burst_loss_rate": r.burstLossRate, "burst_duration": r.burstDuration,
+                "report_batching": r.reportBatching,
             ],
             "link": ["mtu": Int(settings.mtu), "connect_timeout": settings.connectTimeout],
             "stats": ["transmissions": stats.transmissions, "reports": stats.reports,

@@ -20,6 +20,18 @@ public struct RadioParameters: Sendable, Hashable {
     public var connectionFailureRate: Double
     /// Reports weaker than this (after shadowing and rounding) are not received, dBm.
     public var sensitivity: Double
+    /// Bursty loss (Gilbert–Elliott): the long-run fraction of time each link spends in a bad
+    /// spell, in 0...1, during which every advertisement on it is lost. 0 turns bursts off.
+    /// On its own it loses this fraction of the packets; with ``packetLoss`` p the loss is
+    /// p + (1 − p) · burstLossRate.
+    public var burstLossRate: Double
+    /// Mean length of a bad spell, seconds (exponentially distributed; good spells have mean
+    /// `burstDuration · (1 − burstLossRate) / burstLossRate`).
+    public var burstDuration: Double
+    /// Seconds over which each box's bluetoothd gathers advertising reports before it takes them
+    /// in, all at once, as a controller that buffers reports delivers them in bunches. 0 (the
+    /// default): each report as it is received.
+    public var reportBatching: Double
 
     public init(
         pathLossExponent: Double = 2.0,
@@ -29,7 +41,10 @@ public struct RadioParameters: Sendable, Hashable {
         packetLoss: Double = 0,
         connectionLatency: Double = 0.05,
         connectionFailureRate: Double = 0,
-        sensitivity: Double = -100
+        sensitivity: Double = -100,
+        burstLossRate: Double = 0,
+        burstDuration: Double = 1.0,
+        reportBatching: Double = 0
     ) {
         self.pathLossExponent = pathLossExponent
         self.measuredPower = measuredPower
@@ -39,11 +54,20 @@ public struct RadioParameters: Sendable, Hashable {
         self.connectionLatency = connectionLatency
         self.connectionFailureRate = connectionFailureRate
         self.sensitivity = sensitivity
+        self.burstLossRate = burstLossRate
+        self.burstDuration = burstDuration
+        self.reportBatching = reportBatching
     }
 
     /// The legal range of an advertising interval: 20 ms to 10.24 s (Bluetooth Core 5.x, Vol 6,
     /// Part B, 4.4.2.2.1 for legacy advertising).
     public static let advertisingIntervalRange: ClosedRange<Double> = 0.020...10.24
+    /// The shortest mean bad spell, seconds: half the shortest advertising interval. A spell that
+    /// rarely covers a whole advertising event is independent loss (``packetLoss``), and shorter
+    /// spells would only cost time.
+    public static let minimumBurstDuration = 0.01
+    /// The longest ``reportBatching``, seconds.
+    public static let maximumReportBatching = 10.0
 
     /// Throws for the first parameter out of range, with the scenario file's key as the path
     /// (`packet_loss`, ...). ``Scenario/validate()`` prefixes it with `radio.`.
@@ -66,16 +90,23 @@ public struct RadioParameters: Sendable, Hashable {
                   "must be a probability in 0...1, not \(ScenarioError.show(connectionFailureRate))")
         try check(RadioModel.rssiRange.contains(sensitivity), "sensitivity",
                   "must be an RSSI in -127...20 dBm, not \(ScenarioError.show(sensitivity))")
+        try check((0...1).contains(burstLossRate), "burst_loss_rate",
+                  "must be a fraction of time in 0...1 (0: no bursts), not \(ScenarioError.show(burstLossRate))")
+        try check(burstDuration.isFinite && burstDuration >= Self.minimumBurstDuration, "burst_duration",
+                  "must be 0.01 or more seconds (the mean length of a bad spell), not \(ScenarioError.show(burstDuration))")
+        try check((0...Self.maximumReportBatching).contains(reportBatching), "report_batching",
+                  "must be 0...10 seconds (0: each report as it is received), not \(ScenarioError.show(reportBatching))")
     }
 }
 
 /// The radio link model: log-distance path loss with Gaussian shadowing, independent packet loss,
-/// a receiver sensitivity, advertising events with the spec's random advDelay, and connection
-/// attempts with a latency distribution and a failure rate.
+/// bursty loss (a ``BurstProcess`` per link), a receiver sensitivity, advertising events with the
+/// spec's random advDelay, and connection attempts with a latency distribution and a failure rate.
 ///
 /// Pure: every random quantity comes from the generator passed in, every time is a parameter.
 /// Each method consumes a fixed number of draws whatever the parameters, so a stream's later
-/// numbers do not shift when, say, the loss rate changes.
+/// numbers do not shift when, say, the loss rate changes. The burst process draws from a stream
+/// of its own, so turning bursts on shifts no other stream either.
 public struct RadioModel: Sendable, Hashable {
     public var parameters: RadioParameters
 
@@ -123,6 +154,30 @@ public struct RadioModel: Sendable, Hashable {
         return Int16(rounded)
     }
 
+    /// One advertisement at time `t` on a link whose burst process is `burst`: lost when the link
+    /// is in a bad spell at `t`, else as ``sampleRSSI(distance:measuredPower:using:)``, whose three
+    /// draws from `rng` are taken either way (the burst process draws from its own stream).
+    public func sampleRSSI(distance: Double, measuredPower: Double? = nil, at t: SimTime, burst: inout BurstProcess,
+                           using rng: inout SeededGenerator) -> Int16? {
+        let bad = burst.state(at: t) == .bad
+        let sample = sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+        return bad ? nil : sample
+    }
+
+    /// A link's burst process with this radio's ``RadioParameters/burstLossRate`` and
+    /// ``RadioParameters/burstDuration``, drawing from `rng` (give each link a stream of its own).
+    public func burstProcess(using rng: SeededGenerator) -> BurstProcess {
+        BurstProcess(badFraction: parameters.burstLossRate, meanBadSpell: parameters.burstDuration, using: rng)
+    }
+
+    /// The burst process the air gives the link from `transmitter` to `listener` (box or beacon
+    /// names) in a run with `seed`: its stream is `derived("burst:<transmitter>><listener>")` of
+    /// the seed's, so a test can know in advance where that link's bad spells fall. Each direction
+    /// of a pair has its own process, which every advertisement of the transmitter shares.
+    public func burstProcess(seed: UInt64, from transmitter: String, to listener: String) -> BurstProcess {
+        burstProcess(using: SeededGenerator(seed: seed).derived("burst:\(transmitter)>\(listener)"))
+    }
+
     /// When the next advertising event happens: `t + interval + advDelay`, advDelay uniform in
     /// [0, 10 ms] (one draw). The mean spacing is therefore `interval + 5 ms`.
     public func nextAdvertisement(after t: SimTime, interval: Double, using rng: inout SeededGenerator) -> SimTime {
@@ -144,5 +199,82 @@ public struct RadioModel: Sendable, Hashable {
         guard mean > 0 else { return (0, fails) }
         let mu = Foundation.log(mean) - sigma * sigma / 2
         return (Foundation.exp(mu + sigma * z), fails)
+    }
+}
+
+/// The Gilbert–Elliott burst process of one link, in continuous time: the link alternates between
+/// good and bad spells, each of exponentially distributed length, with mean ``meanBadSpell`` for
+/// bad spells and `meanBadSpell · (1 − badFraction) / badFraction` for good ones, so the link is
+/// bad a fraction ``badFraction`` of the time. In a bad spell every packet is lost; in a good one
+/// only the independent `packet_loss` applies.
+///
+/// The process starts at time 0 in its stationary distribution (bad with probability
+/// ``badFraction``; the first spell's length drawn as any other, which memorylessness allows) and
+/// draws one number per spell after that, from its own generator. Where its spells fall is
+/// therefore a function of its generator's seed and the two parameters alone: not of when, or how
+/// often, packets ask (``state(at:)``), so it does not depend on the advertising interval.
+/// With `badFraction` 0 it is always good and never draws; with 1, always bad.
+public struct BurstProcess: Sendable, Hashable {
+    /// The state of a link.
+    public enum State: Sendable, Hashable {
+        /// Packets get through but for the independent `packet_loss`.
+        case good
+        /// Every packet is lost.
+        case bad
+    }
+
+    /// The long-run fraction of time in bad spells, 0...1.
+    public let badFraction: Double
+    /// The mean length of a bad spell, seconds (> 0).
+    public let meanBadSpell: Double
+    /// The state of the current spell: the one that contains the last time asked.
+    public private(set) var state: State
+    /// When the current spell began (0 for the first).
+    public private(set) var spellStart: SimTime
+    /// When the current spell ends and the other state begins (infinity when bursts are off).
+    public private(set) var spellEnd: SimTime
+    private var rng: SeededGenerator
+
+    /// A process starting at time 0. Two draws from `rng` (none when `badFraction` is 0).
+    public init(badFraction: Double, meanBadSpell: Double, using rng: SeededGenerator) {
+        precondition((0...1).contains(badFraction) && meanBadSpell > 0 && meanBadSpell.isFinite,
+                     "a burst process needs a fraction in 0...1 and a positive mean spell")
+        self.badFraction = badFraction
+        self.meanBadSpell = meanBadSpell
+        spellStart = 0
+        var rng = rng
+        if badFraction > 0 {
+            state = rng.chance(badFraction) ? .bad : .good
+            spellEnd = rng.exponential(mean: Self.meanSpell(state, badFraction: badFraction, meanBadSpell: meanBadSpell))
+        } else {
+            state = .good
+            spellEnd = .infinity
+        }
+        self.rng = rng
+    }
+
+    /// The mean length of a spell in `state`, seconds: ``meanBadSpell`` for a bad one,
+    /// `meanBadSpell · (1 − badFraction) / badFraction` for a good one (0 when always bad,
+    /// infinity when bursts are off).
+    public func meanSpell(_ state: State) -> Double {
+        Self.meanSpell(state, badFraction: badFraction, meanBadSpell: meanBadSpell)
+    }
+
+    private static func meanSpell(_ state: State, badFraction: Double, meanBadSpell: Double) -> Double {
+        switch state {
+        case .bad: meanBadSpell
+        case .good: meanBadSpell * (1 - badFraction) / badFraction
+        }
+    }
+
+    /// The link's state at `t`, running the process forward through every spell that ended by
+    /// then (one draw each). Times must not go back: an earlier `t` gets the current spell's state.
+    public mutating func state(at t: SimTime) -> State {
+        while spellEnd <= t {
+            state = state == .good ? .bad : .good
+            spellStart = spellEnd
+            spellEnd = spellStart + rng.exponential(mean: meanSpell(state))
+        }
+        return state
     }
 }

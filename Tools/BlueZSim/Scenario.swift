@@ -450,6 +450,9 @@ private struct ScenarioDecoder {
             ("connection_latency", \.connectionLatency),
             ("connection_failure_rate", \.connectionFailureRate),
             ("sensitivity", \.sensitivity),
+            ("burst_loss_rate", \.burstLossRate),
+            ("burst_duration", \.burstDuration),
+            ("report_batching", \.reportBatching),
         ]
         let fields = try object(tree, path, keys: keys.map(\.0))
         var radio = RadioParameters()

@@ -217,6 +217,8 @@ extension Air {
         b.devices = [:]
         b.advertisements = []
         b.applications = []
+        b.pendingReports = []
+        b.batchDue = nil
         // The scenario starts with bluetoothd up; a restarted one (as bluetoothd 5.66 does) shows
         // the adapter off and powers it itself shortly after.
         if b.generation > 1 {
@@ -253,6 +255,8 @@ extension Air {
         b.devices = [:]
         b.advertisements = []
         b.applications = []
+        b.pendingReports = []
+        b.batchDue = nil
         boxes[name] = b
         timers.removeAll { timer in
             if case .advertisementTimeout(let box, _, _, _) = timer.action { return box == name }
@@ -326,6 +330,8 @@ extension Air {
     func discoveryCleanup(_ name: String) {
         guard var b = boxes[name] else { return }
         b.adapter.discovering = false
+        b.pendingReports = []  // the controller's buffer goes with the scan
+        b.batchDue = nil
         boxes[name] = b
         announceAdapter(name)
         for dev in b.devices.values.sorted(by: { $0.address < $1.address }) {
