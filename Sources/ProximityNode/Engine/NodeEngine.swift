@@ -19,7 +19,7 @@ import ProximityCore
 /// report back here, so the engine never waits for BlueZ while samples arrive.
 public actor NodeEngine {
     let configuration: NodeConfiguration
-    let identity: UUID
+    public nonisolated let identity: UUID
     let connection: DBusConnection
     let mirror: BlueZObjectMirror
     let clock: any NodeClock

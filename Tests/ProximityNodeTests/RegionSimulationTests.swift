@@ -1,0 +1,115 @@
+import BlueZSim
+import DBusKit
+import Foundation
+import ProximityCore
+import ProximityNode
+import ProximityTesting
+import Synchronization
+import Testing
+
+/// Region monitoring in the node, in simulated time: bluez-sim's air with 30 % loss in bursts, the
+/// engine in this process, ten minutes in a few seconds.
+@Suite("regions in simulated time", .serialized)
+struct RegionSimulationTests {
+    static let fleet = UUID(uuidString: "f7826da6-4fa2-4e98-8024-bc5b71e0893e")!
+    static let seed: UInt64 = 11
+
+    /// A watcher, a node 2 m away and an iBeacon 1.6 m away. Each link loses 30 % of the
+    /// advertisements: 12.5 % independently, and all of them during bad spells (20 % of the time,
+    /// 1 s on average); bluetoothd takes its reports in every 0.5 s, in bunches.
+    static func scenario() -> Scenario {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 3
+        radio.packetLoss = 0.125
+        radio.burstLossRate = 0.2
+        radio.burstDuration = 1
+        radio.reportBatching = 0.5
+        let tag = BeaconSpec(name: "tag", address: "C0:00:00:00:00:01",
+                             frame: .iBeacon(uuid: fleet, major: 1, minor: 2, measuredPower: -59),
+                             trajectory: Trajectory(fixed: Position(x: 1.5, y: 0.5)))
+        return Scenario(seed: seed, radio: radio, boxes: [
+            BoxSpec(name: "watcher", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+            BoxSpec(name: "visitor", address: "AA:00:00:00:00:02", trajectory: Trajectory(fixed: Position(x: 2, y: 0))),
+        ], beacons: [tag])
+    }
+
+    /// Region events with the time of the report they came with.
+    final class Recorder: Sendable {
+        final class Log: Sendable { let value = Mutex<[(time: Timestamp, event: RegionEvent)]>([]) }
+        let log = Log()
+        let task: Task<Void, Never>
+        init(_ stream: AsyncStream<NodeEvent>) {
+            let log = self.log
+            task = Task {
+                var now: Timestamp = 0
+                for await event in stream {
+                    switch event {
+                    case .report(let report): now = report.time
+                    case .regions(let changes): log.value.withLock { $0 += changes.events.map { (now, $0) } }
+                    default: break
+                    }
+                }
+            }
+        }
+        var all: [(time: Timestamp, event: RegionEvent)] { log.value.withLock { $0 } }
+    }
+
+    /// The longest bad spell of the link from `transmitter` to the watcher in the first `span` s.
+    static func longestBadSpell(_ scenario: Scenario, from transmitter: String, span: Double) -> Double {
+        var process = scenario.radioModel.burstProcess(seed: scenario.seed, from: transmitter, to: "watcher")
+        var longest = 0.0
+        var t = 0.0
+        while t < span {
+            if process.state(at: t) == .bad { longest = max(longest, process.spellEnd - process.spellStart) }
+            t = process.spellEnd + 1e-6
+        }
+        return longest
+    }
+
+    @Test("a node and an iBeacon that stay in range under 30 % loss in bursts never cause an Exited in ten minutes; once gone, each exits within the exit period plus one second")
+    func noSpuriousExit() async throws {
+        let scenario = Self.scenario()
+        // The scenario has real bursts, none as long as the exit period (else the peers would be
+        // out of range for that long, and an exit right).
+        let spells = ["visitor", "tag"].map { Self.longestBadSpell(scenario, from: $0, span: 620) }
+        #expect(spells.allSatisfy { $0 > 2 && $0 < 10 }, "longest bad spells \(spells)")
+        try await withSimBoxes(scenario, time: .simulated) { boxes in
+            let watcher = try await NodeRunner.startInProcess("watcher", on: boxes)
+            let visitor = try await NodeRunner.startInProcess("visitor", on: boxes)
+            defer { Task { await watcher.stop(); await visitor.stop() } }
+            let recorder = Recorder(watcher.engine.events.subscribe(buffer: 4096))
+            defer { recorder.task.cancel() }
+            let visitorID = visitor.engine.identity
+            var byUUID = RegionMatcher()
+            byUUID.uuid = Self.fleet
+            var byIdentifier = RegionMatcher()
+            byIdentifier.identifier = visitorID.uuidString.lowercased()
+            _ = try await watcher.engine.startMonitoring(Region(identifier: "fleet", matcher: byUUID, source: .bus))
+            _ = try await watcher.engine.startMonitoring(Region(identifier: "visitor", matcher: byIdentifier, source: .bus))
+            _ = try await watcher.engine.startMonitoring(Region(identifier: "anyone", matcher: RegionMatcher(), source: .bus))
+
+            for _ in 0..<6_000 { await boxes.advance(0.1) }
+            let stayed = recorder.all
+            let entered = stayed.compactMap { if case .entered(let id) = $0.event { id } else { nil } }
+            #expect(entered.sorted() == ["anyone", "fleet", "visitor"], "\(stayed.map(\.event))")
+            #expect(!stayed.contains { if case .exited = $0.event { true } else { false } }, "\(stayed.map { ($0.time, $0.event) })")
+
+            // Both leave: the iBeacon is taken away, the node walks 5 km off.
+            let left = boxes.simulator.clock.now
+            _ = try await boxes.control("RemoveBeacon", [.string("tag")])
+            _ = try await boxes.control("MoveBox", [.string("visitor"), .double(5_000), .double(0), .double(0)])
+            for _ in 0..<150 { await boxes.advance(0.1) }
+            let exits = recorder.all.filter { $0.time >= left }.compactMap { entry -> (String, Timestamp)? in
+                if case .exited(let id) = entry.event { (id, entry.time) } else { nil }
+            }
+            #expect(exits.map(\.0).sorted() == ["anyone", "fleet", "visitor"], "\(exits)")
+            // The exit period after the last report bluetoothd delivered, plus at most one report;
+            // bluetoothd delivers in bunches here, up to `report_batching` after the radio heard
+            // the last advertisement (the bound without bunches is checked end to end).
+            for (region, time) in exits {
+                #expect(time - left <= 10 + 1 + scenario.radio.reportBatching, "\(region) exited \(time - left) s after its peers left")
+                #expect(time - left >= 10 - 1, "\(region) exited early: \(time - left) s after its peers left")
+            }
+        }
+    }
+}
