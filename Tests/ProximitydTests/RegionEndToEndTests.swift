@@ -72,6 +72,7 @@ struct RegionEndToEndTests {
                     Self.isSignal($0, "Entered", region)
                 }
                 #expect(walkedIn.duration(to: entered.at) <= .seconds(Self.exitPeriod + 1), "\(region) entered \(walkedIn.duration(to: entered.at)) after")
+                print("regions end to end: \(region) entered \(walkedIn.duration(to: entered.at)) after the walk-in")
                 let before = signals.entries.dropFirst(mark).filter { $0.message.path == ProximityBus.regionPath(region) && $0.at <= entered.at }
                     .map(\.message).filter { $0.member?.rawValue != "Ranged" }
                 #expect(before.suffix(2).map { "\($0.member!.rawValue)\($0.body.first?.string.map { "(\($0))" } ?? "")" }
@@ -96,6 +97,7 @@ struct RegionEndToEndTests {
                     Self.isSignal($0, "Exited", region)
                 }
                 let after = walkedOut.duration(to: exited.at)
+                print("regions end to end: \(region) exited \(after) after the walk-out (exit period \(Self.exitPeriod) s)")
                 #expect(after <= .seconds(Self.exitPeriod + 1) + .milliseconds(300), "\(region) exited \(after) after")
                 #expect(after >= .seconds(Self.exitPeriod) - .milliseconds(500), "\(region) exited early: \(after)")
                 let before = signals.entries.dropFirst(mark).filter { $0.message.path == ProximityBus.regionPath(region) && $0.at <= exited.at }
