@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "dbuskit-bench", targets: ["dbuskit-bench"]),
         .executable(name: "bluez-sim", targets: ["bluez-sim"]),
         .executable(name: "ranging-bench", targets: ["ranging-bench"]),
+        .executable(name: "region-bench", targets: ["region-bench"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "ProximityTesting", targets: ["ProximityTesting"]),
     ],
@@ -87,6 +88,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/ranging-bench"
+        ),
+        // The region monitor's cost per report and memory per region, against a naive monitor.
+        .executableTarget(
+            name: "region-bench",
+            dependencies: [
+                "ProximityCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/region-bench"
         ),
         .executableTarget(
             name: "dbuskit-bench",
