@@ -252,6 +252,28 @@ public struct RegionMatcher: Sendable, Hashable {
 
     /// Whether `peer` is one this matcher is about (everything but `within`).
     public func matches(_ peer: RegionCandidate) -> Bool {
+        matches(peer, PeerKeys(peer))
+    }
+
+    /// A peer's parts computed once per report (hex of an Eddystone-UID, host of an Eddystone-URL).
+    struct PeerKeys {
+        var namespace: String?
+        var instance: String?
+        var host: String?
+
+        init() {}
+
+        init(_ peer: RegionCandidate) {
+            switch peer.beacon {
+            case .eddystoneUID(let ns, let inst, _)?: (namespace, instance) = (hex(ns), hex(inst))
+            case .eddystoneURL(let url, _)?: host = RegionMatcher.host(ofURL: url)
+            default: break
+            }
+        }
+    }
+
+    /// ``matches(_:)`` with the peer's keys computed already.
+    func matches(_ peer: RegionCandidate, _ keys: PeerKeys) -> Bool {
         if let kind, peer.kind != kind { return false }
         if let identifier, peer.identifier.rawValue != identifier { return false }
         if let address, peer.address != address { return false }
@@ -262,11 +284,11 @@ public struct RegionMatcher: Sendable, Hashable {
                 guard let uuid, u == uuid, major.map({ $0 == ma }) ?? true, minor.map({ $0 == mi }) ?? true else { return false }
             case .altBeacon(_, let u, let a, let b, _):
                 guard let id1, u == id1, id2.map({ $0 == a }) ?? true, id3.map({ $0 == b }) ?? true else { return false }
-            case .eddystoneUID(let ns, let inst, _):
-                guard let namespace, hex(ns) == namespace, instance.map({ $0 == hex(inst) }) ?? true else { return false }
+            case .eddystoneUID:
+                guard let namespace, keys.namespace == namespace, instance.map({ $0 == keys.instance }) ?? true else { return false }
             case .eddystoneURL(let u, _):
                 if let url { return u == url }
-                guard let urlDomain, let host = Self.host(ofURL: u), Self.host(host, isUnder: urlDomain) else { return false }
+                guard let urlDomain, let host = keys.host, Self.host(host, isUnder: urlDomain) else { return false }
             }
         }
         return true

@@ -154,14 +154,15 @@ public struct RegionMonitor: Sendable {
 
     /// The one part a region is found by from a peer, the most selective it has.
     enum IndexKey: Hashable, Sendable {
-        case identifier(String), address(String), ibeacon(UUID), altbeacon(UUID), namespace(String), url(String), domain(String)
+        case identifier(String), address(String), ibeacon(UUID, UInt16?, UInt16?), altbeacon(UUID, UInt16?, UInt16?)
+        case namespace(String, String?), url(String), domain(String)
 
         init?(_ m: RegionMatcher) {
             if let v = m.identifier { self = .identifier(v) }
             else if let v = m.address { self = .address(v) }
-            else if let v = m.uuid { self = .ibeacon(v) }
-            else if let v = m.id1 { self = .altbeacon(v) }
-            else if let v = m.namespace { self = .namespace(v) }
+            else if let v = m.uuid { self = .ibeacon(v, m.major, m.minor) }
+            else if let v = m.id1 { self = .altbeacon(v, m.id2, m.id3) }
+            else if let v = m.namespace { self = .namespace(v, m.instance) }
             else if let v = m.url { self = .url(v) }
             else if let v = m.urlDomain { self = .domain(v) }
             else { return nil }
@@ -278,69 +279,87 @@ public struct RegionMonitor: Sendable {
 
     /// Feeds one report: every peer in the table.
     public mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> RegionUpdate {
-        var present: [Int: [RegionCandidate]] = [:]
-        func consider(_ slots: [Int]?, _ peer: RegionCandidate) {
-            guard let slots else { return }
-            for slot in slots {
-                let entry = self.slots[slot]!
-                let m = entry.status.region.matcher
-                guard t - peer.lastSeen < entry.exitPeriod, m.admits(peer.proximity), m.matches(peer) else { continue }
-                present[slot, default: []].append(peer)
-            }
+        // Peers nearest first: each region's present peers come out in ranging order.
+        let order = peers.indices.sorted {
+            (peers[$0].proximity, peers[$0].distance, peers[$0].identifier) < (peers[$1].proximity, peers[$1].distance, peers[$1].identifier)
         }
-        for peer in peers {
-            consider(index[.identifier(peer.identifier.rawValue)], peer)
-            consider(index[.address(peer.address)], peer)
-            switch peer.beacon {
-            case .iBeacon(let uuid, _, _, _)?: consider(index[.ibeacon(uuid)], peer)
-            case .altBeacon(_, let id1, _, _, _)?: consider(index[.altbeacon(id1)], peer)
-            case .eddystoneUID(let ns, _, _)?: consider(index[.namespace(hex(ns))], peer)
-            case .eddystoneURL(let url, _)?:
-                consider(index[.url(url)], peer)
-                if let host = RegionMatcher.host(ofURL: url) {
-                    // Each suffix of the host that is a domain: a.b.c → a.b.c, b.c, c.
-                    var domain = Substring(host.hasSuffix(".") ? String(host.dropLast()) : host)
-                    while true {
-                        consider(index[.domain(String(domain))], peer)
-                        guard let dot = domain.firstIndex(of: ".") else { break }
-                        domain = domain[domain.index(after: dot)...]
-                    }
+        var present: [Int: [Int32]] = [:]
+        slots.withUnsafeBufferPointer { entries in
+            func consider(_ bucket: [Int]?, _ p: Int, _ peer: RegionCandidate, _ keys: RegionMatcher.PeerKeys) {
+                guard let bucket else { return }
+                for slot in bucket {
+                    guard t - peer.lastSeen < entries[slot]!.exitPeriod, entries[slot]!.status.region.matcher.admits(peer.proximity),
+                          entries[slot]!.status.region.matcher.matches(peer, keys) else { continue }
+                    present[slot, default: []].append(Int32(p))
                 }
-            case nil: break
             }
-            consider(general, peer)
+            for p in order {
+                let peer = peers[p]
+                var keys = RegionMatcher.PeerKeys()
+                consider(index[.identifier(peer.identifier.rawValue)], p, peer, keys)
+                consider(index[.address(peer.address)], p, peer, keys)
+                switch peer.beacon {
+                case .iBeacon(let uuid, let ma, let mi, _)?:
+                    consider(index[.ibeacon(uuid, ma, mi)], p, peer, keys)
+                    consider(index[.ibeacon(uuid, ma, nil)], p, peer, keys)
+                    consider(index[.ibeacon(uuid, nil, nil)], p, peer, keys)
+                case .altBeacon(_, let id1, let a, let b, _)?:
+                    consider(index[.altbeacon(id1, a, b)], p, peer, keys)
+                    consider(index[.altbeacon(id1, a, nil)], p, peer, keys)
+                    consider(index[.altbeacon(id1, nil, nil)], p, peer, keys)
+                case .eddystoneUID(let ns, let inst, _)?:
+                    let n = hex(ns), i = hex(inst)
+                    keys.namespace = n
+                    keys.instance = i
+                    consider(index[.namespace(n, i)], p, peer, keys)
+                    consider(index[.namespace(n, nil)], p, peer, keys)
+                case .eddystoneURL(let url, _)?:
+                    consider(index[.url(url)], p, peer, keys)
+                    if let host = RegionMatcher.host(ofURL: url) {
+                        keys.host = host
+                        var domain = Substring(host.hasSuffix(".") ? String(host.dropLast()) : host)
+                        while true {
+                            consider(index[.domain(String(domain))], p, peer, keys)
+                            guard let dot = domain.firstIndex(of: ".") else { break }
+                            domain = domain[domain.index(after: dot)...]
+                        }
+                    }
+                case nil: break
+                }
+                consider(general, p, peer, keys)
+            }
         }
 
         var update = RegionUpdate()
-        for slot in slots.indices {
-            guard var entry = slots[slot] else { continue }
-            let id = entry.status.region.identifier
-            if let peers = present[slot] {
-                let latest = peers.map(\.lastSeen).max()!
-                entry.status.lastSeen = max(entry.status.lastSeen ?? latest, latest)
-                if entry.status.state != .inside {
-                    entry.status.state = .inside
+        for slot in slots.indices where slots[slot] != nil {
+            if let indices = present[slot] {
+                let id = slots[slot]!.status.region.identifier
+                var latest = -Double.infinity
+                for p in indices { latest = max(latest, peers[Int(p)].lastSeen) }
+                slots[slot]!.status.lastSeen = max(slots[slot]!.status.lastSeen ?? latest, latest)
+                if slots[slot]!.status.state != .inside {
+                    slots[slot]!.status.state = .inside
                     update.events += [.determined(id, .inside), .entered(id)]
                 }
-                let ranged = peers.sorted { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
-                update.ranging.append(RegionRanging(region: id, peers: ranged.map {
-                    RangedPeer(identifier: $0.identifier, proximity: $0.proximity, distance: $0.distance, rssi: $0.rssi)
+                update.ranging.append(RegionRanging(region: id, peers: indices.map {
+                    let peer = peers[Int($0)]
+                    return RangedPeer(identifier: peer.identifier, proximity: peer.proximity, distance: peer.distance, rssi: peer.rssi)
                 }))
             } else {
-                switch entry.status.state {
+                switch slots[slot]!.status.state {
                 case .inside:
-                    guard t - (entry.status.lastSeen ?? entry.status.since) >= entry.exitPeriod else { continue }
-                    entry.status.state = .outside
+                    guard t - (slots[slot]!.status.lastSeen ?? slots[slot]!.status.since) >= slots[slot]!.exitPeriod else { continue }
+                    slots[slot]!.status.state = .outside
+                    let id = slots[slot]!.status.region.identifier
                     update.events += [.determined(id, .outside), .exited(id)]
                 case .unknown:
-                    guard t - entry.status.since >= entry.exitPeriod else { continue }
-                    entry.status.state = .outside
-                    update.events.append(.determined(id, .outside))
+                    guard t - slots[slot]!.status.since >= slots[slot]!.exitPeriod else { continue }
+                    slots[slot]!.status.state = .outside
+                    update.events.append(.determined(slots[slot]!.status.region.identifier, .outside))
                 case .outside:
                     continue
                 }
             }
-            slots[slot] = entry
         }
         update.ranging.sort { $0.region < $1.region }
         return update
