@@ -1,0 +1,288 @@
+import ArgumentParser
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityCore
+
+/// `proximityctl regions`: the node's region monitor (`org.proximityd.RegionMonitor1` and its
+/// `Region1` objects). Each subcommand is one call, or one stream of signals, of that API.
+///
+/// Arguments the node would refuse (an identifier it cannot take, a matcher that cannot be) are
+/// refused here first, with the node's words and exit 64; what the node refuses (a region of the
+/// config file, the limit, a region that is not monitored) is one line and exit 69, as for every
+/// other subcommand.
+struct Regions: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, add, remove and follow the node's regions.",
+        discussion: """
+            A region is an identifier and a matcher: the peers it is about. Its state is inside once \
+            a matching peer is present, outside once none has been for its exit period, unknown until \
+            either is known. Regions added here are kept by the node across restarts; those of the \
+            config file (/etc/proximityd/proximityd.yaml) change only there.
+
+            Exit status: 0 on success, 64 for a bad argument (with the message the node would give), \
+            69 when the node cannot be reached, refuses the call, or leaves the bus.
+            """,
+        subcommands: [List.self, Add.self, Remove.self, State.self, Watch.self])
+}
+
+extension Regions {
+    /// `regions list`: one `GetManagedObjects`.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the monitored regions with their state, source, peers and matcher.",
+            discussion: """
+                One row per region, sorted by identifier: IDENTIFIER, STATE (inside, outside or \
+                unknown), SOURCE (config or bus), PEERS (how many matching peers are present) and \
+                MATCHER, written as `regions add` takes it. With --json, one array of objects with \
+                the peers' identifiers and the matcher as an object.
+                """)
+
+        @OptionGroup var node: NodeOptions
+
+        @Flag(name: .long, help: "Print one JSON array instead of a table.")
+        var json = false
+
+        func run() async throws {
+            let rows = RegionText.rows(await node.withNode("cannot read the node's regions") { try await $0.regionProperties() })
+            if json {
+                let data = try JSONSerialization.data(withJSONObject: rows.map(RegionText.json),
+                                                      options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+                print(String(decoding: data, as: UTF8.self))
+            } else {
+                print(RegionText.table(rows), terminator: "")
+            }
+        }
+    }
+
+    /// `regions add`: `StartMonitoring`, after the matcher is checked here.
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start monitoring a region, or redefine the one with this identifier.",
+            discussion: """
+                Each KEY=VALUE is one part of the matcher; a peer matches when it satisfies every \
+                part given, and with none the region matches every peer. Keys are taken as on the \
+                bus (UUID, URLDomain, ExitPeriod) or as in the config file (uuid, url-domain, \
+                exit-period), in any case. The parts:
+
+                  Kind                 node, ibeacon, altbeacon or eddystone
+                  Identifier           a peer's identifier, as `proximityctl peers` shows it
+                  UUID, Major, Minor   iBeacon (a UUID, then 0...65535 each)
+                  ID1, ID2, ID3        AltBeacon (a UUID, then 0...65535 each)
+                  Namespace, Instance  Eddystone-UID (20 and 12 hex digits)
+                  URL                  an Eddystone-URL, exactly (http:// or https://)
+                  URLDomain            an Eddystone-URL whose host is this domain or under it
+                  Address              the address it was last heard with (AA:BB:CC:DD:EE:FF)
+                  Within               immediate, near or far: peers at that zone or nearer
+                  ExitPeriod           seconds (1...86400) with no match before an exit
+
+                A beacon's parts are given from the first: Major needs UUID, Minor needs Major, \
+                ID3 needs ID2, and so on.
+
+                The matcher is checked before the node is called: a bad one is refused with the \
+                node's message and exit 64. Prints the region's matcher as the node keeps it. A \
+                region of the config file cannot be redefined here (exit 69).
+
+                Examples:
+                  proximityctl regions add fleet uuid=f7826da6-4fa2-4e98-8024-bc5b71e0893e
+                  proximityctl regions add desk Kind=node Within=near ExitPeriod=30
+                  proximityctl regions add shop url-domain=example.com
+                  proximityctl regions add anyone
+                """)
+
+        @OptionGroup var node: NodeOptions
+
+        @Argument(help: ArgumentHelp("The region's identifier: 1 to 255 bytes, no control characters.", valueName: "id"))
+        var identifier: String
+
+        @Argument(help: ArgumentHelp("A part of the matcher, such as UUID=f7826da6-… or within=near.", valueName: "key=value"))
+        var parts: [String] = []
+
+        func run() async throws {
+            if let problem = Region.problem(identifier: identifier) { fail(problem, status: 64) }
+            let matcher: RegionMatcher
+            do { matcher = try RegionText.matcher(parts) } catch { fail("\(error)", status: 64) }
+            let identifier = identifier
+            await node.withNode("cannot monitor \(identifier.debugDescription)") {
+                try await $0.startMonitoring(identifier, matcher: matcher)
+            }
+            print("monitoring \(identifier): \(RegionText.compact(matcher.busValues))")
+        }
+    }
+
+    /// `regions remove`: `StopMonitoring` for each, or `StopMonitoringAll`.
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop monitoring regions added over the bus.",
+            discussion: """
+                Stops the regions named, in order; the first the node refuses (one not monitored, \
+                or one of the config file) ends the command with exit 69, those before it stopped. \
+                With --all, stops every region added over the bus: the config file's regions stay \
+                (edit the file and reload the node to change them).
+                """)
+
+        @OptionGroup var node: NodeOptions
+
+        @Flag(name: .long, help: "Stop every region added over the bus; the config file's regions stay.")
+        var all = false
+
+        @Argument(help: ArgumentHelp("The identifiers of the regions to stop.", valueName: "id"))
+        var identifiers: [String] = []
+
+        func validate() throws {
+            if all && !identifiers.isEmpty { throw ValidationError("give region identifiers or --all, not both") }
+            if !all && identifiers.isEmpty { throw ValidationError("give the identifiers of the regions to stop, or --all") }
+        }
+
+        func run() async throws {
+            if all {
+                let stay = await node.withNode("cannot stop the regions") { node in
+                    try await node.stopMonitoringAll()
+                    return RegionText.rows(try await node.regionProperties()).filter { $0.source == RegionSource.config.rawValue }
+                }
+                if stay.isEmpty {
+                    print("stopped monitoring every region added over the bus")
+                } else {
+                    print("stopped monitoring every region added over the bus; the config file's regions stay: "
+                          + stay.map(\.identifier).joined(separator: ", "))
+                }
+                return
+            }
+            for identifier in identifiers {
+                if let problem = Region.problem(identifier: identifier) { fail(problem, status: 64) }
+            }
+            let identifiers = identifiers
+            await node.withNode("cannot stop the regions") { node in
+                for identifier in identifiers {
+                    do {
+                        try await node.stopMonitoring(identifier)
+                    } catch {
+                        await node.close()
+                        fail("cannot stop monitoring \(identifier.debugDescription): \(error)")
+                    }
+                    print("stopped monitoring \(identifier)")
+                }
+            }
+        }
+    }
+
+    /// `regions state`: `RequestState`.
+    struct State: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a region's state: inside, outside or unknown.",
+            discussion: """
+                The node also announces the state to every client, as the region's \
+                StateDetermined signal (`regions watch` shows it).
+                """)
+
+        @OptionGroup var node: NodeOptions
+
+        @Argument(help: ArgumentHelp("The region's identifier.", valueName: "id"))
+        var identifier: String
+
+        func run() async throws {
+            if let problem = Region.problem(identifier: identifier) { fail(problem, status: 64) }
+            let identifier = identifier
+            print(await node.withNode("cannot read the state of \(identifier.debugDescription)") {
+                try await $0.requestState(identifier)
+            })
+        }
+    }
+
+    /// `regions watch`: the `Region1` signals, one line each.
+    struct Watch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Follow the regions' events: one line per event.",
+            discussion: """
+                Prints each event as the node announces it, with the time it was received: \
+                entered, exited, and state (when monitoring starts, on request with `regions \
+                state`, and before each entry and exit); with --ranging also the matching peers \
+                of each report, nearest first. Nothing is printed until an event comes. Output is \
+                flushed after each line. Ends after --count lines, on Ctrl-C, or with exit 69 when \
+                the node leaves the bus.
+
+                  2026-11-23T15:00:00.123Z fleet state inside
+                  2026-11-23T15:00:00.123Z fleet entered
+                  2026-11-23T15:00:00.123Z fleet ranged ibeacon:…:1:2 near 1.52 m -61 dBm
+
+                With --json:
+
+                  {"time":"2026-11-23T15:00:00.123Z","region":"fleet","event":"entered"}
+                  {"time":"…","region":"fleet","event":"state","state":"inside"}
+                  {"time":"…","region":"fleet","event":"ranged","peers":[…]}
+
+                where each peer is {"identifier":"…","zone":"near","distance":1.52,"rssi":-61} \
+                (distance in metres, RSSI in dBm).
+                """)
+
+        @OptionGroup var node: NodeOptions
+
+        @Flag(name: .long, help: "Print one JSON object per line instead of text.")
+        var json = false
+
+        @Flag(name: .long, help: "Print the matching peers of every report too (a line per region at each report).")
+        var ranging = false
+
+        @Option(name: .long, help: ArgumentHelp("Stop after this many lines (default: run until interrupted).", valueName: "n"))
+        var count: Int?
+
+        @Argument(help: ArgumentHelp("Only these regions (default: every region).", valueName: "id"))
+        var identifiers: [String] = []
+
+        func validate() throws {
+            if let count, count < 1 { throw ValidationError("--count: must be at least 1") }
+        }
+
+        /// Why following stopped.
+        private enum Outcome: Sendable { case counted, nodeLeft, disconnected }
+
+        func run() async throws {
+            for identifier in identifiers {
+                if let problem = Region.problem(identifier: identifier) { fail(problem, status: 64) }
+            }
+            let (only, json, ranging, count) = (Set(identifiers), json, ranging, count)
+            let outcome = await node.withNode("cannot follow the regions") { node -> Outcome in
+                // Subscriptions first, so that every signal sent from now on is seen: the node
+                // leaving (its name losing the owner found at connection), then the regions' signals.
+                let ownerChanges = try await node.connection.subscribe(MatchRule(
+                    sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged", arg0: node.name.rawValue))
+                let signals = try await node.regionSignals()
+                // It may have left before the first subscription.
+                guard try await node.connection.nameOwner(of: node.name) == node.owner else { return .nodeLeft }
+                return await withTaskGroup(of: Outcome.self) { group in
+                    group.addTask {
+                        for await change in ownerChanges where change.body.count == 3 && change.body[0].string == node.name.rawValue
+                            && change.body[1].string == node.owner.rawValue {
+                            return .nodeLeft
+                        }
+                        return .disconnected
+                    }
+                    group.addTask {
+                        let clock = ISO8601DateFormatter()
+                        clock.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                        var lines = 0
+                        for await signal in signals {
+                            guard only.isEmpty || only.contains(signal.region) else { continue }
+                            if case .ranged = signal.kind, !ranging { continue }
+                            let time = clock.string(from: Date())
+                            print(json ? RegionText.jsonLine(signal, time: time) : RegionText.humanLine(signal, time: time))
+                            fflush(nil)
+                            lines += 1
+                            if let count, lines >= count { return .counted }
+                        }
+                        return .disconnected
+                    }
+                    // The first to end decides: --count reached, the node gone, or the bus.
+                    let first = await group.next() ?? .disconnected
+                    group.cancelAll()
+                    return first
+                }
+            }
+            switch outcome {
+            case .counted: return
+            case .nodeLeft: fail("\(NodeConnectionError.nodeLeft(bus: node.address, name: node.name))")
+            case .disconnected: fail("\(NodeConnectionError.disconnected(bus: node.address))")
+            }
+        }
+    }
+}
