@@ -62,6 +62,17 @@ struct RegionEndToEndTests {
                 Self.isSignal($0, "StateDetermined", "fleet", "outside")
             }
 
+            // proximityctl follows the same signals, as JSON lines; a state it prints proves it
+            // is subscribed.
+            let watch = try ManagedProcess(BuiltProducts.path("proximityctl"),
+                                           ["regions", "watch", "--json", "fleet", "visitor", "--bus", sim.address("watcher")])
+            defer { watch.signal(SIGTERM) }
+            try await eventually("proximityctl regions watch subscribed", timeout: .seconds(10)) {
+                _ = try await sim.busctl("watcher", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.RegionMonitor1",
+                                                     "RequestState", "s", "fleet"])
+                return watch.stdout.contains("\"event\":\"state\"")
+            }
+
             // Walk in.
             var mark = signals.count
             let walkedIn = ContinuousClock.now
@@ -103,6 +114,15 @@ struct RegionEndToEndTests {
                 let before = signals.entries.dropFirst(mark).filter { $0.message.path == ProximityBus.regionPath(region) && $0.at <= exited.at }
                     .map(\.message).filter { $0.member?.rawValue != "Ranged" }
                 #expect(before.map(\.member!.rawValue) == ["StateDetermined", "Exited"])
+            }
+
+            // proximityctl printed each enter and exit, as one JSON object a line.
+            let printed = watch.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            for region in ["fleet", "visitor"] {
+                let events = printed.filter { $0["region"] as? String == region }.compactMap { $0["event"] as? String }
+                #expect(events.contains("entered") && events.contains("exited"), "\(region): \(watch.stdout)")
             }
 
             // In again, then SIGKILL while inside and restart: no second Entered, a StateDetermined(inside).

@@ -252,7 +252,8 @@ public struct RegionMatcher: Sendable, Hashable {
 
     /// Whether `peer` is one this matcher is about (everything but `within`).
     public func matches(_ peer: RegionCandidate) -> Bool {
-        matches(peer, PeerKeys(peer))
+        // The peer's hex and host only when this matcher compares them.
+        matches(peer, namespace != nil || urlDomain != nil ? PeerKeys(peer) : PeerKeys())
     }
 
     /// A peer's parts computed once per report (hex of an Eddystone-UID, host of an Eddystone-URL).

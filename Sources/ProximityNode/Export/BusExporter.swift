@@ -43,6 +43,11 @@ public actor BusExporter {
     /// Applies `events` until they end or the task is cancelled.
     public func run(_ events: AsyncStream<NodeEvent>) async {
         for await event in events { await apply(event) }
+        // Shutting down: a command waiting for its change to be shown answers now.
+        let waiting = regionWaiters
+        regionWaiters = []
+        appliedRegions = .max
+        for waiter in waiting { waiter.continuation.resume() }
     }
 
     func apply(_ event: NodeEvent) async {
