@@ -116,13 +116,15 @@ struct RegionEndToEndTests {
                 #expect(before.map(\.member!.rawValue) == ["StateDetermined", "Exited"])
             }
 
-            // proximityctl printed each enter and exit, as one JSON object a line.
-            let printed = watch.stdout.split(separator: "\n").compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            // proximityctl printed each enter and exit, as one JSON object a line (it may print a
+            // moment after this client saw the signal).
+            @Sendable func printed(_ region: String) -> [String] {
+                watch.stdout.split(separator: "\n").compactMap {
+                    try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                }.filter { $0["region"] as? String == region }.compactMap { $0["event"] as? String }
             }
-            for region in ["fleet", "visitor"] {
-                let events = printed.filter { $0["region"] as? String == region }.compactMap { $0["event"] as? String }
-                #expect(events.contains("entered") && events.contains("exited"), "\(region): \(watch.stdout)")
+            try await eventually("proximityctl printed the enters and exits", timeout: .seconds(5)) {
+                ["fleet", "visitor"].allSatisfy { printed($0).contains("entered") && printed($0).contains("exited") }
             }
 
             // In again, then SIGKILL while inside and restart: no second Entered, a StateDetermined(inside).
