@@ -27,13 +27,19 @@ public struct Region: Sendable, Hashable {
     /// Why `identifier` cannot name a region, or nil: 1 to 255 bytes of UTF-8, no control
     /// characters.
     public static func problem(identifier: String) -> String? {
-        if identifier.isEmpty { return "the region identifier is empty" }
-        if identifier.utf8.count > 255 { return "the region identifier is longer than 255 bytes" }
-        if identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return "the region identifier contains control characters"
-        }
-        return nil
+        identifierProblem(identifier, called: "the region identifier")
     }
+}
+
+/// Why `identifier` cannot name a peer or a region (`called` in the message), or nil: 1 to 255
+/// bytes of UTF-8, no control characters.
+public func identifierProblem(_ identifier: String, called name: String) -> String? {
+    if identifier.isEmpty { return "\(name) is empty" }
+    if identifier.utf8.count > 255 { return "\(name) is longer than 255 bytes" }
+    if identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+        return "\(name) contains control characters"
+    }
+    return nil
 }
 
 /// What the monitor reports, in the order it happens. A `determined` comes before every

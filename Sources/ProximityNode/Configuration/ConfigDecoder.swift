@@ -267,6 +267,12 @@ struct ConfigDecoder {
 
     /// A number option (integers are taken too), checked by `check`.
     private mutating func number<T>(_ entry: ConfigEntry, _ expected: String, _ check: (Double) throws(OptionProblem) -> T) -> T? {
+        number(entry, named: entry.key, expected, check)
+    }
+
+    /// A number (integers are taken too) called `name` in the messages, checked by `check`.
+    private mutating func number<T>(_ entry: ConfigEntry, named name: String, _ expected: String,
+                                    _ check: (Double) throws(OptionProblem) -> T) -> T? {
         let node = entry.value
         let value: Double
         switch node.kind {
@@ -274,35 +280,25 @@ struct ConfigDecoder {
         case .integer(nil): value = Double(node.text) ?? .infinity
         case .float(let d): value = d
         default:
-            report(at: node, fallback: entry.keyPosition, "\(entry.key): must be \(expected), not \(node.summary)")
+            report(at: node, fallback: entry.keyPosition, "\(name): must be \(expected), not \(node.summary)")
             return nil
         }
         do {
             return try check(value)
         } catch {
-            report(at: node, "\(entry.key): \(error.message)")
+            report(at: node, "\(name): \(error.message)")
             return nil
         }
     }
 
     /// Seconds within `range`, in the matcher's words (`exit-period` is a matcher part too).
     private mutating func seconds(_ entry: ConfigEntry, _ path: String, in range: ClosedRange<Double>) -> Double? {
-        let node = entry.value
         let expected = "a number of seconds in \(RunOptions.show(range.lowerBound))...\(RunOptions.show(range.upperBound))"
-        let value: Double
-        switch node.kind {
-        case .integer(let n?): value = Double(n)
-        case .integer(nil): value = Double(node.text) ?? .infinity
-        case .float(let d): value = d
-        default:
-            report(at: node, fallback: entry.keyPosition, "\(path): must be \(expected), not \(node.summary)")
-            return nil
+        let text = entry.value.text
+        return number(entry, named: path, expected) { (value: Double) throws(OptionProblem) -> Double in
+            guard value.isFinite, range.contains(value) else { throw OptionProblem("must be \(expected), not \(text)") }
+            return value
         }
-        guard value.isFinite, range.contains(value) else {
-            report(at: node, "\(path): must be \(expected), not \(node.text)")
-            return nil
-        }
-        return value
     }
 
     /// `state-dir` in the file: the daemon's working directory is no place to resolve it against.

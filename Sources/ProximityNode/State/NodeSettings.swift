@@ -1,4 +1,5 @@
 import Foundation
+import ProximityCore
 
 /// What a client changed over D-Bus and the node keeps across restarts, in the state directory's
 /// `settings.json`: the clear interval and the per-peer measured-power overrides.
@@ -69,12 +70,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
 
     /// Why `identifier` cannot name a peer, or nil.
     public static func problem(identifier: String) -> String? {
-        if identifier.isEmpty { return "the identifier is empty" }
-        if identifier.utf8.count > 255 { return "the identifier is longer than 255 bytes" }
-        if identifier.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            return "the identifier contains control characters"
-        }
-        return nil
+        identifierProblem(identifier, called: "the identifier")
     }
 
     public static func problem(measuredPower: Int16) -> String? {
