@@ -255,14 +255,26 @@ as_nobody busctl --system get-property org.proximityd /org/proximityd org.proxim
     pass "nobody reads Identifier" || fail "nobody cannot read"
 as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.Node1 GetRanging >/dev/null 2>&1 &&
     pass "nobody calls GetRanging" || fail "nobody cannot call GetRanging"
+busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 StartMonitoring 'sa{sv}' fleet 1 Kind s node >/dev/null &&
+    pass "root starts monitoring a region" || fail "root cannot StartMonitoring"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 GetMonitoredRegions 2>&1 | grep -q '"/org/proximityd/regions/fleet"' &&
+    pass "nobody lists the regions" || fail "nobody cannot call GetMonitoredRegions"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 RequestState s fleet 2>&1 | grep -q '^s "' &&
+    pass "nobody asks a region's state" || fail "nobody cannot call RequestState"
 for call in "set-property org.proximityd /org/proximityd org.proximityd.Node1 ClearInterval d 5" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 SetMeasuredPower sn x -- -60" \
-    "call org.proximityd /org/proximityd org.proximityd.Node1 ResetMeasuredPower s x"; do
+    "call org.proximityd /org/proximityd org.proximityd.Node1 ResetMeasuredPower s x" \
+    "call org.proximityd /org/proximityd org.proximityd.Node1 Reload" \
+    "call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 StartMonitoring sa{sv} x 0" \
+    "call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 StopMonitoring s fleet" \
+    "call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 StopMonitoringAll"; do
     # shellcheck disable=SC2086
     out=$(as_nobody busctl --system $call 2>&1)
     [[ $out == *"Access denied"* ]] && pass "nobody is denied: busctl $call" || fail "nobody not denied ($out): busctl $call"
 done
 node_prop 0 ClearInterval | grep -q "^d 10$" && pass "ClearInterval unchanged" || fail "ClearInterval changed"
+busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 GetMonitoredRegions | grep -q '^ao 1 "/org/proximityd/regions/fleet"$' &&
+    pass "the regions unchanged" || fail "the regions changed: $(busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 GetMonitoredRegions)"
 mkdir -p "$WORK/nobody" && chmod 777 "$WORK/nobody"
 out=$(as_nobody "$BIN/proximityd" run --bus system --bus-name org.proximityd.rogue --state-dir "$WORK/nobody/state" 2>&1)
 status=$?
