@@ -1,0 +1,271 @@
+/// What the alert engine reports, in order.
+public enum AlertEvent: Sendable, Hashable {
+    /// The consumer offers this target's alert (`AlertReady`): accept, decline or mark it done.
+    case offered(AlertTargetKey)
+    /// The alert offered or in progress is taken back (`AlertRemoved`), with the reason.
+    case removed(AlertTargetKey, reason: RemovalReason)
+    /// A target's action status changed.
+    case status(AlertTargetKey, ActionStatus)
+    /// A target's condition began or stopped holding.
+    case condition(AlertTargetKey, valid: Bool)
+    /// A target appeared (its first report) or went (its alert removed, or it was forgotten).
+    case target(AlertTargetKey, exists: Bool)
+    /// An alert names a strategy key that is not registered: it uses its default strategy. Once
+    /// per alert and key.
+    case unknownStrategy(alert: String, key: String)
+}
+
+/// Why an offered or in-progress alert was taken back.
+public enum RemovalReason: String, Sendable, Hashable {
+    /// The target is no longer in the report.
+    case notDetected = "not-detected"
+    /// The target's condition no longer holds.
+    case conditionNotValid = "condition-not-valid"
+    /// The alert was removed (over the bus, or from the config file).
+    case alertRemoved = "alert-removed"
+    /// Its action status was forced to another value.
+    case statusForced = "status-forced"
+}
+
+/// The consumer's refusal of a command.
+public enum AlertCommandError: Error, Sendable, Hashable {
+    case unknownTarget(AlertTargetKey)
+    /// Accept or decline of a target that is not the one on offer.
+    case notOffered(AlertTargetKey)
+    /// Done of a target that is neither offered nor in progress.
+    case notInProgress(AlertTargetKey)
+}
+
+/// One target of one alert: the seed's beacon alert strategy parameter object.
+public struct AlertTarget: Sendable {
+    public internal(set) var actionStatus: ActionStatus = .waitingForAction
+    public internal(set) var conditionValid = false
+    /// Condition valid and waiting for action.
+    public var readyForAction: Bool { conditionValid && actionStatus == .waitingForAction }
+    /// The key of the strategy deciding it now (`range` for the default strategies).
+    public internal(set) var strategy: String
+    /// In the last report.
+    public internal(set) var detected = false
+    /// When it was last in a report.
+    public internal(set) var lastDetected: Timestamp = -.infinity
+    public internal(set) var proximity: Proximity = .unknown
+    public internal(set) var distance: Double = .infinity
+    /// Since when the condition has not held (nil while it holds): the reset counts from here.
+    public internal(set) var invalidSince: Timestamp?
+    /// Declined while on offer: not offered again until its condition stops holding and holds again.
+    public internal(set) var declined = false
+    /// Restored after a restart: its offer or action is not taken back before this time, while
+    /// the table fills again.
+    public internal(set) var graceUntil: Timestamp?
+    var parameter: any Sendable
+}
+
+/// The alert engine (seed `000_…`): strategies keep each target's condition, the action status
+/// keeps a done alert from firing again until it resets, and the consumer offers one alert at a
+/// time, the closest ready target first. Pure; time is passed in.
+///
+/// - Only the strategy moves `done` → `waitingForAction`: `maxTimeBeforeReset` after the
+///   condition stopped holding (if it holds again before, the alert stays done).
+/// - Only the consumer moves `waitingForAction` → `inProgress` (`accept`) → `done` (`done`, or
+///   the target gone or out of its condition while in progress).
+/// - One alert is offered or in progress at a time. A declined target is not offered again until
+///   its condition has stopped holding and holds again.
+public struct AlertEngine: Sendable {
+    public private(set) var alerts: [String: Alert] = [:]
+    public private(set) var targets: [AlertTargetKey: AlertTarget] = [:]
+    /// The target offered or in progress.
+    public private(set) var current: AlertTargetKey?
+    private var strategies: [String: AnyAlertStrategy] = [:]
+    private var warned: Set<AlertTargetKey> = []
+    private var now: Timestamp = 0
+    public static let defaultStrategyKey = "range"
+    /// How long a target out of the reports is kept when nothing else holds it (its strategy's
+    /// parameter, such as a detection under way, is kept that long), seconds.
+    public static let forgetAfter: Double = 300
+
+    public init(strategies: [AnyAlertStrategy] = [AnyAlertStrategy(TimeStrategy())]) {
+        for s in strategies { self.strategies[s.key] = s }
+    }
+
+    public var strategyKeys: [String] { strategies.keys.sorted() }
+
+    /// Registers a strategy (replacing one with its key); targets of alerts that name it use it
+    /// from the next report.
+    public mutating func register(_ strategy: AnyAlertStrategy) {
+        strategies[strategy.key] = strategy
+    }
+
+    /// Drops a strategy: its targets fall back to their default strategy at the next report.
+    public mutating func unregister(_ key: String) {
+        strategies[key] = nil
+    }
+
+    // MARK: - Alerts
+
+    /// Adds an alert, or replaces the one with its identifier (its targets keep their status).
+    public mutating func add(_ alert: Alert) -> [AlertEvent] {
+        alerts[alert.identifier] = alert
+        return []
+    }
+
+    /// Removes an alert and its targets; an offer or action of it is taken back.
+    public mutating func remove(_ identifier: String) -> [AlertEvent] {
+        guard alerts.removeValue(forKey: identifier) != nil else { return [] }
+        var events: [AlertEvent] = []
+        if let current, current.alert == identifier {
+            events.append(.removed(current, reason: .alertRemoved))
+            self.current = nil
+        }
+        for key in targets.keys.sorted() where key.alert == identifier {
+            targets[key] = nil
+            events.append(.target(key, exists: false))
+        }
+        return events + offerNext()
+    }
+
+    // MARK: - Each report
+
+    /// Feeds one report: every peer in the table, with its zone and distance.
+    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> [AlertEvent] {
+        now = t
+        var events: [AlertEvent] = []
+        var seen: [AlertTargetKey: AlertObservation] = [:]
+        for alert in alerts.values {
+            for peer in peers where alert.targets.matches(peer) {
+                seen[AlertTargetKey(alert: alert.identifier, peer: peer.identifier)] =
+                    AlertObservation(peer: peer.identifier, proximity: peer.proximity, distance: peer.distance, lastSeen: peer.lastSeen)
+            }
+        }
+        for key in seen.keys.sorted() where targets[key] == nil {
+            let strategy = self.strategy(for: key.alert, &events)
+            targets[key] = AlertTarget(strategy: strategy.key, invalidSince: t, parameter: strategy.make())
+            events.append(.target(key, exists: true))
+        }
+        for key in targets.keys.sorted() {
+            guard let alert = alerts[key.alert] else { continue }
+            var target = targets[key]!
+            let strategy = self.strategy(for: key.alert, &events)
+            if strategy.key != target.strategy {
+                target.strategy = strategy.key
+                target.parameter = strategy.make()
+            }
+            let observation = seen[key]
+            target.detected = observation != nil
+            if observation != nil { target.lastDetected = t }
+            target.proximity = observation?.proximity ?? .unknown
+            target.distance = observation?.distance ?? .infinity
+            strategy.updateBox(&target.parameter, observation, alert.parameters, t)
+            let valid = strategy.valid(target.parameter, alert.parameters, t)
+            if valid != target.conditionValid {
+                target.conditionValid = valid
+                events.append(.condition(key, valid: valid))
+                if valid { target.invalidSince = nil } else { target.invalidSince = t; target.declined = false }
+            }
+            if target.actionStatus == .done, let since = target.invalidSince, t - since >= alert.parameters.maxTimeBeforeReset {
+                target.actionStatus = .waitingForAction
+                events.append(.status(key, .waitingForAction))
+            }
+            // Forgotten once nothing is kept for it: gone for a while, waiting, its condition not
+            // holding.
+            if !target.detected, t - target.lastDetected > Self.forgetAfter, target.actionStatus == .waitingForAction, !target.conditionValid, current != key,
+               target.graceUntil.map({ t >= $0 }) ?? true {
+                targets[key] = nil
+                events.append(.target(key, exists: false))
+                continue
+            }
+            if target.conditionValid { target.graceUntil = nil }
+            targets[key] = target
+        }
+        // The alert offered or in progress, when its target left or its condition failed.
+        if let current, let target = targets[current], !(target.graceUntil.map { t < $0 && !target.conditionValid } ?? false) {
+            let reason: RemovalReason? = !target.detected ? .notDetected : !target.conditionValid ? .conditionNotValid : nil
+            if let reason {
+                events.append(.removed(current, reason: reason))
+                self.current = nil
+                if target.actionStatus == .inProgress {
+                    targets[current]!.actionStatus = .done
+                    events.append(.status(current, .done))
+                }
+            }
+        }
+        return events + offerNext()
+    }
+
+    private mutating func strategy(for alert: String, _ events: inout [AlertEvent]) -> AnyAlertStrategy {
+        if let key = alerts[alert]?.parameters.strategy {
+            if let strategy = strategies[key] { return strategy }
+            let warning = AlertTargetKey(alert: alert, peer: PeerID(key))
+            if warned.insert(warning).inserted { events.append(.unknownStrategy(alert: alert, key: key)) }
+        }
+        return AnyAlertStrategy(RangeStrategy())
+    }
+
+    /// Offers the closest ready target, if nothing is offered or in progress.
+    private mutating func offerNext() -> [AlertEvent] {
+        guard current == nil else { return [] }
+        let ready = targets.filter { $0.value.readyForAction && !$0.value.declined && $0.value.detected }
+        guard let next = ready.min(by: { ($0.value.distance, $0.key) < ($1.value.distance, $1.key) })?.key else { return [] }
+        current = next
+        return [.offered(next)]
+    }
+
+    // MARK: - The consumer's commands (the app)
+
+    /// The app shows the offered alert: `waitingForAction` → `inProgress`.
+    public mutating func accept(_ key: AlertTargetKey) throws(AlertCommandError) -> [AlertEvent] {
+        guard targets[key] != nil else { throw .unknownTarget(key) }
+        guard current == key, targets[key]!.actionStatus == .waitingForAction else { throw .notOffered(key) }
+        targets[key]!.actionStatus = .inProgress
+        return [.status(key, .inProgress)]
+    }
+
+    /// The app does not show the offered alert: the next closest is offered.
+    public mutating func decline(_ key: AlertTargetKey) throws(AlertCommandError) -> [AlertEvent] {
+        guard targets[key] != nil else { throw .unknownTarget(key) }
+        guard current == key, targets[key]!.actionStatus == .waitingForAction else { throw .notOffered(key) }
+        targets[key]!.declined = true
+        current = nil
+        return offerNext()
+    }
+
+    /// The user closed the alert (in progress, or offered): `done`; the next is offered.
+    public mutating func done(_ key: AlertTargetKey) throws(AlertCommandError) -> [AlertEvent] {
+        guard targets[key] != nil else { throw .unknownTarget(key) }
+        guard current == key else { throw .notInProgress(key) }
+        targets[key]!.actionStatus = .done
+        current = nil
+        return [.status(key, .done)] + offerNext()
+    }
+
+    /// Forces a target's status, as the seed allows. Forcing the current one away from its state
+    /// takes its offer or action back.
+    public mutating func setStatus(_ key: AlertTargetKey, _ status: ActionStatus) throws(AlertCommandError) -> [AlertEvent] {
+        guard let target = targets[key] else { throw .unknownTarget(key) }
+        guard target.actionStatus != status else { return [] }
+        var events: [AlertEvent] = []
+        if current == key {
+            let offered = target.actionStatus == .waitingForAction
+            if !(offered && status == .inProgress) {
+                events.append(.removed(key, reason: .statusForced))
+                current = nil
+            }
+        }
+        targets[key]!.actionStatus = status
+        if status == .done, !target.conditionValid, target.invalidSince == nil { targets[key]!.invalidSince = now }
+        events.append(.status(key, status))
+        return events + offerNext()
+    }
+
+    /// Restores a target's status after a restart (`inProgress` becomes the current alert again).
+    /// For `grace` seconds it is not taken back for being out of the table or its condition.
+    public mutating func restore(_ key: AlertTargetKey, status: ActionStatus, invalidSince: Timestamp?, at t: Timestamp,
+                                 grace: Double = 10) {
+        guard alerts[key.alert] != nil else { return }
+        let strategy = strategies[alerts[key.alert]!.parameters.strategy ?? ""] ?? AnyAlertStrategy(RangeStrategy())
+        var target = AlertTarget(strategy: strategy.key, invalidSince: invalidSince, parameter: strategy.make())
+        target.actionStatus = status
+        target.graceUntil = t + grace
+        targets[key] = target
+        if status == .inProgress, current == nil { current = key }
+    }
+}

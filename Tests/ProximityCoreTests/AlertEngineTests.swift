@@ -1,0 +1,201 @@
+import Foundation
+import ProximityCore
+import Testing
+
+/// The alert engine on a manual clock, starting with the seed's "Albert" walk-through.
+@Suite struct AlertEngineTests {
+    static let fleet = UUID(uuidString: "f7826da6-4fa2-4e98-8024-bc5b71e0893e")!
+
+    static func beacon(_ minor: UInt16) -> BeaconIdentity { .iBeacon(uuid: fleet, major: 1, minor: minor, measuredPower: -59) }
+
+    static func peer(_ minor: UInt16, _ zone: Proximity, _ distance: Double, at t: Timestamp) -> RegionCandidate {
+        RegionCandidate(identifier: beacon(minor).peerID, kind: .ibeacon, address: "C0:00:00:00:00:0\(minor)", beacon: beacon(minor),
+                        proximity: zone, distance: distance, rssi: -60, lastSeen: t)
+    }
+
+    /// Beacon1 and Beacon2: range near, strategy `=`, action popup.
+    static func alert(_ minor: UInt16, parameters: AlertParameters = AlertParameters(range: .near, comparison: .equal)) -> Alert {
+        var m = RegionMatcher()
+        m.uuid = fleet
+        m.major = 1
+        m.minor = minor
+        return Alert(identifier: "beacon\(minor)", content: AlertContent(title: "Beacon\(minor)", action: "popup"),
+                     parameters: parameters, targets: m)
+    }
+
+    static let b1 = AlertTargetKey(alert: "beacon1", peer: beacon(1).peerID)
+    static let b2 = AlertTargetKey(alert: "beacon2", peer: beacon(2).peerID)
+
+    static func offers(_ events: [AlertEvent]) -> [AlertTargetKey] {
+        events.compactMap { if case .offered(let k) = $0 { k } else { nil } }
+    }
+
+    @Test("Albert: step 1 (far), 2A (near: Beacon1 offered, accepted; Beacon2 ready, not offered), 2B (done: Beacon2 offered), 3 (Beacon1 far: reset 60 s later), 4 (done, back near Beacon1: offered again)")
+    func albert() throws {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1))
+        _ = engine.add(Self.alert(2))
+        func ready(_ k: AlertTargetKey) -> Bool { engine.targets[k]?.readyForAction ?? false }
+        func status(_ k: AlertTargetKey) -> ActionStatus? { engine.targets[k]?.actionStatus }
+
+        // Step 1: Albert in the far region of both.
+        var events = engine.update([Self.peer(1, .far, 8, at: 1), Self.peer(2, .far, 9, at: 1)], at: 1)
+        #expect(!ready(Self.b1) && !ready(Self.b2))
+        #expect(Self.offers(events).isEmpty && engine.current == nil)
+
+        // Step 2A: near both; Beacon1 is the closer: offered, then accepted.
+        events = engine.update([Self.peer(1, .near, 1.5, at: 2), Self.peer(2, .near, 2.2, at: 2)], at: 2)
+        #expect(ready(Self.b1) && ready(Self.b2))
+        #expect(Self.offers(events) == [Self.b1])
+        #expect(try engine.accept(Self.b1) == [.status(Self.b1, .inProgress)])
+        #expect(!ready(Self.b1) && ready(Self.b2) && status(Self.b1) == .inProgress)
+        events = engine.update([Self.peer(1, .near, 1.5, at: 3), Self.peer(2, .near, 2.2, at: 3)], at: 3)
+        #expect(Self.offers(events).isEmpty, "nothing else while Beacon1 is in progress")
+
+        // Step 2B: Albert closes the popup: Beacon1 done, Beacon2 offered; its alert is triggered.
+        events = try engine.done(Self.b1)
+        #expect(events == [.status(Self.b1, .done), .offered(Self.b2)])
+        _ = try engine.accept(Self.b2)
+        #expect(!ready(Self.b1) && status(Self.b1) == .done)
+        #expect(!ready(Self.b2) && status(Self.b2) == .inProgress)
+
+        // Step 3: Beacon1 far, Beacon2 near. Beacon1's done resets 60 s after its condition stopped.
+        events = engine.update([Self.peer(1, .far, 6, at: 10), Self.peer(2, .near, 2.2, at: 10)], at: 10)
+        #expect(events.contains(.condition(Self.b1, valid: false)))
+        #expect(!ready(Self.b1) && status(Self.b1) == .done, "done until maxTimeBeforeReset has passed")
+        #expect(!ready(Self.b2) && status(Self.b2) == .inProgress)
+        events = engine.update([Self.peer(1, .far, 6, at: 69.9), Self.peer(2, .near, 2.2, at: 69.9)], at: 69.9)
+        #expect(status(Self.b1) == .done)
+        events = engine.update([Self.peer(1, .far, 6, at: 70), Self.peer(2, .near, 2.2, at: 70)], at: 70)
+        #expect(events.contains(.status(Self.b1, .waitingForAction)))
+        #expect(!ready(Self.b1) && status(Self.b1) == .waitingForAction, "reset, not ready: far")
+        #expect(status(Self.b2) == .inProgress)
+
+        // Step 4: Albert closes Beacon2's popup and walks back near Beacon1: Beacon1 offered.
+        events = try engine.done(Self.b2)
+        #expect(events == [.status(Self.b2, .done)], "Beacon1 is far: nothing to offer yet")
+        events = engine.update([Self.peer(1, .near, 1.2, at: 71), Self.peer(2, .near, 2.5, at: 71)], at: 71)
+        #expect(ready(Self.b1) && !ready(Self.b2) && status(Self.b2) == .done)
+        #expect(Self.offers(events) == [Self.b1])
+    }
+
+    @Test("the default strategies at each zone", arguments: [
+        (RangeComparison.equal, [Proximity.immediate: false, .near: true, .far: false, .unknown: false]),
+        (.nearerOrEqual, [.immediate: true, .near: true, .far: false, .unknown: false]),
+        (.fartherOrEqual, [.immediate: false, .near: true, .far: true, .unknown: false]),
+    ])
+    func defaultStrategies(_ comparison: RangeComparison, _ expected: [Proximity: Bool]) {
+        for (zone, valid) in expected {
+            #expect(comparison.holds(zone, range: .near) == valid, "\(comparison.rawValue) at \(zone)")
+            var engine = AlertEngine()
+            _ = engine.add(Self.alert(1, parameters: AlertParameters(range: .near, comparison: comparison)))
+            _ = engine.update([Self.peer(1, zone, 1, at: 0)], at: 0)
+            #expect((engine.targets[Self.b1]?.readyForAction ?? false) == valid)
+        }
+    }
+
+    @Test("an unknown strategy key falls back to the default strategy, with one warning")
+    func unknownKey() {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1, parameters: AlertParameters(range: .near, strategy: "nope")))
+        let first = engine.update([Self.peer(1, .near, 1, at: 0)], at: 0)
+        let second = engine.update([Self.peer(1, .near, 1, at: 1)], at: 1)
+        #expect(first.filter { if case .unknownStrategy = $0 { true } else { false } } == [.unknownStrategy(alert: "beacon1", key: "nope")])
+        #expect(!second.contains(.unknownStrategy(alert: "beacon1", key: "nope")))
+        #expect(engine.targets[Self.b1]?.readyForAction == true && engine.targets[Self.b1]?.strategy == "range")
+    }
+
+    @Test("the time strategy: valid after 60 s seen continuously; a gap of more than 3 s starts again")
+    func timeStrategy() {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1, parameters: AlertParameters(range: .near, comparison: .equal, strategy: "time")))
+        var t = 0.0
+        while t < 59.5 {
+            _ = engine.update([Self.peer(1, .near, 1, at: t)], at: t)
+            #expect(engine.targets[Self.b1]?.conditionValid == false, "t=\(t)")
+            t += 1
+        }
+        // Not in the reports at 60 and 61, back at 62: 3 s since 59, not more, the detection goes on.
+        for gapT in [60.0, 61] { _ = engine.update([], at: gapT) }
+        _ = engine.update([Self.peer(1, .near, 1, at: 62)], at: 62)
+        #expect(engine.targets[Self.b1]?.conditionValid == true, "seen since 0, gaps of at most 3 s")
+        // Away 4 s: a new detection, 60 s again.
+        for gapT in [63.0, 64, 65] { _ = engine.update([], at: gapT) }
+        _ = engine.update([Self.peer(1, .near, 1, at: 66.5)], at: 66.5)
+        #expect(engine.targets[Self.b1]?.conditionValid == false)
+        t = 67.5
+        while t < 126.5 {
+            _ = engine.update([Self.peer(1, .near, 1, at: t)], at: t)
+            #expect(engine.targets[Self.b1]?.conditionValid == false, "t=\(t)")
+            t += 1
+        }
+        _ = engine.update([Self.peer(1, .near, 1, at: 126.5)], at: 126.5)
+        #expect(engine.targets[Self.b1]?.conditionValid == true, "60 s after the new detection began at 66.5")
+    }
+
+    @Test("decline offers the next closest; the declined one comes back only after its condition stopped and held again")
+    func decline() throws {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1))
+        _ = engine.add(Self.alert(2))
+        _ = engine.update([Self.peer(1, .near, 1, at: 0), Self.peer(2, .near, 2, at: 0)], at: 0)
+        #expect(engine.current == Self.b1)
+        #expect(try engine.decline(Self.b1) == [.offered(Self.b2)])
+        #expect(try engine.done(Self.b2) == [.status(Self.b2, .done)], "Beacon1 was declined: not offered again")
+        _ = engine.update([Self.peer(1, .far, 5, at: 1), Self.peer(2, .near, 2, at: 1)], at: 1)
+        let back = engine.update([Self.peer(1, .near, 1, at: 2), Self.peer(2, .near, 2, at: 2)], at: 2)
+        #expect(Self.offers(back) == [Self.b1])
+        #expect(throws: AlertCommandError.notOffered(Self.b2)) { try engine.accept(Self.b2) }
+    }
+
+    @Test("an alert in progress is removed and done when its target leaves the report or its condition; an offer is just taken back")
+    func removal() throws {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1))
+        _ = engine.update([Self.peer(1, .near, 1, at: 0)], at: 0)
+        _ = try engine.accept(Self.b1)
+        let gone = engine.update([], at: 1)
+        #expect(gone.contains(.removed(Self.b1, reason: .notDetected)) && gone.contains(.status(Self.b1, .done)))
+        #expect(engine.current == nil)
+
+        var other = AlertEngine()
+        _ = other.add(Self.alert(1))
+        _ = other.update([Self.peer(1, .near, 1, at: 0)], at: 0)
+        let far = other.update([Self.peer(1, .far, 5, at: 1)], at: 1)
+        #expect(far.contains(.removed(Self.b1, reason: .conditionNotValid)))
+        #expect(other.targets[Self.b1]?.actionStatus == .waitingForAction, "only offered: still waiting")
+    }
+
+    @Test("a done target whose condition holds again before the reset stays done")
+    func noResetWhileValid() throws {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1, parameters: AlertParameters(range: .near, maxTimeBeforeReset: 5)))
+        _ = engine.update([Self.peer(1, .near, 1, at: 0)], at: 0)
+        _ = try engine.accept(Self.b1)
+        _ = try engine.done(Self.b1)
+        _ = engine.update([Self.peer(1, .far, 5, at: 1)], at: 1)
+        _ = engine.update([Self.peer(1, .near, 1, at: 4)], at: 4)
+        let events = engine.update([Self.peer(1, .near, 1, at: 10)], at: 10)
+        #expect(engine.targets[Self.b1]?.actionStatus == .done && Self.offers(events).isEmpty)
+        _ = engine.update([Self.peer(1, .far, 5, at: 11)], at: 11)
+        _ = engine.update([Self.peer(1, .far, 5, at: 15.9)], at: 15.9)
+        #expect(engine.targets[Self.b1]?.actionStatus == .done)
+        _ = engine.update([Self.peer(1, .far, 5, at: 16)], at: 16)
+        #expect(engine.targets[Self.b1]?.actionStatus == .waitingForAction, "5 s after the condition stopped at 11")
+    }
+
+    @Test("a restored alert in progress stays in progress while the table fills; a restored done is not offered")
+    func restore() {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1))
+        _ = engine.add(Self.alert(2))
+        engine.restore(Self.b1, status: .inProgress, invalidSince: nil, at: 100)
+        engine.restore(Self.b2, status: .done, invalidSince: nil, at: 100)
+        #expect(engine.current == Self.b1)
+        let empty = engine.update([], at: 101)
+        #expect(empty.isEmpty || !empty.contains(.removed(Self.b1, reason: .notDetected)))
+        let back = engine.update([Self.peer(1, .near, 1, at: 102), Self.peer(2, .near, 2, at: 102)], at: 102)
+        #expect(Self.offers(back).isEmpty && engine.targets[Self.b1]?.actionStatus == .inProgress)
+        #expect(engine.targets[Self.b2]?.actionStatus == .done)
+    }
+}
