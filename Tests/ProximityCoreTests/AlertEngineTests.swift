@@ -199,3 +199,68 @@ import Testing
         #expect(engine.targets[Self.b2]?.actionStatus == .done)
     }
 }
+
+/// The gates beyond the seed: cooldown, cap, schedule. Each combines with any range strategy.
+@Suite struct AlertGateTests {
+    typealias T = AlertEngineTests
+
+    /// Runs a target near, then far long enough to reset (5 s), `times` times, accepting and
+    /// closing each offer; returns the times of the offers.
+    static func cycle(_ engine: inout AlertEngine, from start: Timestamp, times: Int, period: Double,
+                      local: LocalTime? = nil) throws -> [Timestamp] {
+        var offers: [Timestamp] = []
+        var t = start
+        for _ in 0..<times {
+            let events = engine.update([T.peer(1, .near, 1, at: t)], at: t, local: local)
+            if T.offers(events) == [T.b1] {
+                offers.append(t)
+                _ = try engine.accept(T.b1)
+                _ = try engine.done(T.b1)
+            }
+            _ = engine.update([T.peer(1, .far, 5, at: t + 1)], at: t + 1, local: local)
+            _ = engine.update([T.peer(1, .far, 5, at: t + 6)], at: t + 6, local: local)
+            t += period
+        }
+        return offers
+    }
+
+    @Test("cooldown: at most one alert per target per period, though the reset allows more")
+    func cooldown() throws {
+        var engine = AlertEngine()
+        _ = engine.add(T.alert(1, parameters: AlertParameters(range: .near, maxTimeBeforeReset: 5, cooldown: 30)))
+        let offers = try Self.cycle(&engine, from: 0, times: 8, period: 10)
+        #expect(offers == [0, 30, 60])
+    }
+
+    @Test("cap: at most N alerts per window")
+    func cap() throws {
+        var engine = AlertEngine()
+        _ = engine.add(T.alert(1, parameters: AlertParameters(range: .near, maxTimeBeforeReset: 5, cap: AlertCap(count: 2, window: 60))))
+        let offers = try Self.cycle(&engine, from: 0, times: 10, period: 10)
+        #expect(offers == [0, 10, 60, 70])
+    }
+
+    @Test("schedule: outside it a ready target is held, then offered when it opens; or dropped (done)")
+    func schedule() throws {
+        let weekdays = AlertSchedule(days: Set(1...5), start: 9 * 60, end: 17 * 60, outside: .hold)
+        #expect(weekdays.isOpen(at: LocalTime(weekday: 1, minute: 9 * 60)) && !weekdays.isOpen(at: LocalTime(weekday: 1, minute: 17 * 60)))
+        #expect(!weekdays.isOpen(at: LocalTime(weekday: 6, minute: 10 * 60)))
+        let night = AlertSchedule(days: [5], start: 22 * 60, end: 2 * 60)
+        #expect(night.isOpen(at: LocalTime(weekday: 5, minute: 23 * 60)) && night.isOpen(at: LocalTime(weekday: 6, minute: 60)))
+        #expect(!night.isOpen(at: LocalTime(weekday: 5, minute: 60)))
+
+        var held = AlertEngine()
+        _ = held.add(T.alert(1, parameters: AlertParameters(range: .near, schedule: weekdays)))
+        let early = held.update([T.peer(1, .near, 1, at: 0)], at: 0, local: LocalTime(weekday: 1, minute: 8 * 60 + 59))
+        #expect(T.offers(early).isEmpty && held.targets[T.b1]?.readyForAction == true)
+        let opened = held.update([T.peer(1, .near, 1, at: 60)], at: 60, local: LocalTime(weekday: 1, minute: 9 * 60))
+        #expect(T.offers(opened) == [T.b1])
+
+        var dropped = AlertEngine()
+        _ = dropped.add(T.alert(1, parameters: AlertParameters(range: .near, schedule: AlertSchedule(days: Set(1...5), start: 540, end: 1020, outside: .drop))))
+        let saturday = dropped.update([T.peer(1, .near, 1, at: 0)], at: 0, local: LocalTime(weekday: 6, minute: 600))
+        #expect(saturday.contains(.status(T.b1, .done)) && T.offers(saturday).isEmpty)
+        let monday = dropped.update([T.peer(1, .near, 1, at: 1)], at: 1, local: LocalTime(weekday: 1, minute: 600))
+        #expect(T.offers(monday).isEmpty, "dropped: done until it resets")
+    }
+}

@@ -54,13 +54,72 @@ public struct AlertParameters: Sendable, Hashable {
     public var strategy: String?
     /// How long after the condition stopped holding a done action goes back to waiting, seconds.
     public var maxTimeBeforeReset: Double
+    /// At most one alert per target per this many seconds (counted from each accepted offer).
+    public var cooldown: Double?
+    /// At most this many alerts (accepted offers, all targets) per window.
+    public var cap: AlertCap?
+    /// When alerts may be offered.
+    public var schedule: AlertSchedule?
 
     public init(range: Proximity = .near, comparison: RangeComparison = .equal, strategy: String? = nil,
-                maxTimeBeforeReset: Double = 60) {
+                maxTimeBeforeReset: Double = 60, cooldown: Double? = nil, cap: AlertCap? = nil, schedule: AlertSchedule? = nil) {
         self.range = range
         self.comparison = comparison
         self.strategy = strategy
         self.maxTimeBeforeReset = maxTimeBeforeReset
+        self.cooldown = cooldown
+        self.cap = cap
+        self.schedule = schedule
+    }
+}
+
+/// At most `count` alerts per `window` seconds.
+public struct AlertCap: Sendable, Hashable {
+    public var count: Int
+    public var window: Double
+    public init(count: Int, window: Double) {
+        self.count = count
+        self.window = window
+    }
+}
+
+/// The local time of day and day of the week, as the node passes it with each report.
+public struct LocalTime: Sendable, Hashable {
+    /// 1 Monday … 7 Sunday (ISO 8601).
+    public var weekday: Int
+    /// Minutes since midnight, 0…1439.
+    public var minute: Int
+    public init(weekday: Int, minute: Int) {
+        self.weekday = weekday
+        self.minute = minute
+    }
+}
+
+/// Days of the week and hours when an alert may be offered. Outside them a ready target is
+/// `held` (offered once the schedule opens, if still ready) or `dropped` (marked done, so it
+/// fires again only after its reset).
+public struct AlertSchedule: Sendable, Hashable {
+    public enum Outside: String, Sendable, Hashable { case hold, drop }
+    /// ISO weekdays, 1 Monday … 7 Sunday.
+    public var days: Set<Int>
+    /// Minutes since midnight: from `start` (included) to `end` (excluded); an `end` before the
+    /// `start` runs past midnight (into the next day, which belongs to the day it started).
+    public var start: Int
+    public var end: Int
+    public var outside: Outside
+
+    public init(days: Set<Int> = Set(1...7), start: Int = 0, end: Int = 1440, outside: Outside = .hold) {
+        self.days = days
+        self.start = start
+        self.end = end
+        self.outside = outside
+    }
+
+    public func isOpen(at local: LocalTime) -> Bool {
+        if start <= end { return days.contains(local.weekday) && local.minute >= start && local.minute < end }
+        // Past midnight: the evening of an open day, or the early hours after one.
+        let previous = local.weekday == 1 ? 7 : local.weekday - 1
+        return (days.contains(local.weekday) && local.minute >= start) || (days.contains(previous) && local.minute < end)
     }
 }
 

@@ -78,6 +78,11 @@ public struct AlertEngine: Sendable {
     private var strategies: [String: AnyAlertStrategy] = [:]
     private var warned: Set<AlertTargetKey> = []
     private var now: Timestamp = 0
+    private var local: LocalTime?
+    /// When each target's alert was last accepted (the cooldown), and each alert's accepted
+    /// offers within its cap's window.
+    private var acceptedAt: [AlertTargetKey: Timestamp] = [:]
+    private var accepted: [String: [Timestamp]] = [:]
     public static let defaultStrategyKey = "range"
     /// How long a target out of the reports is kept when nothing else holds it (its strategy's
     /// parameter, such as a detection under way, is kept that long), seconds.
@@ -125,9 +130,11 @@ public struct AlertEngine: Sendable {
 
     // MARK: - Each report
 
-    /// Feeds one report: every peer in the table, with its zone and distance.
-    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> [AlertEvent] {
+    /// Feeds one report: every peer in the table, with its zone and distance. `local` is the
+    /// wall clock's day and time, for schedules (nil: schedules are open).
+    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp, local: LocalTime? = nil) -> [AlertEvent] {
         now = t
+        self.local = local
         var events: [AlertEvent] = []
         var seen: [AlertTargetKey: AlertObservation] = [:]
         for alert in alerts.values {
@@ -188,7 +195,23 @@ public struct AlertEngine: Sendable {
                 }
             }
         }
+        // Outside its schedule, a ready target of an alert that drops is marked done.
+        for (key, target) in targets.sorted(by: { $0.key < $1.key }) where target.readyForAction && current != key {
+            guard let schedule = alerts[key.alert]?.parameters.schedule, schedule.outside == .drop, let local,
+                  !schedule.isOpen(at: local) else { continue }
+            targets[key]!.actionStatus = .done
+            events.append(.status(key, .done))
+        }
         return events + offerNext()
+    }
+
+    /// Whether the cooldown, the cap and the schedule let `key` be offered now.
+    public func gatesOpen(_ key: AlertTargetKey) -> Bool {
+        guard let parameters = alerts[key.alert]?.parameters else { return false }
+        if let cooldown = parameters.cooldown, let last = acceptedAt[key], now - last < cooldown { return false }
+        if let cap = parameters.cap, (accepted[key.alert] ?? []).filter({ now - $0 < cap.window }).count >= cap.count { return false }
+        if let schedule = parameters.schedule, let local, !schedule.isOpen(at: local) { return false }
+        return true
     }
 
     private mutating func strategy(for alert: String, _ events: inout [AlertEvent]) -> AnyAlertStrategy {
@@ -203,7 +226,7 @@ public struct AlertEngine: Sendable {
     /// Offers the closest ready target, if nothing is offered or in progress.
     private mutating func offerNext() -> [AlertEvent] {
         guard current == nil else { return [] }
-        let ready = targets.filter { $0.value.readyForAction && !$0.value.declined && $0.value.detected }
+        let ready = targets.filter { $0.value.readyForAction && !$0.value.declined && $0.value.detected && gatesOpen($0.key) }
         guard let next = ready.min(by: { ($0.value.distance, $0.key) < ($1.value.distance, $1.key) })?.key else { return [] }
         current = next
         return [.offered(next)]
@@ -216,6 +239,11 @@ public struct AlertEngine: Sendable {
         guard targets[key] != nil else { throw .unknownTarget(key) }
         guard current == key, targets[key]!.actionStatus == .waitingForAction else { throw .notOffered(key) }
         targets[key]!.actionStatus = .inProgress
+        acceptedAt[key] = now
+        if let cap = alerts[key.alert]?.parameters.cap {
+            accepted[key.alert, default: []].removeAll { now - $0 >= cap.window }
+            accepted[key.alert, default: []].append(now)
+        }
         return [.status(key, .inProgress)]
     }
 
