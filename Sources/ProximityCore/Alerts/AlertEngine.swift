@@ -76,7 +76,8 @@ public struct AlertEngine: Sendable {
     /// The target offered or in progress.
     public private(set) var current: AlertTargetKey?
     private var strategies: [String: AnyAlertStrategy] = [:]
-    private var warned: Set<AlertTargetKey> = []
+    /// Alert identifier and strategy key of each unknown-strategy warning given.
+    private var warned: Set<[String]> = []
     private var now: Timestamp = 0
     private var local: LocalTime?
     /// When each target's alert was last accepted (the cooldown), and each alert's accepted
@@ -217,8 +218,7 @@ public struct AlertEngine: Sendable {
     private mutating func strategy(for alert: String, _ events: inout [AlertEvent]) -> AnyAlertStrategy {
         if let key = alerts[alert]?.parameters.strategy {
             if let strategy = strategies[key] { return strategy }
-            let warning = AlertTargetKey(alert: alert, peer: PeerID(key))
-            if warned.insert(warning).inserted { events.append(.unknownStrategy(alert: alert, key: key)) }
+            if warned.insert([alert, key]).inserted { events.append(.unknownStrategy(alert: alert, key: key)) }
         }
         return AnyAlertStrategy(RangeStrategy())
     }

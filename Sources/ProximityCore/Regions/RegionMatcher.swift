@@ -89,11 +89,37 @@ public struct RegionMatcher: Sendable, Hashable {
         }
     }
 
-    /// A part's value as a client gave it, before it is checked.
-    public enum Value: Sendable, Hashable {
+    /// A part's value as a client gave it, before it is checked. In JSON (the state directory's
+    /// `regions.json`) it is the bare string or number.
+    public enum Value: Sendable, Hashable, Codable {
         case text(String)
         case integer(Int64)
         case number(Double)
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if let n = try? c.decode(Int64.self) { self = .integer(n) }
+            else if let d = try? c.decode(Double.self) { self = .number(d) }
+            else { self = .text(try c.decode(String.self)) }
+        }
+
+        /// How a message names it: `the string "1"`, `the integer 3`, `the number 0.5`.
+        public var summary: String {
+            switch self {
+            case .text(let s): "the string \(s.debugDescription)"
+            case .integer(let n): "the integer \(n)"
+            case .number(let d): "the number \(d)"
+            }
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            switch self {
+            case .text(let s): try c.encode(s)
+            case .integer(let n): try c.encode(n)
+            case .number(let d): try c.encode(d)
+            }
+        }
     }
 
     /// Exit periods a region may have, seconds: from one report to a day.
@@ -137,7 +163,7 @@ public struct RegionMatcher: Sendable, Hashable {
             }
             exitPeriod = seconds
         default:
-            throw MatcherError(key, "must be \(key.valueType.description)")
+            throw MatcherError(key, "must be \(key.valueType.description), not \(value.summary)")
         }
     }
 

@@ -155,7 +155,6 @@ public struct RegionMonitor: Sendable {
     private struct Entry: Sendable {
         var status: RegionStatus
         var key: IndexKey?
-        var exitPeriod: Double
     }
 
     /// The one part a region is found by from a peer, the most selective it has.
@@ -175,13 +174,7 @@ public struct RegionMonitor: Sendable {
         }
     }
 
-    public var configuration: Configuration {
-        didSet {
-            for slot in slots.indices where slots[slot] != nil {
-                slots[slot]!.exitPeriod = slots[slot]!.status.region.matcher.exitPeriod ?? configuration.defaultExitPeriod
-            }
-        }
-    }
+    public var configuration: Configuration
     private var slots: [Entry?] = []
     private var free: [Int] = []
     private var slotOf: [String: Int] = [:]
@@ -206,7 +199,11 @@ public struct RegionMonitor: Sendable {
 
     /// The exit period in force for a region.
     public func exitPeriod(of identifier: String) -> Double? {
-        slotOf[identifier].map { slots[$0]!.exitPeriod }
+        slotOf[identifier].map { exitPeriod(slots[$0]!) }
+    }
+
+    private func exitPeriod(_ entry: Entry) -> Double {
+        entry.status.region.matcher.exitPeriod ?? configuration.defaultExitPeriod
     }
 
     /// Starts monitoring `region`, or replaces the region with its identifier. Its state is
@@ -245,7 +242,7 @@ public struct RegionMonitor: Sendable {
             }
         }
         let key = IndexKey(region.matcher)
-        let entry = Entry(status: status, key: key, exitPeriod: region.matcher.exitPeriod ?? configuration.defaultExitPeriod)
+        let entry = Entry(status: status, key: key)
         let slot: Int
         if let reused = free.popLast() {
             slot = reused
@@ -290,11 +287,12 @@ public struct RegionMonitor: Sendable {
             (peers[$0].proximity, peers[$0].distance, peers[$0].identifier) < (peers[$1].proximity, peers[$1].distance, peers[$1].identifier)
         }
         var present: [Int: [Int32]] = [:]
+        let defaultExitPeriod = configuration.defaultExitPeriod
         slots.withUnsafeBufferPointer { entries in
             func consider(_ bucket: [Int]?, _ p: Int, _ peer: RegionCandidate, _ keys: RegionMatcher.PeerKeys) {
                 guard let bucket else { return }
                 for slot in bucket {
-                    guard t - peer.lastSeen < entries[slot]!.exitPeriod, entries[slot]!.status.region.matcher.admits(peer.proximity),
+                    guard t - peer.lastSeen < entries[slot]!.status.region.matcher.exitPeriod ?? defaultExitPeriod, entries[slot]!.status.region.matcher.admits(peer.proximity),
                           entries[slot]!.status.region.matcher.matches(peer, keys) else { continue }
                     present[slot, default: []].append(Int32(p))
                 }
@@ -354,12 +352,12 @@ public struct RegionMonitor: Sendable {
             } else {
                 switch slots[slot]!.status.state {
                 case .inside:
-                    guard t - (slots[slot]!.status.lastSeen ?? slots[slot]!.status.since) >= slots[slot]!.exitPeriod else { continue }
+                    guard t - (slots[slot]!.status.lastSeen ?? slots[slot]!.status.since) >= exitPeriod(slots[slot]!) else { continue }
                     slots[slot]!.status.state = .outside
                     let id = slots[slot]!.status.region.identifier
                     update.events += [.determined(id, .outside), .exited(id)]
                 case .unknown:
-                    guard t - slots[slot]!.status.since >= slots[slot]!.exitPeriod else { continue }
+                    guard t - slots[slot]!.status.since >= exitPeriod(slots[slot]!) else { continue }
                     slots[slot]!.status.state = .outside
                     update.events.append(.determined(slots[slot]!.status.region.identifier, .outside))
                 case .outside:

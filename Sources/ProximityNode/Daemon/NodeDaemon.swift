@@ -124,7 +124,8 @@ public final class NodeDaemon: Service, Sendable {
                 RegionMonitorInterface.declaration(engine: engine, exporter: exporter),
             ], at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
-            await exporter.showInitialRegions(await engine.regionSnapshot)
+            // The regions as they are at start, before the node takes its name (no signals).
+            await exporter.show(await engine.regionSnapshot)
         } catch {
             await connection.close()
             throw StartupError(.unavailable, "cannot export the node's objects: \(error)")
@@ -182,11 +183,10 @@ struct ConnectionService: Service {
     let bus: String
 
     func run() async throws {
-        let lost = await cancelWhenGracefulShutdown { [connection] in
-            await connection.waitUntilDisconnected()
-            return !Task.isCancelled
-        }
-        if lost { throw StartupError(.unavailable, "lost the connection to the \(bus)") }
+        await cancelWhenGracefulShutdown { [connection] in await connection.waitUntilDisconnected() }
+        // Disconnected without our closing it: the bus went away, even when another service (the
+        // mirror, say) noticed first and began the shutdown.
+        if !connection.isConnected { throw StartupError(.unavailable, "lost the connection to the \(bus)") }
         await connection.close()
     }
 }

@@ -45,8 +45,6 @@ public actor NodeEngine {
     var regionSequence: UInt64 = 0
     /// The states determined when monitoring started, published when the engine runs.
     var initialRegionEvents: [RegionEvent]
-    /// The clear interval from the configuration (command line or config file), if it gives one.
-    var configuredClearInterval: Double?
     private var advertisement: Advertisement?
     private var application: GattApplication?
 
@@ -90,7 +88,6 @@ public actor NodeEngine {
         self.table = FoundDevicesTable(configuration: Self.rangingConfiguration(
             configuration, clearInterval: Self.clearInterval(configuration, settings)))
         (jobs, jobSink) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .unbounded)
-        self.configuredClearInterval = configuration.clearInterval
         self.regionStore = RegionStore(state: state)
         self.regionsSavedAt = clock.now
         (regions, initialRegionEvents) = Self.startRegions(configuration, savedRegions, at: clock.now, logger: logger)
@@ -189,7 +186,6 @@ public actor NodeEngine {
     /// The clear interval when the configuration's changes (a reload): the configuration's, else
     /// the one set over D-Bus, else the default.
     func reconfigureClearInterval(_ configured: Double?) {
-        configuredClearInterval = configured
         applyClearInterval(configured ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
     }
 

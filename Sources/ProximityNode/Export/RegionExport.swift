@@ -87,11 +87,6 @@ extension BusExporter {
         guard sequence > appliedRegions else { return }
         await withCheckedContinuation { regionWaiters.append((sequence, $0)) }
     }
-
-    /// Shows the regions as they are at start, before the node takes its name (no signals).
-    public func showInitialRegions(_ snapshot: RegionChanges) async {
-        await show(snapshot)
-    }
 }
 
 /// The daemon's side of `org.proximityd.Region1` (`dbus/org.proximityd.Region1.xml`).

@@ -18,34 +18,14 @@ public struct RegionStore: Sendable {
 
     public init(state: StateDirectory) { self.state = state }
 
-    /// One region as saved. Times are seconds since the Unix epoch.
+    /// One region as saved. Times are seconds since the Unix epoch; the matcher's parts by their
+    /// bus names (`UUID`, `Major`, …).
     public struct Record: Codable, Sendable, Equatable {
         public var identifier: String
         public var source: RegionSource
-        public var matcher: [String: Scalar]
+        public var matcher: [String: RegionMatcher.Value]
         public var state: RegionState
         public var lastSeen: Double?
-    }
-
-    /// A JSON scalar of a matcher part.
-    public enum Scalar: Codable, Sendable, Equatable {
-        case text(String), integer(Int64), number(Double)
-
-        public init(from decoder: any Decoder) throws {
-            let c = try decoder.singleValueContainer()
-            if let n = try? c.decode(Int64.self) { self = .integer(n) }
-            else if let d = try? c.decode(Double.self) { self = .number(d) }
-            else { self = .text(try c.decode(String.self)) }
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var c = encoder.singleValueContainer()
-            switch self {
-            case .text(let s): try c.encode(s)
-            case .integer(let n): try c.encode(n)
-            case .number(let d): try c.encode(d)
-            }
-        }
     }
 
     struct File: Codable {
@@ -78,21 +58,16 @@ public struct RegionStore: Sendable {
             if let problem = Region.problem(identifier: record.identifier) {
                 throw StateError(kind: .corrupt, path: path, detail: "\(record.identifier.debugDescription): \(problem)")
             }
-            let matcher: RegionMatcher
-            do {
-                var parts: [(RegionMatcher.Key, RegionMatcher.Value)] = []
-                for (name, scalar) in record.matcher.sorted(by: { $0.key < $1.key }) {
-                    guard let key = RegionMatcher.Key(rawValue: name) else {
-                        throw MatcherError(.kind, "is unknown: \(name.debugDescription)")
-                    }
-                    switch scalar {
-                    case .text(let s): parts.append((key, .text(s)))
-                    case .integer(let n): parts.append((key, .integer(n)))
-                    case .number(let d): parts.append((key, .number(d)))
-                    }
+            var parts: [(RegionMatcher.Key, RegionMatcher.Value)] = []
+            for (name, value) in record.matcher.sorted(by: { $0.key < $1.key }) {
+                guard let key = RegionMatcher.Key(rawValue: name) else {
+                    throw StateError(kind: .corrupt, path: path,
+                                     detail: "region \(record.identifier.debugDescription): unknown matcher key \(name.debugDescription)")
                 }
-                matcher = try RegionMatcher.parse(parts)
-            } catch {
+                parts.append((key, value))
+            }
+            let matcher: RegionMatcher
+            do { matcher = try RegionMatcher.parse(parts) } catch {
                 throw StateError(kind: .corrupt, path: path, detail: "region \(record.identifier.debugDescription): \(error)")
             }
             if record.source == .bus {
@@ -109,13 +84,7 @@ public struct RegionStore: Sendable {
     public func save(_ regions: [RegionStatus], clock: any NodeClock) throws(StateError) {
         let records = regions.map { status in
             Record(identifier: status.region.identifier, source: status.region.source,
-                   matcher: Dictionary(uniqueKeysWithValues: status.region.matcher.parts.map { key, value in
-                       (key.busName, { switch value {
-                       case .text(let s): Scalar.text(s)
-                       case .integer(let n): Scalar.integer(n)
-                       case .number(let d): Scalar.number(d)
-                       } }())
-                   }),
+                   matcher: Dictionary(uniqueKeysWithValues: status.region.matcher.parts.map { ($0.0.busName, $0.1) }),
                    state: status.state, lastSeen: status.lastSeen.map(clock.epoch))
         }
         try state.writeJSON(Self.fileName, File(version: Self.currentVersion, savedAt: clock.epoch(clock.now), regions: records))
