@@ -189,14 +189,125 @@ import Testing
         var engine = AlertEngine()
         _ = engine.add(Self.alert(1))
         _ = engine.add(Self.alert(2))
-        engine.restore(Self.b1, status: .inProgress, invalidSince: nil, at: 100)
-        engine.restore(Self.b2, status: .done, invalidSince: nil, at: 100)
+        engine.restore(AlertEngine.Saved(targets: [Self.b1: .init(status: .inProgress, invalidSince: nil),
+                                                   Self.b2: .init(status: .done, invalidSince: nil)]), at: 100)
         #expect(engine.current == Self.b1)
         let empty = engine.update([], at: 101)
         #expect(!empty.contains { if case .removed = $0 { true } else { false } }, "\(empty)")
         let back = engine.update([Self.peer(1, .near, 1, at: 102), Self.peer(2, .near, 2, at: 102)], at: 102)
         #expect(Self.offers(back).isEmpty && engine.targets[Self.b1]?.actionStatus == .inProgress)
         #expect(engine.targets[Self.b2]?.actionStatus == .done)
+        // After the grace, an in-progress target out of the table is taken back as usual.
+        let gone = engine.update([], at: 120)
+        #expect(gone.contains(.removed(Self.b1, reason: .notDetected)) && engine.targets[Self.b1]?.actionStatus == .done)
+    }
+
+    @Test("what is saved restores the same: statuses, reset deadlines, cooldowns; a done time-strategy target still near re-fires nothing")
+    func savedRoundTrip() throws {
+        var parameters = AlertParameters(range: .near, strategy: "time", maxTimeBeforeReset: 60, cooldown: 600)
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1, parameters: parameters))
+        parameters.strategy = nil
+        _ = engine.add(Self.alert(2, parameters: parameters))
+        var t: Timestamp = 0
+        func near(_ minors: [UInt16]) -> [RegionCandidate] { minors.map { Self.peer($0, .near, Double($0), at: t) } }
+        var offered: [AlertTargetKey] = []
+        while t <= 62 {
+            offered += Self.offers(engine.update(near([1, 2]), at: t))
+            if let c = engine.current { _ = try engine.accept(c); _ = try engine.done(c) }
+            t += 1
+        }
+        #expect(offered == [Self.b2, Self.b1], "Beacon2 at once, Beacon1 after its 60 s dwell")
+        // Beacon2 walks away at 63: its reset is due at 123.
+        _ = engine.update(near([1]), at: 63)
+        let saved = engine.saved
+        #expect(saved.targets[Self.b1] == .init(status: .done, invalidSince: nil))
+        #expect(saved.targets[Self.b2] == .init(status: .done, invalidSince: 63))
+        #expect(saved.acceptedAt.count == 2)
+
+        // A restart at 70, on a clock whose times are the same.
+        var again = AlertEngine()
+        _ = again.add(Self.alert(1, parameters: AlertParameters(range: .near, strategy: "time", maxTimeBeforeReset: 60, cooldown: 600)))
+        _ = again.add(Self.alert(2, parameters: parameters))
+        again.restore(saved, at: 70)
+        var after: [AlertEvent] = []
+        for s in stride(from: 70.0, through: 200, by: 1) { after += again.update([Self.peer(1, .near, 1, at: s)], at: s) }
+        #expect(Self.offers(after).isEmpty, "Beacon1 stayed near: done, never reset; \(after)")
+        #expect(again.targets[Self.b1]?.actionStatus == .done)
+        #expect(after.contains(.status(Self.b2, .waitingForAction)), "Beacon2's deadline kept")
+        // Beacon2 comes back within its cooldown: ready, but not offered.
+        let back = again.update([Self.peer(2, .near, 2, at: 201)], at: 201)
+        #expect(Self.offers(back).isEmpty && again.targets[Self.b2]?.readyForAction == true)
+    }
+
+    @Test("an outside strategy decides by its answers; dropped, its targets fall back to the default strategy")
+    func external() {
+        var parameters = AlertParameters(range: .far, comparison: .equal, strategy: "crowd")
+        var engine = AlertEngine()
+        engine.register(.external(key: "crowd"))
+        _ = engine.add(Self.alert(1, parameters: parameters))
+        var events = engine.update([Self.peer(1, .near, 1, at: 1)], at: 1)
+        #expect(engine.targets[Self.b1]?.strategy == "crowd" && Self.offers(events).isEmpty)
+        #expect(engine.targets(decidedBy: "crowd").map(\.key) == [Self.b1])
+        events = engine.apply(verdicts: [Self.b1: true], from: "crowd", at: 1.2)
+        #expect(events == [.condition(Self.b1, valid: true), .offered(Self.b1)])
+        events = engine.apply(verdicts: [Self.b1: false], from: "crowd", at: 1.5)
+        #expect(events == [.condition(Self.b1, valid: false), .removed(Self.b1, reason: .conditionNotValid)])
+        engine.unregister("crowd")
+        events = engine.update([Self.peer(1, .far, 6, at: 2)], at: 2)
+        #expect(engine.targets[Self.b1]?.strategy == "range")
+        #expect(Self.offers(events) == [Self.b1], "far = far under the default strategy")
+        parameters.strategy = nil
+    }
+}
+
+/// Alerts as clients write them: parts by name, checked.
+@Suite struct AlertDefinitionTests {
+    static let match = Alert.Value.matcher(["UUID": .text("f7826da6-4fa2-4e98-8024-bc5b71e0893e"), "Major": .integer(1)])
+
+    @Test("every part read, written back the same")
+    func roundTrip() throws {
+        let parts: [(Alert.Key, Alert.Value)] = [
+            (.title, .text("Hello")), (.description, .text("d")), (.textToSpeech, .text("hi")), (.thumbnail, .text("/t.png")),
+            (.action, .text("webview")), (.url, .text("https://example.org")), (.uri, .text("app://x")), (.extra, .map(["k": "v"])),
+            (.range, .text("immediate")), (.comparison, .text("<=")), (.strategy, .text("time")), (.maxTimeBeforeReset, .integer(5)),
+            (.cooldown, .number(30)), (.capCount, .integer(3)), (.capWindow, .number(3600)), (.days, .text("fri-mon")),
+            (.start, .text("22:00")), (.end, .text("02:30")), (.outside, .text("drop")), (.match, Self.match),
+        ]
+        let alert = try Alert.parse(identifier: "a", parts)
+        #expect(alert.parameters.range == .immediate && alert.parameters.comparison == .nearerOrEqual)
+        #expect(alert.parameters.cap == AlertCap(count: 3, window: 3600))
+        #expect(alert.parameters.schedule == AlertSchedule(days: [5, 6, 7, 1], start: 22 * 60, end: 150, outside: .drop))
+        #expect(alert.content.extra == ["k": "v"] && alert.targets.major == 1)
+        #expect(try Alert.parse(identifier: "a", alert.parts) == alert)
+    }
+
+    @Test("bad parts are refused, naming the part", arguments: [
+        ([(Alert.Key.range, Alert.Value.text("close"))], "Range must be one of immediate, near, far, not \"close\""),
+        ([(.range, .text("unknown"))], "Range must be one of immediate, near, far, not \"unknown\""),
+        ([(.comparison, .text("<"))], "Comparison must be one of =, <=, >=, not \"<\""),
+        ([(.maxTimeBeforeReset, .number(-1))], "MaxTimeBeforeReset must be from 0 to 2592000 seconds, not -1.0"),
+        ([(.maxTimeBeforeReset, .text("60"))], "MaxTimeBeforeReset must be a number of seconds, not the string \"60\""),
+        ([(.capCount, .integer(2))], "CapWindow is missing: a cap needs both CapCount and CapWindow"),
+        ([(.days, .text("mon-fry"))], "Days \"fry\" is not a day of the week (mon, tue, wed, thu, fri, sat, sun)"),
+        ([(.start, .text("9:00"))], "Start must be a time of day HH:MM (00:00 to 24:00), not \"9:00\""),
+        ([(.strategy, .text("my strategy"))], "Strategy \"my strategy\" has \" \": a strategy key has letters, digits, '-', '_' and '.' only"),
+        ([(.outside, .text("keep"))], "Outside must be hold or drop, not \"keep\""),
+    ])
+    func refused(_ parts: [(Alert.Key, Alert.Value)], _ message: String) {
+        #expect(throws: AlertDefinitionError.self) { try Alert.parse(identifier: "a", parts + [(.match, Self.match)]) }
+        do { _ = try Alert.parse(identifier: "a", parts + [(.match, Self.match)]) } catch { #expect(error.description == message) }
+    }
+
+    @Test("the target matcher is required, and cannot narrow by zone")
+    func matcher() {
+        do { _ = try Alert.parse(identifier: "a", []) } catch { #expect(error.key == .match) }
+        do { _ = try Alert.parse(identifier: "a", [(.match, .matcher(["Within": .text("near")]))]) } catch {
+            #expect(error.description == "Match cannot have Within (an alert's range and strategy say when it is ready)")
+        }
+        do { _ = try Alert.parse(identifier: "a", [(.match, .matcher(["Major": .integer(1)]))]) } catch {
+            #expect(error.key == .match && error.problem.contains("UUID"), "\(error)")
+        }
     }
 }
 

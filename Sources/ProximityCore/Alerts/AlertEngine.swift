@@ -163,16 +163,7 @@ public struct AlertEngine: Sendable {
             target.proximity = observation?.proximity ?? .unknown
             target.distance = observation?.distance ?? .infinity
             strategy.updateBox(&target.parameter, observation, alert.parameters, t)
-            let valid = strategy.valid(target.parameter, alert.parameters, t)
-            if valid != target.conditionValid {
-                target.conditionValid = valid
-                events.append(.condition(key, valid: valid))
-                if valid { target.invalidSince = nil } else { target.invalidSince = t; target.declined = false }
-            }
-            if target.actionStatus == .done, let since = target.invalidSince, t - since >= alert.parameters.maxTimeBeforeReset {
-                target.actionStatus = .waitingForAction
-                events.append(.status(key, .waitingForAction))
-            }
+            evaluate(key, &target, strategy, alert.parameters, at: t, &events)
             // Forgotten once nothing is kept for it: gone for a while, waiting, its condition not
             // holding.
             if !target.detected, t - target.lastDetected > Self.forgetAfter, target.actionStatus == .waitingForAction, !target.conditionValid, current != key,
@@ -181,11 +172,37 @@ public struct AlertEngine: Sendable {
                 events.append(.target(key, exists: false))
                 continue
             }
-            if target.conditionValid { target.graceUntil = nil }
             targets[key] = target
         }
-        // The alert offered or in progress, when its target left or its condition failed.
-        if let current, let target = targets[current], !(target.graceUntil.map { t < $0 && !target.conditionValid } ?? false) {
+        settle(at: t, &events)
+        return events
+    }
+
+    /// Asks `strategy` whether `target`'s condition holds, and applies the answer: the condition's
+    /// change, and a done status's reset `maxTimeBeforeReset` after the condition stopped holding.
+    /// A target restored after a restart keeps the condition it was saved with during its grace.
+    private func evaluate(_ key: AlertTargetKey, _ target: inout AlertTarget, _ strategy: AnyAlertStrategy, _ parameters: AlertParameters,
+                          at t: Timestamp, _ events: inout [AlertEvent]) {
+        var valid = strategy.valid(target.parameter, parameters, t)
+        if valid { target.graceUntil = nil }
+        if let grace = target.graceUntil {
+            if t < grace { valid = target.conditionValid } else { target.graceUntil = nil }
+        }
+        if valid != target.conditionValid {
+            target.conditionValid = valid
+            events.append(.condition(key, valid: valid))
+            if valid { target.invalidSince = nil } else { target.invalidSince = t; target.declined = false }
+        }
+        if target.actionStatus == .done, let since = target.invalidSince, t - since >= parameters.maxTimeBeforeReset {
+            target.actionStatus = .waitingForAction
+            events.append(.status(key, .waitingForAction))
+        }
+    }
+
+    /// After the targets' conditions changed: takes back the alert offered or in progress when
+    /// its target left or its condition failed, drops what its schedule drops, and offers the next.
+    private mutating func settle(at t: Timestamp, _ events: inout [AlertEvent]) {
+        if let current, let target = targets[current], target.graceUntil.map({ t >= $0 }) ?? true {
             let reason: RemovalReason? = !target.detected ? .notDetected : !target.conditionValid ? .conditionNotValid : nil
             if let reason {
                 events.append(.removed(current, reason: reason))
@@ -203,7 +220,32 @@ public struct AlertEngine: Sendable {
             targets[key]!.actionStatus = .done
             events.append(.status(key, .done))
         }
-        return events + offerNext()
+        events += offerNext()
+    }
+
+    // MARK: - Strategies outside the engine
+
+    /// The targets a strategy decides now, with what it is asked about each.
+    public func targets(decidedBy key: String) -> [(key: AlertTargetKey, target: AlertTarget, parameters: AlertParameters)] {
+        targets.filter { $0.value.strategy == key }.sorted { $0.key < $1.key }.compactMap { entry in
+            alerts[entry.key.alert].map { (entry.key, entry.value, $0.parameters) }
+        }
+    }
+
+    /// An outside strategy's answers (``AnyAlertStrategy/external(key:)``): whether each target's
+    /// condition holds. Targets it no longer decides, or that are gone, are skipped.
+    public mutating func apply(verdicts: [AlertTargetKey: Bool], from key: String, at t: Timestamp) -> [AlertEvent] {
+        now = t
+        var events: [AlertEvent] = []
+        guard let strategy = strategies[key] else { return [] }
+        for (target, verdict) in verdicts.sorted(by: { $0.key < $1.key }) {
+            guard var entry = targets[target], entry.strategy == key, let alert = alerts[target.alert] else { continue }
+            entry.parameter = verdict
+            evaluate(target, &entry, strategy, alert.parameters, at: t, &events)
+            targets[target] = entry
+        }
+        settle(at: t, &events)
+        return events
     }
 
     /// Whether the cooldown, the cap and the schedule let `key` be offered now.
@@ -284,16 +326,83 @@ public struct AlertEngine: Sendable {
         return events + offerNext()
     }
 
-    /// Restores a target's status after a restart (`inProgress` becomes the current alert again).
-    /// For `grace` seconds it is not taken back for being out of the table or its condition.
-    public mutating func restore(_ key: AlertTargetKey, status: ActionStatus, invalidSince: Timestamp?, at t: Timestamp,
-                                 grace: Double = 10) {
-        guard alerts[key.alert] != nil else { return }
-        let strategy = strategies[alerts[key.alert]!.parameters.strategy ?? ""] ?? AnyAlertStrategy(RangeStrategy())
-        var target = AlertTarget(strategy: strategy.key, invalidSince: invalidSince, parameter: strategy.make())
-        target.actionStatus = status
-        target.graceUntil = t + grace
-        targets[key] = target
-        if status == .inProgress, current == nil { current = key }
+    /// What the engine keeps across a restart: each target's action status and the condition's
+    /// state (which sets its reset deadline), the alert in progress, and when alerts were
+    /// accepted (the cooldowns and caps).
+    public struct Saved: Sendable, Hashable {
+        public struct Target: Sendable, Hashable {
+            public var status: ActionStatus
+            /// Since when the condition has not held; nil while it holds. A done target resets at
+            /// this time + `maxTimeBeforeReset`.
+            public var invalidSince: Timestamp?
+            public init(status: ActionStatus, invalidSince: Timestamp?) {
+                self.status = status
+                self.invalidSince = invalidSince
+            }
+        }
+        public var targets: [AlertTargetKey: Target] = [:]
+        /// When each target's alert was last accepted.
+        public var acceptedAt: [AlertTargetKey: Timestamp] = [:]
+        /// Each capped alert's accepted offers.
+        public var accepted: [String: [Timestamp]] = [:]
+        public init(targets: [AlertTargetKey: Target] = [:], acceptedAt: [AlertTargetKey: Timestamp] = [:], accepted: [String: [Timestamp]] = [:]) {
+            self.targets = targets
+            self.acceptedAt = acceptedAt
+            self.accepted = accepted
+        }
     }
+
+    /// What to keep: targets that are not simply waiting (in progress, done, or waiting with a
+    /// condition holding is not kept: it is found again), and the acceptances that still count.
+    public var saved: Saved {
+        var out = Saved()
+        for (key, target) in targets where target.actionStatus != .waitingForAction {
+            out.targets[key] = Saved.Target(status: target.actionStatus, invalidSince: target.conditionValid ? nil : target.invalidSince)
+        }
+        for (key, time) in acceptedAt {
+            if let cooldown = alerts[key.alert]?.parameters.cooldown, now - time < cooldown { out.acceptedAt[key] = time }
+        }
+        for (alert, times) in accepted {
+            guard let cap = alerts[alert]?.parameters.cap else { continue }
+            let counting = times.filter { now - $0 < cap.window }
+            if !counting.isEmpty { out.accepted[alert] = counting }
+        }
+        return out
+    }
+
+    /// Restores what ``saved`` kept, after the alerts are added again: an `inProgress` target is
+    /// the current alert again. For `grace` seconds, while the table fills again, each restored
+    /// target keeps the condition it was saved with and is not taken back for being out of the
+    /// table. Targets of alerts that no longer exist are skipped.
+    public mutating func restore(_ saved: Saved, at t: Timestamp, grace: Double = 10) {
+        now = t
+        for (key, entry) in saved.targets.sorted(by: { $0.key < $1.key }) {
+            guard let alert = alerts[key.alert] else { continue }
+            let strategy = alert.parameters.strategy.flatMap { strategies[$0] } ?? AnyAlertStrategy(RangeStrategy())
+            var target = AlertTarget(strategy: strategy.key, invalidSince: entry.invalidSince, parameter: strategy.make())
+            target.conditionValid = entry.invalidSince == nil
+            target.actionStatus = entry.status
+            target.lastDetected = t
+            target.graceUntil = t + grace
+            targets[key] = target
+            if entry.status == .inProgress, current == nil { current = key }
+        }
+        acceptedAt = saved.acceptedAt.filter { alerts[$0.key.alert] != nil }
+        accepted = saved.accepted.filter { alerts[$0.key] != nil }
+    }
+}
+
+extension AnyAlertStrategy {
+    /// A strategy decided outside the engine: its condition is the last answer given with
+    /// ``AlertEngine/apply(verdicts:from:at:)`` for each target (false until the first).
+    public static func external(key: String) -> AnyAlertStrategy {
+        AnyAlertStrategy(ExternalStrategy(key: key))
+    }
+}
+
+struct ExternalStrategy: AlertStrategy {
+    let key: String
+    func makeParameter() -> Bool { false }
+    func update(_ p: inout Bool, with observation: AlertObservation?, alert: AlertParameters, at t: Timestamp) {}
+    func isConditionValid(_ p: Bool, alert: AlertParameters, at t: Timestamp) -> Bool { p }
 }
