@@ -170,6 +170,16 @@ extension DBusValue {
         return items.map { if case .byte(let b) = $0 { b } else { 0 } }
     }
 
+    /// `a{ss}` from a dictionary, sorted by key.
+    public static func stringMap(_ map: [String: String]) -> DBusValue {
+        .dictionary(key: .string, value: .string, map.sorted { $0.key < $1.key }.map { DictEntry(.string($0.key), .string($0.value)) })
+    }
+
+    /// `a{sv}` from a dictionary, sorted by key, each value in a variant.
+    public static func variantMap(_ map: [String: DBusValue]) -> DBusValue {
+        .dictionary(key: .string, value: .variant, map.sorted { $0.key < $1.key }.map { DictEntry(.string($0.key), .variant($0.value)) })
+    }
+
     /// `ay` from bytes.
     public static func bytes(_ bytes: some Sequence<UInt8>) -> DBusValue {
         .array(element: .byte, bytes.map { .byte($0) })

@@ -19,6 +19,9 @@ public enum ProximityBus {
     /// The parent of the `Region1` objects.
     public static let regionsPath: ObjectPath = "/org/proximityd/regions"
 
+    /// The parent of the `Alert1` objects: `/org/proximityd/alerts/<alert>/<target>`.
+    public static let alertsPath: ObjectPath = "/org/proximityd/alerts"
+
     /// The *general* service UUID every node of a deployment advertises, so nodes find each other
     /// without knowing each other; `proximityd run --service-uuid` changes it for a private
     /// deployment. On the bus it is written lowercase (`Node1.ServiceUUID`).
@@ -34,6 +37,18 @@ public enum ProximityBus {
     /// ``peerPath(_:)`` does.
     public static func regionPath(_ identifier: String) -> ObjectPath {
         regionsPath.appending(escaped: identifier)
+    }
+
+    /// The object path of one alert's target: the alert's identifier and the peer's, each escaped
+    /// as one path element.
+    public static func alertPath(alert: String, target: String) -> ObjectPath {
+        alertsPath.appending(escaped: alert).appending(escaped: target)
+    }
+
+    /// The alert and target identifiers of an ``alertPath(alert:target:)``; nil for another path.
+    public static func alertTarget(of path: ObjectPath) -> (alert: String, target: String)? {
+        guard let parent = path.parent, let grandparent = parent.parent, grandparent == alertsPath else { return nil }
+        return (parent.decodedLastElement, path.decodedLastElement)
     }
 
     /// `org.proximityd.Node1` at ``rootPath``.
@@ -85,6 +100,54 @@ public enum ProximityBus {
         public static let rangedType: DBusType = .array(.structure([.string, .string, .double, .int16]))
     }
 
+    /// `org.proximityd.AlertManager1` at ``rootPath``: alerts, strategies and the consumer.
+    public enum AlertManager1 {
+        public static let interface: InterfaceName = "org.proximityd.AlertManager1"
+        /// `AddAlert(s identifier, a{sv} alert)`
+        public static let addAlert: MemberName = "AddAlert"
+        /// `RemoveAlert(s identifier)`
+        public static let removeAlert: MemberName = "RemoveAlert"
+        /// `GetAlerts() -> ao`: every alert's targets (`Alert1` objects).
+        public static let getAlerts: MemberName = "GetAlerts"
+        /// `GetDefinitions() -> a{sa{sv}}`: every alert as `AddAlert` takes it, with `Source`.
+        public static let getDefinitions: MemberName = "GetDefinitions"
+        /// `RegisterStrategy(o strategy, s key)`
+        public static let registerStrategy: MemberName = "RegisterStrategy"
+        /// `UnregisterStrategy(o strategy)`
+        public static let unregisterStrategy: MemberName = "UnregisterStrategy"
+        /// `Accept(o alert)`, `Decline(o alert)`, `Done(o alert)`
+        public static let accept: MemberName = "Accept"
+        public static let decline: MemberName = "Decline"
+        public static let done: MemberName = "Done"
+        /// `SetActionStatus(o alert, s status)`
+        public static let setActionStatus: MemberName = "SetActionStatus"
+        /// The signal `AlertReady(o alert, a{sv} content)`: an offer.
+        public static let alertReady: MemberName = "AlertReady"
+        /// The signal `AlertRemoved(o alert, s reason)`: an offer or an action taken back.
+        public static let alertRemoved: MemberName = "AlertRemoved"
+        /// Property `Current` (o): the alert offered or in progress, `/` when none.
+        public static let current = "Current"
+        /// Property `Strategies` (as): the strategy keys alerts may name now.
+        public static let strategies = "Strategies"
+    }
+
+    /// `org.proximityd.Alert1` at ``alertPath(alert:target:)``: one alert for one target.
+    public enum Alert1 {
+        public static let interface: InterfaceName = "org.proximityd.Alert1"
+    }
+
+    /// `org.proximityd.AlertStrategy1`: exported by a client that decides alerts' conditions.
+    public enum AlertStrategy1 {
+        public static let interface: InterfaceName = "org.proximityd.AlertStrategy1"
+        /// `Evaluate(a{oa{sv}} targets) -> a{ob}`: whether each target's condition holds.
+        public static let evaluate: MemberName = "Evaluate"
+        /// `Release()`: the node dropped the strategy (no reply expected).
+        public static let release: MemberName = "Release"
+        /// `Evaluate`'s argument and answer.
+        public static let targetsType: DBusType = .dictionary(key: .objectPath, value: .dictionary(key: .string, value: .variant))
+        public static let verdictsType: DBusType = .dictionary(key: .objectPath, value: .boolean)
+    }
+
     /// `org.proximityd.Peer1` at ``peerPath(_:)``: properties only.
     public enum Peer1 {
         public static let interface: InterfaceName = "org.proximityd.Peer1"
@@ -103,6 +166,13 @@ public enum ProximityBus {
         public static let notPermitted: ErrorName = "org.proximityd.Error.NotPermitted"
         /// A limit is reached (the number of regions).
         public static let limitReached: ErrorName = "org.proximityd.Error.LimitReached"
+        /// Accept or Decline of an alert that is not on offer, Done of one neither offered nor in
+        /// progress.
+        public static let notOffered: ErrorName = "org.proximityd.Error.NotOffered"
+        /// The name is taken (a strategy key another client registered, or a built-in one).
+        public static let alreadyExists: ErrorName = "org.proximityd.Error.AlreadyExists"
+        /// The object given to `RegisterStrategy` does not implement `AlertStrategy1`.
+        public static let notAStrategy: ErrorName = "org.proximityd.Error.NotAStrategy"
         /// The config file cannot be used (`Reload()`); the message holds its
         /// `FILE:LINE:COLUMN: message` lines. Nothing changed.
         public static let invalidConfiguration: ErrorName = "org.proximityd.Error.InvalidConfiguration"

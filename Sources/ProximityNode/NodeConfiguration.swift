@@ -44,6 +44,9 @@ public struct NodeConfiguration: Sendable {
     public var regions: [Region] = []
     /// The region monitor's defaults and limits (`region-monitor:` in the config file).
     public var regionMonitor = RegionMonitor.Configuration()
+    /// The alerts of the config file (`alerts:`); those added over the bus are kept in the state
+    /// directory.
+    public var alerts: [Alert] = []
     /// The config file this configuration was read from, if any (`--config`).
     public var configFile: String?
     /// `--log-level`: the least severe messages logged (``LogLevelSwitch`` applies it).

@@ -36,13 +36,16 @@ public struct ConfigFile: Sendable, Hashable {
     public var regionMonitor: RegionMonitor.Configuration
     /// `regions:`, in the file's order, each with source ``RegionSource/config``.
     public var regions: [Region]
+    /// `alerts:`, in the file's order.
+    public var alerts: [Alert]
 
     public init(path: String, options: RunOptions = RunOptions(), regionMonitor: RegionMonitor.Configuration = .init(),
-                regions: [Region] = []) {
+                regions: [Region] = [], alerts: [Alert] = []) {
         self.path = path
         self.options = options
         self.regionMonitor = regionMonitor
         self.regions = regions
+        self.alerts = alerts
     }
 
     /// Reads and parses the file at `path`.
@@ -124,6 +127,7 @@ extension NodeConfiguration {
         if let file {
             regions = file.regions
             regionMonitor = file.regionMonitor
+            alerts = file.alerts
             configFile = file.path
         }
     }

@@ -61,10 +61,3 @@ enum NodeInterface {
         ])
     }
 }
-
-extension DBusValue {
-    /// `a{ss}` from a dictionary, sorted by key.
-    static func stringMap(_ map: [String: String]) -> DBusValue {
-        .dictionary(key: .string, value: .string, map.sorted { $0.key < $1.key }.map { DictEntry(.string($0.key), .string($0.value)) })
-    }
-}

@@ -1,0 +1,224 @@
+import DBusKit
+import ProximityCore
+
+/// The properties of one `org.proximityd.Alert1` object (one alert for one target), typed
+/// (`dbus/org.proximityd.Alert1.xml`, `docs/dbus-api.md`). Decoding is lenient, as for
+/// ``PeerProperties``.
+public struct AlertProperties: Sendable, Hashable {
+    /// The alert's identifier.
+    public var alert: String
+    /// The target peer's identifier.
+    public var target: String
+    public var title = ""
+    public var description = ""
+    public var textToSpeech = ""
+    public var thumbnail = ""
+    public var action = ""
+    public var url = ""
+    public var uri = ""
+    public var extra: [String: String] = [:]
+    /// `waitingForAction`, `inProgress` or `done`.
+    public var actionStatus = ActionStatus.waitingForAction.rawValue
+    public var conditionValid = false
+    /// Condition valid and waiting for action.
+    public var readyForAction = false
+    /// The key of the strategy deciding it now (`range` for the default strategies).
+    public var strategy = AlertEngine.defaultStrategyKey
+    /// The target's zone in the last report (`unknown` when it is not in it).
+    public var proximity = Proximity.unknown.rawValue
+    /// In the last report.
+    public var detected = false
+
+    public init(alert: String, target: String) {
+        self.alert = alert
+        self.target = target
+    }
+
+    /// An alert's target as the engine holds it.
+    public init(_ alert: Alert, _ key: AlertTargetKey, _ state: AlertTarget) {
+        self.init(alert: key.alert, target: key.peer.rawValue)
+        content = alert.content
+        actionStatus = state.actionStatus.rawValue
+        conditionValid = state.conditionValid
+        readyForAction = state.readyForAction
+        strategy = state.strategy
+        proximity = state.proximity.rawValue
+        detected = state.detected
+    }
+
+    public var path: ObjectPath { ProximityBus.alertPath(alert: alert, target: target) }
+
+    /// The content parts.
+    public var content: AlertContent {
+        get {
+            AlertContent(title: title, description: description, textToSpeech: textToSpeech, thumbnail: thumbnail, action: action,
+                         url: url, uri: uri, extra: extra)
+        }
+        set {
+            title = newValue.title
+            description = newValue.description
+            textToSpeech = newValue.textToSpeech
+            thumbnail = newValue.thumbnail
+            action = newValue.action
+            url = newValue.url
+            uri = newValue.uri
+            extra = newValue.extra
+        }
+    }
+
+    public enum Key: String, Sendable, CaseIterable {
+        case alert = "Alert", target = "Target"
+        case title = "Title", description = "Description", textToSpeech = "TextToSpeech", thumbnail = "Thumbnail"
+        case action = "Action", url = "URL", uri = "URI", extra = "Extra"
+        case actionStatus = "ActionStatus", conditionValid = "ConditionValid", readyForAction = "ReadyForAction"
+        case strategy = "Strategy", proximity = "Proximity", detected = "Detected"
+
+        public var descriptor: PropertyDescriptor {
+            switch self {
+            case .alert, .target: PropertyDescriptor(rawValue, .string, const: true)
+            case .extra: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .string))
+            case .conditionValid, .readyForAction, .detected: PropertyDescriptor(rawValue, .boolean)
+            default: PropertyDescriptor(rawValue, .string)
+            }
+        }
+    }
+
+    /// Decodes `Properties.GetAll` values.
+    public init(_ values: [String: DBusValue]) {
+        func s(_ key: Key) -> String? { Lenient.string(values[key.rawValue]) }
+        func b(_ key: Key) -> Bool { Lenient.bool(values[key.rawValue]) ?? false }
+        self.init(alert: s(.alert) ?? "", target: s(.target) ?? "")
+        title = s(.title) ?? ""
+        description = s(.description) ?? ""
+        textToSpeech = s(.textToSpeech) ?? ""
+        thumbnail = s(.thumbnail) ?? ""
+        action = s(.action) ?? ""
+        url = s(.url) ?? ""
+        uri = s(.uri) ?? ""
+        extra = Lenient.stringMap(values[Key.extra.rawValue])
+        actionStatus = s(.actionStatus) ?? ""
+        conditionValid = b(.conditionValid)
+        readyForAction = b(.readyForAction)
+        strategy = s(.strategy) ?? ""
+        proximity = s(.proximity) ?? Proximity.unknown.rawValue
+        detected = b(.detected)
+    }
+
+    public var values: [String: DBusValue] {
+        Dictionary(uniqueKeysWithValues: Key.allCases.map { ($0.rawValue, value(of: $0)) })
+    }
+
+    public func value(of key: Key) -> DBusValue {
+        switch key {
+        case .alert: .string(alert)
+        case .target: .string(target)
+        case .title: .string(title)
+        case .description: .string(description)
+        case .textToSpeech: .string(textToSpeech)
+        case .thumbnail: .string(thumbnail)
+        case .action: .string(action)
+        case .url: .string(url)
+        case .uri: .string(uri)
+        case .extra: .stringMap(extra)
+        case .actionStatus: .string(actionStatus)
+        case .conditionValid: .boolean(conditionValid)
+        case .readyForAction: .boolean(readyForAction)
+        case .strategy: .string(strategy)
+        case .proximity: .string(proximity)
+        case .detected: .boolean(detected)
+        }
+    }
+
+    /// The changed properties from `old` to `self`.
+    public func changes(since old: AlertProperties) -> [String: DBusValue] {
+        var out: [String: DBusValue] = [:]
+        for key in Key.allCases where !key.descriptor.isConst && value(of: key) != old.value(of: key) {
+            out[key.rawValue] = value(of: key)
+        }
+        return out
+    }
+
+    /// `AlertReady`'s `a{sv}`: the content (`Title` … `Extra`), then `Alert`, `Target`,
+    /// `Proximity` and `Distance` (metres).
+    public func offer(distance: Double) -> [String: DBusValue] {
+        var out: [String: DBusValue] = [:]
+        for key in [Key.alert, .target, .title, .description, .textToSpeech, .thumbnail, .action, .url, .uri, .extra, .proximity] {
+            out[key.rawValue] = value(of: key)
+        }
+        out["Distance"] = .double(distance.isFinite ? distance : -1)
+        return out
+    }
+}
+
+/// An alert on the bus: `AddAlert`'s `a{sv}` and `GetDefinitions`' values.
+extension Alert {
+    /// Text as `s`, seconds as `d`, `CapCount` as `u`, `Extra` as `a{ss}`, `Match` as the
+    /// matcher's `a{sv}`.
+    public var busValues: [String: DBusValue] {
+        var out: [String: DBusValue] = [:]
+        for (key, value) in parts {
+            switch value {
+            case .text(let s): out[key.busName] = .string(s)
+            case .number(let d): out[key.busName] = .double(d)
+            case .integer(let n): out[key.busName] = .uint32(UInt32(clamping: n))
+            case .map(let m): out[key.busName] = .stringMap(m)
+            case .matcher: out[key.busName] = .variantMap(targets.busValues)
+            }
+        }
+        return out
+    }
+
+    /// Reads a client's `a{sv}`. Any integer type is taken where an integer or seconds are
+    /// expected; an unknown key or a wrongly typed value is refused, naming it.
+    public init(identifier: String, busValues: [String: DBusValue]) throws(AlertBusError) {
+        var parts: [(Key, Value)] = []
+        for (name, raw) in busValues.sorted(by: { $0.key < $1.key }) {
+            guard let key = Key(rawValue: name) else { throw .unknownKey(name) }
+            let value = raw.unwrapped
+            switch (key, value) {
+            case (.match, _):
+                guard let entries = value.dictEntries, value.type == .dictionary(key: .string, value: .variant) else {
+                    throw .definition(AlertDefinitionError(key, "must be a{sv} (a matcher), not the D-Bus type '\(value.type)'"))
+                }
+                var matcher: [String: DBusValue] = [:]
+                for entry in entries { matcher[entry.key.string ?? ""] = entry.value }
+                do { _ = try RegionMatcher(busValues: matcher) } catch { throw .definition(AlertDefinitionError(key, "\(error)")) }
+                var matcherParts: [String: RegionMatcher.Value] = [:]
+                for (k, v) in matcher {
+                    switch v.unwrapped {
+                    case .string(let s): matcherParts[k] = .text(s)
+                    case .double(let d): matcherParts[k] = .number(d)
+                    case let n: matcherParts[k] = .integer(n.integer ?? Int64.max)
+                    }
+                }
+                parts.append((key, .matcher(matcherParts)))
+            case (.extra, _):
+                guard value.type == .dictionary(key: .string, value: .string), let entries = value.dictEntries else {
+                    throw .definition(AlertDefinitionError(key, "must be a{ss}, not the D-Bus type '\(value.type)'"))
+                }
+                parts.append((key, .map(Dictionary(entries.map { ($0.key.string ?? "", $0.value.string ?? "") }) { a, _ in a })))
+            case (_, .string(let s)): parts.append((key, .text(s)))
+            case (_, .double(let d)): parts.append((key, .number(d)))
+            case (_, .byte), (_, .int16), (_, .uint16), (_, .int32), (_, .uint32), (_, .int64): parts.append((key, .integer(value.integer!)))
+            case (_, .uint64(let u)): parts.append((key, .integer(Int64(clamping: u))))
+            default:
+                throw .definition(AlertDefinitionError(key, "must be \(key.expected), not the D-Bus type '\(value.type)'"))
+            }
+        }
+        do { self = try Alert.parse(identifier: identifier, parts) } catch { throw .definition(error) }
+    }
+}
+
+/// Why an alert from the bus is refused.
+public enum AlertBusError: Error, Sendable, Hashable, CustomStringConvertible {
+    case unknownKey(String)
+    case definition(AlertDefinitionError)
+
+    public var description: String {
+        switch self {
+        case .unknownKey(let name):
+            "unknown alert key \(name.debugDescription) (known: \(Alert.Key.allCases.map(\.busName).joined(separator: ", ")))"
+        case .definition(let error): "\(error)"
+        }
+    }
+}
