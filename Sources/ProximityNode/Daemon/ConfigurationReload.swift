@@ -49,7 +49,7 @@ public actor ConfigurationReload {
             logger.error("the configuration was not reloaded: \(error.message)")
             throw error
         }
-        await exporter.waitForRegions(sequence)
+        await exporter.waitUntilShown(sequence)
         if next.logLevel != current.logLevel { LogLevelSwitch.shared.level = next.logLevel }
         current.logLevel = next.logLevel
         current.regions = next.regions

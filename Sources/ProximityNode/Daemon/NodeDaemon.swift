@@ -95,10 +95,12 @@ public final class NodeDaemon: Service, Sendable {
         let state: StateDirectory
         let settings: NodeSettings
         let savedRegions: RegionStore.Saved
+        let savedAlerts: AlertStore.Saved
         do {
             state = try StateDirectory(configuration.stateDirectory)
             settings = try NodeSettings.load(from: state)
             savedRegions = try RegionStore(state: state).load(clock: clock)
+            savedAlerts = try AlertStore(state: state).load(clock: clock)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
             await connection.close()
@@ -107,7 +109,8 @@ public final class NodeDaemon: Service, Sendable {
 
         let mirror = BlueZObjectMirror(connection: connection, logger: logger)
         let engine = NodeEngine(configuration: configuration, identity: identity, connection: connection, mirror: mirror,
-                                state: state, settings: settings, savedRegions: savedRegions, clock: clock, logger: logger)
+                                state: state, settings: settings, savedRegions: savedRegions, savedAlerts: savedAlerts, clock: clock,
+                                logger: logger)
         let exporter = BusExporter(connection: connection, logger: logger)
         let exporterEvents = engine.events.subscribe(buffer: 1024)
         let reload = ConfigurationReload(reloader: reloader, current: configuration, engine: engine, exporter: exporter, logger: logger)
@@ -122,10 +125,13 @@ public final class NodeDaemon: Service, Sendable {
             let nodeObject = try await connection.export([
                 NodeInterface.declaration(properties, engine: engine, exporter: exporter, reload: reload),
                 RegionMonitorInterface.declaration(engine: engine, exporter: exporter),
+                AlertManagerInterface.declaration(engine: engine, exporter: exporter, connection: connection),
             ], at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
-            // The regions as they are at start, before the node takes its name (no signals).
+            // The regions and alerts as they are at start, before the node takes its name (no
+            // signals).
             await exporter.show(await engine.regionSnapshot)
+            await exporter.show(await engine.alertSnapshot)
         } catch {
             await connection.close()
             throw StartupError(.unavailable, "cannot export the node's objects: \(error)")

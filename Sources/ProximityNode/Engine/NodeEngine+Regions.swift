@@ -33,7 +33,7 @@ extension NodeEngine {
 
     /// Every region as it is now, for the exporter to show before the node takes its name.
     public var regionSnapshot: RegionChanges {
-        RegionChanges(sequence: regionSequence, defined: regions.regions)
+        RegionChanges(sequence: changeSequence, defined: regions.regions)
     }
 
     func publishInitialRegions() {
@@ -48,11 +48,11 @@ extension NodeEngine {
     /// Publishes `changes` with the next sequence number, which it returns.
     @discardableResult
     func publishRegions(_ changes: RegionChanges) -> UInt64 {
-        regionSequence += 1
+        changeSequence += 1
         var numbered = changes
-        numbered.sequence = regionSequence
+        numbered.sequence = changeSequence
         events.publish(.regions(numbered))
-        return regionSequence
+        return changeSequence
     }
 
     /// Writes `monitor`'s regions; a failure is the caller's error, with nothing changed.
@@ -153,8 +153,8 @@ extension NodeEngine {
 
     // MARK: - Reload
 
-    /// Applies a reloaded configuration's regions and monitor settings, and its clear interval, as
-    /// one change: checked first, saved, then published. Returns the sequence of the change.
+    /// Applies a reloaded configuration's regions and monitor settings, its alerts, and its clear
+    /// interval, as one change: checked first, saved, then published. Returns the sequence of the change.
     public func reconfigure(_ configuration: NodeConfiguration) throws(DBusError) -> UInt64 {
         var next = regions
         next.configuration = configuration.regionMonitor
@@ -183,14 +183,17 @@ extension NodeEngine {
             throw DBusError(Errors.invalidConfiguration,
                             "\(next.count) regions exceed region-monitor.max-regions (\(configuration.regionMonitor.maxRegions)); stop some first; nothing changed")
         }
+        let nextAlerts = try reconfiguredAlerts(configuration)
         try saveRegions(next)
         regions = next
+        let alertSequence = try commitAlerts(nextAlerts)
         reconfigureClearInterval(configuration.clearInterval)
         if !removed.isEmpty || !defined.isEmpty {
             logger.info("regions of the config file applied", metadata: ["defined": "\(defined.count)", "removed": "\(removed.count)"])
         }
-        return publishRegions(RegionChanges(sequence: 0, removed: removed, defined: defined.compactMap { regions.status(of: $0) },
-                                            events: determined))
+        let regionSequence = publishRegions(RegionChanges(sequence: 0, removed: removed, defined: defined.compactMap { regions.status(of: $0) },
+                                                          events: determined))
+        return max(regionSequence, alertSequence ?? 0)
     }
 }
 

@@ -42,14 +42,23 @@ public actor NodeEngine {
     /// When `regions.json` was last written, and whether a last-seen time moved since.
     var regionsSavedAt: Timestamp
     var regionsSeenSinceSave = false
-    var regionSequence: UInt64 = 0
+    var changeSequence: UInt64 = 0
     /// The states determined when monitoring started, published when the engine runs.
     var initialRegionEvents: [RegionEvent]
+    /// The alert engine, fed by each report; where each alert came from; where they are kept,
+    /// and what was last written there.
+    var alerts: AlertEngine
+    var alertSources: [String: RegionSource]
+    let alertStore: AlertStore
+    var alertsSaved: AlertEngine.Saved
+    /// The strategies clients registered, by key.
+    var strategyAgents: [String: StrategyAgent] = [:]
+    var strategyGeneration = 0
     private var advertisement: Advertisement?
     private var application: GattApplication?
 
-    /// BlueZ calls to make, each run in a task of its own by ``run()``.
-    private typealias Job = @Sendable () async -> Void
+    /// BlueZ calls (and other bus calls) to make, each run in a task of its own by ``run()``.
+    typealias Job = @Sendable () async -> Void
     private let jobs: AsyncStream<Job>
     private let jobSink: AsyncStream<Job>.Continuation
 
@@ -67,7 +76,7 @@ public actor NodeEngine {
     /// every time.
     public init(configuration: NodeConfiguration, identity: UUID, connection: DBusConnection, mirror: BlueZObjectMirror,
                 state: StateDirectory, settings: NodeSettings, savedRegions: RegionStore.Saved = .init(),
-                clock: any NodeClock = SystemNodeClock(), logger: Logger) {
+                savedAlerts: AlertStore.Saved = .init(), clock: any NodeClock = SystemNodeClock(), logger: Logger) {
         self.configuration = configuration
         self.identity = identity
         self.connection = connection
@@ -91,6 +100,15 @@ public actor NodeEngine {
         self.regionStore = RegionStore(state: state)
         self.regionsSavedAt = clock.now
         (regions, initialRegionEvents) = Self.startRegions(configuration, savedRegions, at: clock.now, logger: logger)
+        self.alertStore = AlertStore(state: state)
+        (alerts, alertSources) = Self.startAlerts(configuration, savedAlerts, at: clock.now, logger: logger)
+        alertsSaved = savedAlerts.engine
+    }
+
+    /// Runs `job` in a task of its own (a call to another process, whose answer comes back to the
+    /// engine as a command).
+    func enqueue(_ job: @escaping Job) {
+        jobSink.yield(job)
     }
 
     /// The clear interval to start with: the command line's, else the one set over D-Bus, else
@@ -152,6 +170,7 @@ public actor NodeEngine {
     public func stop() async {
         jobSink.finish()
         saveRegionsOnStop()
+        saveAlertsOnStop()
         guard link.isRegistered else { return }
         let adapter = Adapter(connection: connection, path: adapterPath)
         do {
@@ -459,10 +478,11 @@ public actor NodeEngine {
         var peers: [PeerState] = []
         peers.reserveCapacity(table.count)
         var candidates: [RegionCandidate] = []
-        if regions.count > 0 { candidates.reserveCapacity(table.count) }
+        let candidatesWanted = regions.count > 0 || !alerts.alerts.isEmpty
+        if candidatesWanted { candidates.reserveCapacity(table.count) }
         for peer in table.peers.values {
             guard let details = peer.details else { continue }
-            if regions.count > 0 {
+            if candidatesWanted {
                 candidates.append(RegionCandidate(
                     identifier: peer.identifier, kind: details.kind, address: details.address, beacon: details.beacon,
                     proximity: peer.proximity, distance: peer.distance, rssi: Int16(clamping: Int(peer.rssi.rounded())),
@@ -478,5 +498,6 @@ public actor NodeEngine {
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         events.publish(.report(NodeReport(time: t, peers: peers, silenced: report.silenced, removed: report.removed)))
         monitorRegions(candidates, at: t)
+        runAlerts(candidates, at: t)
     }
 }

@@ -1,4 +1,6 @@
+import DBusKit
 import Foundation
+import ProximityAPI
 import ProximityCore
 import Synchronization
 
@@ -49,6 +51,33 @@ public enum NodeEvent: Sendable, Hashable {
     /// exited, and with each report the ranging per region. One event per step of the engine, so
     /// thousands of regions changing at once are one event in a subscriber's buffer.
     case regions(RegionChanges)
+    /// The alert engine after a step: every alert target as it is now, the offers and removals it
+    /// made, the alert offered or in progress, and the strategy keys. One event per step.
+    case alerts(AlertChanges)
+}
+
+/// What one step of the alert engine left: the whole picture of the targets (few: alerts ×
+/// matching peers), so a subscriber shows exactly this, and the signals of the step in order.
+public struct AlertChanges: Sendable, Hashable {
+    /// In the same series as ``RegionChanges/sequence``.
+    public var sequence: UInt64
+    /// Every alert target, by path.
+    public var targets: [ObjectPath: AlertProperties]
+    /// `AlertReady` and `AlertRemoved`, in order.
+    public var signals: [AlertSignal]
+    /// The alert offered or in progress.
+    public var current: ObjectPath?
+    /// The strategy keys alerts may name now.
+    public var strategies: [String]
+
+    public init(sequence: UInt64 = 0, targets: [ObjectPath: AlertProperties], signals: [AlertSignal] = [], current: ObjectPath?,
+                strategies: [String]) {
+        self.sequence = sequence
+        self.targets = targets
+        self.signals = signals
+        self.current = current
+        self.strategies = strategies
+    }
 }
 
 /// What one step of the engine did to the monitored regions, in order: `removed`, then `defined`,

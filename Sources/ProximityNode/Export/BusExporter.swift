@@ -21,14 +21,19 @@ public actor BusExporter {
 
     let connection: DBusConnection
     let logger: Logger
-    private var nodeObject: DBusObject?
+    var nodeObject: DBusObject?
     private var exported: [PeerID: (object: DBusObject, state: PeerState)] = [:]
     private let publishedState = Mutex(Published())
     /// The exported `Region1` objects, by region identifier.
     var regionObjects: [String: (object: DBusObject, properties: RegionProperties)] = [:]
-    /// The last region change applied, and the commands waiting for theirs.
-    var appliedRegions: UInt64 = 0
-    var regionWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    /// The exported `Alert1` objects, by path, and what `AlertManager1` shows.
+    var alertObjects: [ObjectPath: (object: DBusObject, properties: AlertProperties)] = [:]
+    var shownCurrent: ObjectPath = .root
+    var shownStrategies: [String] = []
+    typealias Manager1 = ProximityBus.AlertManager1
+    /// The last change applied (regions, alerts), and the commands waiting for theirs.
+    var appliedSequence: UInt64 = 0
+    var changeWaiters: [(sequence: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
 
     public init(connection: DBusConnection, logger: Logger) {
         self.connection = connection
@@ -44,9 +49,9 @@ public actor BusExporter {
     public func run(_ events: AsyncStream<NodeEvent>) async {
         for await event in events { await apply(event) }
         // Shutting down: a command waiting for its change to be shown answers now.
-        let waiting = regionWaiters
-        regionWaiters = []
-        appliedRegions = .max
+        let waiting = changeWaiters
+        changeWaiters = []
+        appliedSequence = .max
         for waiter in waiting { waiter.continuation.resume() }
     }
 
@@ -62,6 +67,8 @@ public actor BusExporter {
         case .peerIdentified:
             break
         case .regions(let changes):
+            await show(changes)
+        case .alerts(let changes):
             await show(changes)
         }
     }
@@ -93,5 +100,21 @@ public actor BusExporter {
         } catch {
             logger.error("cannot emit FoundDevices", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Marks the change `sequence` (of any kind: the engine numbers them all in one series, and
+    /// the exporter applies them in order) as on the bus, and answers the commands waiting for it.
+    func shown(_ sequence: UInt64) {
+        appliedSequence = max(appliedSequence, sequence)
+        let ready = changeWaiters.filter { $0.sequence <= appliedSequence }
+        changeWaiters.removeAll { $0.sequence <= appliedSequence }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Returns once the change `sequence` is on the bus (its objects exported, its signals sent):
+    /// a command answers after that, so a client that got the reply finds the object.
+    public func waitUntilShown(_ sequence: UInt64) async {
+        guard sequence > appliedSequence else { return }
+        await withCheckedContinuation { changeWaiters.append((sequence, $0)) }
     }
 }

@@ -75,17 +75,7 @@ extension BusExporter {
                                  interface: Region1.interface)
             }
         }
-        appliedRegions = max(appliedRegions, changes.sequence)
-        let ready = regionWaiters.filter { $0.sequence <= appliedRegions }
-        regionWaiters.removeAll { $0.sequence <= appliedRegions }
-        for waiter in ready { waiter.continuation.resume() }
-    }
-
-    /// Returns once the region change `sequence` is on the bus (its objects exported, its signals
-    /// sent): a command answers after that, so a client that got the reply finds the object.
-    public func waitForRegions(_ sequence: UInt64) async {
-        guard sequence > appliedRegions else { return }
-        await withCheckedContinuation { regionWaiters.append((sequence, $0)) }
+        shown(changes.sequence)
     }
 }
 

@@ -27,23 +27,23 @@ enum RegionMonitorInterface {
                     throw DBusError(Errors.invalidArguments, "\(error)")
                 }
                 let sequence = try await engine.startMonitoring(Region(identifier: identifier, matcher: matcher, source: .bus))
-                await exporter.waitForRegions(sequence)
+                await exporter.waitUntilShown(sequence)
                 return []
             },
             DBusMethod(Monitor1.stopMonitoring, inputs: [DBusArgument("identifier", .string)]) { call in
                 let sequence = try await engine.stopMonitoring(try identifier(call.arguments[0]))
-                await exporter.waitForRegions(sequence)
+                await exporter.waitUntilShown(sequence)
                 return []
             },
             DBusMethod(Monitor1.stopMonitoringAll) { _ in
                 let sequence = try await engine.stopMonitoringAll()
-                await exporter.waitForRegions(sequence)
+                await exporter.waitUntilShown(sequence)
                 return []
             },
             DBusMethod(Monitor1.requestState, inputs: [DBusArgument("identifier", .string)],
                        outputs: [DBusArgument("state", .string)]) { call in
                 let (state, sequence) = try await engine.requestState(try identifier(call.arguments[0]))
-                await exporter.waitForRegions(sequence)
+                await exporter.waitUntilShown(sequence)
                 return [.string(state.rawValue)]
             },
             DBusMethod(Monitor1.getMonitoredRegions, outputs: [DBusArgument("regions", .array(.objectPath))]) { _ in

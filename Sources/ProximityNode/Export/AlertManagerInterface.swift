@@ -1,0 +1,166 @@
+import DBusKit
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import ProximityAPI
+import ProximityCore
+
+/// The daemon's side of `org.proximityd.AlertManager1` at `/org/proximityd`
+/// (`dbus/org.proximityd.AlertManager1.xml`). Commands go to the engine, which saves them before
+/// it publishes them; each answers once the bus exporter has shown the change (objects exported,
+/// signals sent, `Current` set).
+enum AlertManagerInterface {
+    typealias Manager1 = ProximityBus.AlertManager1
+    typealias Errors = ProximityBus.Errors
+
+    static func declaration(engine: NodeEngine, exporter: BusExporter, connection: DBusConnection) -> DBusInterface {
+        @Sendable func shown(_ sequence: UInt64) async -> [DBusValue] {
+            await exporter.waitUntilShown(sequence)
+            return []
+        }
+        return DBusInterface(Manager1.interface, methods: [
+            DBusMethod(Manager1.addAlert, inputs: [DBusArgument("identifier", .string),
+                                                  DBusArgument("alert", .dictionary(key: .string, value: .variant))]) { call in
+                let identifier = try identifier(call.arguments[0])
+                var values: [String: DBusValue] = [:]
+                for entry in call.arguments[1].dictEntries ?? [] {
+                    let key = entry.key.string ?? ""
+                    guard values.updateValue(entry.value, forKey: key) == nil else {
+                        throw DBusError(Errors.invalidArguments, "alert: \(key.debugDescription) is given twice")
+                    }
+                }
+                let alert: Alert
+                do { alert = try Alert(identifier: identifier, busValues: values) } catch {
+                    throw DBusError(Errors.invalidArguments, "\(error)")
+                }
+                return await shown(try await engine.addAlert(alert))
+            },
+            DBusMethod(Manager1.removeAlert, inputs: [DBusArgument("identifier", .string)]) { call in
+                await shown(try await engine.removeAlert(try identifier(call.arguments[0])))
+            },
+            DBusMethod(Manager1.getAlerts, outputs: [DBusArgument("alerts", .array(.objectPath))]) { _ in
+                [.array(element: .objectPath, await engine.alertTargetPaths.map { .objectPath($0) })]
+            },
+            DBusMethod(Manager1.getDefinitions, outputs: [DBusArgument("alerts", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]) { _ in
+                let definitions = await engine.alertDefinitions
+                return [.dictionary(key: .string, value: .dictionary(key: .string, value: .variant),
+                                    definitions.sorted { $0.key < $1.key }.map { .init(.string($0.key), .variantMap($0.value)) })]
+            },
+            DBusMethod(Manager1.registerStrategy, inputs: [DBusArgument("strategy", .objectPath), DBusArgument("key", .string)]) { call in
+                guard let sender = call.sender, let path = call.arguments[0].objectPath else {
+                    throw DBusError(Errors.invalidArguments, "RegisterStrategy needs the caller's name and an object path")
+                }
+                let key = call.arguments[1].string ?? ""
+                if let problem = AlertStrategyKey.problem(key) { throw DBusError(Errors.invalidArguments, "the strategy key \(problem)") }
+                try await checkImplementsStrategy(connection: connection, owner: sender, path: path)
+                return await shown(try await engine.registerStrategy(key, owner: sender, path: path))
+            },
+            DBusMethod(Manager1.unregisterStrategy, inputs: [DBusArgument("strategy", .objectPath)]) { call in
+                guard let sender = call.sender, let path = call.arguments[0].objectPath else {
+                    throw DBusError(Errors.invalidArguments, "UnregisterStrategy needs the caller's name and an object path")
+                }
+                return await shown(try await engine.unregisterStrategy(path, owner: sender))
+            },
+            DBusMethod(Manager1.accept, inputs: [DBusArgument("alert", .objectPath)]) { call in
+                await shown(try await engine.acceptAlert(try path(call.arguments[0])))
+            },
+            DBusMethod(Manager1.decline, inputs: [DBusArgument("alert", .objectPath)]) { call in
+                await shown(try await engine.declineAlert(try path(call.arguments[0])))
+            },
+            DBusMethod(Manager1.done, inputs: [DBusArgument("alert", .objectPath)]) { call in
+                await shown(try await engine.alertDone(try path(call.arguments[0])))
+            },
+            DBusMethod(Manager1.setActionStatus, inputs: [DBusArgument("alert", .objectPath), DBusArgument("status", .string)]) { call in
+                let text = call.arguments[1].string ?? ""
+                guard let status = ActionStatus(rawValue: text) else {
+                    throw DBusError(Errors.invalidArguments,
+                                    "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
+                }
+                return await shown(try await engine.setActionStatus(try path(call.arguments[0]), status))
+            },
+        ], properties: [
+            DBusProperty(Manager1.current, .objectPath, .objectPath(.root)),
+            DBusProperty(Manager1.strategies, .array(.string),
+                         .array(element: .string, NodeEngine.builtInStrategies.sorted().map { .string($0) })),
+        ], signals: [
+            DBusSignal(Manager1.alertReady, arguments: [DBusArgument("alert", .objectPath),
+                                                        DBusArgument("content", .dictionary(key: .string, value: .variant))]),
+            DBusSignal(Manager1.alertRemoved, arguments: [DBusArgument("alert", .objectPath), DBusArgument("reason", .string)]),
+        ])
+    }
+
+    private static func identifier(_ value: DBusValue) throws(DBusError) -> String {
+        let identifier = value.string ?? ""
+        if let problem = Alert.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
+        return identifier
+    }
+
+    private static func path(_ value: DBusValue) throws(DBusError) -> ObjectPath {
+        guard let path = value.objectPath else { throw DBusError(Errors.invalidArguments, "expected an object path") }
+        return path
+    }
+
+    /// Asks the caller's object for its introspection data: it must declare `AlertStrategy1` with
+    /// `Evaluate(a{oa{sv}}) -> a{ob}`. The caller is the one who will be called back.
+    static func checkImplementsStrategy(connection: DBusConnection, owner: BusName, path: ObjectPath) async throws(DBusError) {
+        let xml: String
+        do {
+            xml = try await connection.call(destination: owner, path: path, interface: .introspectable, member: "Introspect",
+                                            timeout: NodeEngine.strategyTimeout).first?.string ?? ""
+        } catch {
+            throw DBusError(Errors.notAStrategy, "\(path) of \(owner) cannot be introspected (\(error)); export an object with \(ProximityBus.AlertStrategy1.interface) there first")
+        }
+        guard StrategyIntrospection.declaresEvaluate(xml) else {
+            throw DBusError(Errors.notAStrategy,
+                            "\(path) of \(owner) does not implement \(ProximityBus.AlertStrategy1.interface) with Evaluate(a{oa{sv}}) -> a{ob}")
+        }
+    }
+}
+
+/// Reads introspection XML for `AlertStrategy1.Evaluate` with the right signature.
+enum StrategyIntrospection {
+    static func declaresEvaluate(_ xml: String) -> Bool {
+        guard let data = xml.data(using: .utf8) else { return false }
+        let reader = Reader()
+        let parser = XMLParser(data: data)
+        parser.delegate = reader
+        _ = parser.parse()
+        return reader.found
+    }
+
+    private final class Reader: NSObject, XMLParserDelegate {
+        var interface: String?
+        var method: String?
+        var inputs: [String] = []
+        var outputs: [String] = []
+        var found = false
+
+        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+                    attributes: [String: String] = [:]) {
+            switch name {
+            case "interface": interface = attributes["name"]
+            case "method" where interface == ProximityBus.AlertStrategy1.interface.rawValue:
+                method = attributes["name"]
+                inputs = []
+                outputs = []
+            case "arg" where method != nil:
+                if attributes["direction"] == "out" { outputs.append(attributes["type"] ?? "") } else { inputs.append(attributes["type"] ?? "") }
+            default: break
+            }
+        }
+
+        func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            switch name {
+            case "method":
+                if method == ProximityBus.AlertStrategy1.evaluate.rawValue,
+                   inputs == [ProximityBus.AlertStrategy1.targetsType.description], outputs == [ProximityBus.AlertStrategy1.verdictsType.description] {
+                    found = true
+                }
+                method = nil
+            case "interface": interface = nil
+            default: break
+            }
+        }
+    }
+}
