@@ -53,7 +53,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         BrokenConfig("two letters swapped", "regoins: []\n", "1:1: unknown key 'regoins' (did you mean 'regions'?)"),
         BrokenConfig("a key in the wrong case", "Bus: system\n", "1:1: unknown key 'Bus' (did you mean 'bus'?)"),
         BrokenConfig("a key far from every known one", "colour: red\n", "1:1: unknown key 'colour'"),
-        BrokenConfig("a section not supported yet", "alerts: []\nmqtt: {}\n", "1:1: unknown key 'alerts'", "2:1: unknown key 'mqtt'"),
+        BrokenConfig("a section not supported yet", "rules: []\nmqtt: {}\n", "1:1: unknown key 'rules'", "2:1: unknown key 'mqtt'"),
         BrokenConfig("an unknown key in region-monitor", "region-monitor:\n  period: 5\n",
                      "2:3: region-monitor: unknown key 'period' (expected 'exit-period', 'max-regions' or 'restore-limit')"),
         BrokenConfig("an unknown key in a region", "regions:\n  - identifier: a\n    matches: {}\n",
@@ -186,6 +186,109 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                      "5:7: regions[0].match.url: cannot go with namespace: Eddystone-UID and Eddystone-URL are different frames"),
         BrokenConfig("a kind that disagrees", "regions:\n  - identifier: a\n    match:\n      kind: node\n      uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e\n",
                      "4:7: regions[0].match.kind: is node, but uuid is ibeacon"),
+        // Alerts: the shape.
+        BrokenConfig("a mapping for the alerts", "alerts: {identifier: a}\n",
+                     "1:9: alerts: must be a list of alerts, not a mapping"),
+        BrokenConfig("a scalar for an alert", "alerts:\n  - lighthouse\n",
+                     "2:5: alerts[0]: must be a mapping with identifier:, match: and the alert's keys such as title:, not the string \"lighthouse\""),
+        BrokenConfig("a misspelt alert key", "alerts:\n  - identifier: a\n    tittle: The Lighthouse\n    match: {}\n",
+                     "3:5: alerts[0]: unknown key 'tittle' (did you mean 'title'?)"),
+        BrokenConfig("a duplicate alert key", "alerts:\n  - identifier: a\n    title: x\n    title: y\n    match: {}\n",
+                     "4:5: alerts[0]: duplicate key 'title' (first at 3:5)"),
+        BrokenConfig("an alert without an identifier", "alerts:\n  - title: x\n    match: {}\n",
+                     "2:5: alerts[0]: an alert needs an identifier"),
+        BrokenConfig("an empty alert identifier", "alerts:\n  - identifier: \"\"\n    match: {}\n",
+                     "2:17: alerts[0].identifier: the alert identifier is empty"),
+        BrokenConfig("an alert without a match", "alerts:\n  - identifier: a\n    title: x\n",
+                     "2:5: alerts[0]: an alert needs a match (match: {} for every peer)"),
+        BrokenConfig("an alert defined twice", "alerts:\n  - identifier: x\n    match: {}\n  - identifier: y\n    match: {}\n  - identifier: x\n    match: {}\n",
+                     "6:17: alerts[2].identifier: alert 'x' is already defined at 2:17"),
+        // Alerts: each part's type, at its value.
+        BrokenConfig("a list for a title", "alerts:\n  - identifier: a\n    title: [x]\n    match: {}\n",
+                     "3:12: alerts[0].title: must be a string, not a list"),
+        BrokenConfig("an empty range, at its key", "alerts:\n  - identifier: a\n    range:\n    match: {}\n",
+                     "3:5: alerts[0].range: must be one of immediate, near, far, not an empty value"),
+        BrokenConfig("a quoted cooldown", "alerts:\n  - identifier: a\n    cooldown: \"300\"\n    match: {}\n",
+                     "3:15: alerts[0].cooldown: must be a number of seconds, not the string \"300\""),
+        BrokenConfig("a cooldown beyond 64 bits", "alerts:\n  - identifier: a\n    cooldown: 99999999999999999999\n    match: {}\n",
+                     "3:15: alerts[0].cooldown: 99999999999999999999 is out of range"),
+        BrokenConfig("a list for extra", "alerts:\n  - identifier: a\n    extra: [room]\n    match: {}\n",
+                     "3:12: alerts[0].extra: must be a mapping of strings to strings, not a list"),
+        BrokenConfig("an extra field that is not a string", "alerts:\n  - identifier: a\n    extra: {room: [3]}\n    match: {}\n",
+                     "3:19: alerts[0].extra.room: must be a string, not a list"),
+        BrokenConfig("a duplicate extra field", "alerts:\n  - identifier: a\n    extra: {room: a, room: b}\n    match: {}\n",
+                     "3:22: alerts[0].extra: duplicate key 'room' (first at 3:13)"),
+        BrokenConfig("a list for an alert's match", "alerts:\n  - identifier: a\n    match: [uuid]\n",
+                     "3:12: alerts[0].match: must be a mapping of matcher keys such as uuid: and major:, not a list"),
+        // Alerts: each part's value, as the alert's definition checks it, at its value.
+        BrokenConfig("a range that is not one", "alerts:\n  - identifier: a\n    range: nearby\n    match: {}\n",
+                     "3:12: alerts[0].range: must be one of immediate, near, far, not \"nearby\""),
+        BrokenConfig("a range of unknown", "alerts:\n  - identifier: a\n    range: unknown\n    match: {}\n",
+                     "3:12: alerts[0].range: must be one of immediate, near, far, not \"unknown\""),
+        BrokenConfig("a comparison that is not one", "alerts:\n  - identifier: a\n    comparison: \"<\"\n    match: {}\n",
+                     "3:17: alerts[0].comparison: must be one of =, <=, >=, not \"<\""),
+        BrokenConfig("a strategy key with a space", "alerts:\n  - identifier: a\n    strategy: my strategy\n    match: {}\n",
+                     "3:15: alerts[0].strategy: \"my strategy\" has \" \": a strategy key has letters, digits, '-', '_' and '.' only"),
+        BrokenConfig("a negative cooldown", "alerts:\n  - identifier: a\n    cooldown: -1\n    match: {}\n",
+                     "3:15: alerts[0].cooldown: must be from 0 to 2592000 seconds, not -1.0"),
+        BrokenConfig("a cap count of 0", "alerts:\n  - identifier: a\n    cap-count: 0\n    cap-window: 60\n    match: {}\n",
+                     "3:16: alerts[0].cap-count: must be from 1 to 1000000, not 0"),
+        BrokenConfig("a fraction for a cap count", "alerts:\n  - identifier: a\n    cap-count: 2.5\n    cap-window: 60\n    match: {}\n",
+                     "3:16: alerts[0].cap-count: must be a positive integer, not the number 2.5"),
+        BrokenConfig("a cap window of 0", "alerts:\n  - identifier: a\n    cap-count: 3\n    cap-window: 0\n    match: {}\n",
+                     "4:17: alerts[0].cap-window: must be more than 0 seconds"),
+        BrokenConfig("days that are not days", "alerts:\n  - identifier: a\n    days: mon-fry\n    match: {}\n",
+                     "3:11: alerts[0].days: \"fry\" is not a day of the week (mon, tue, wed, thu, fri, sat, sun)"),
+        BrokenConfig("a start past midnight", "alerts:\n  - identifier: a\n    start: \"25:00\"\n    match: {}\n",
+                     "3:12: alerts[0].start: must be a time of day HH:MM (00:00 to 24:00), not \"25:00\""),
+        BrokenConfig("an end without minutes", "alerts:\n  - identifier: a\n    end: 18\n    match: {}\n",
+                     "3:10: alerts[0].end: must be a time of day HH:MM (00:00 to 24:00), not \"18\""),
+        BrokenConfig("outside that is neither", "alerts:\n  - identifier: a\n    outside: skip\n    match: {}\n",
+                     "3:14: alerts[0].outside: must be hold or drop, not \"skip\""),
+        BrokenConfig("an extra field name with a control character", "alerts:\n  - identifier: a\n    extra: {\"a\\tb\": x}\n    match: {}\n",
+                     "3:12: alerts[0].extra: a field name contains control characters"),
+        // Alerts: parts that do not go together. A part that is missing: at the key of the one that needs it.
+        BrokenConfig("cap-count without cap-window", "alerts:\n  - identifier: a\n    cap-count: 3\n    match: {}\n",
+                     "3:5: alerts[0].cap-window: is missing: a cap needs both cap-count and cap-window"),
+        BrokenConfig("cap-window without cap-count", "alerts:\n  - identifier: a\n    match: {}\n    cap-window: 60\n",
+                     "4:5: alerts[0].cap-count: is missing: a cap needs both cap-count and cap-window"),
+        BrokenConfig("a schedule that never opens", "alerts:\n  - identifier: a\n    start: \"09:00\"\n    end: \"09:00\"\n    match: {}\n",
+                     "4:10: alerts[0].end: is the same time as start: the schedule would never open"),
+        BrokenConfig("a wrong cap-count is not reported missing too", "alerts:\n  - identifier: a\n    cap-count: many\n    cap-window: 60\n    match: {}\n",
+                     "3:16: alerts[0].cap-count: must be a positive integer, not the string \"many\""),
+        BrokenConfig("a wrong start is not compared with the end", "alerts:\n  - identifier: a\n    start: noon\n    end: \"00:00\"\n    match: {}\n",
+                     "3:12: alerts[0].start: must be a time of day HH:MM (00:00 to 24:00), not \"noon\""),
+        // Alerts: the match, as a region's but for within and exit-period, refused at their keys.
+        BrokenConfig("within in an alert's match", "alerts:\n  - identifier: a\n    match: {kind: node, within: near}\n",
+                     "3:25: alerts[0].match.within: cannot be in an alert's match (an alert's range and strategy say when it is ready)"),
+        BrokenConfig("exit-period in an alert's match", "alerts:\n  - identifier: a\n    match:\n      exit-period: 30\n",
+                     "4:7: alerts[0].match.exit-period: cannot be in an alert's match (an alert's range and strategy say when it is ready)"),
+        BrokenConfig("a bad part in an alert's match", "alerts:\n  - identifier: a\n    match: {uuid: 12}\n",
+                     "3:19: alerts[0].match.uuid: must be a UUID such as f7826da6-4fa2-4e98-8024-bc5b71e0893e, not \"12\""),
+        BrokenConfig("major without uuid in an alert's match", "alerts:\n  - identifier: a\n    match:\n      major: 1\n",
+                     "4:7: alerts[0].match.major: needs uuid"),
+        BrokenConfig("an unknown key in an alert's match", "alerts:\n  - identifier: a\n    match: {mayor: 1}\n",
+                     "3:13: alerts[0].match: unknown key 'mayor' (did you mean 'major'?)"),
+        // Alerts: every problem of an alert, and of every alert.
+        BrokenConfig("several problems in alerts", """
+            alerts:
+              - identifier: exhibit-1
+                range: nearby
+                comparison: ">"
+                cap-count: 3
+                days: someday
+                match: {within: far}
+              - identifier: exhibit-1
+                start: "24:01"
+            """,
+            "3:12: alerts[0].range: must be one of immediate, near, far, not \"nearby\"",
+            "4:17: alerts[0].comparison: must be one of =, <=, >=, not \">\"",
+            "5:5: alerts[0].cap-window: is missing: a cap needs both cap-count and cap-window",
+            "6:11: alerts[0].days: \"someday\" is not a day of the week (mon, tue, wed, thu, fri, sat, sun)",
+            "7:13: alerts[0].match.within: cannot be in an alert's match (an alert's range and strategy say when it is ready)",
+            "8:5: alerts[1]: an alert needs a match (match: {} for every peer)",
+            "8:17: alerts[1].identifier: alert 'exhibit-1' is already defined at 2:17",
+            "9:12: alerts[1].start: must be a time of day HH:MM (00:00 to 24:00), not \"24:01\""),
         // Not UTF-8.
         BrokenConfig("bytes that are not UTF-8", "name: caf\u{FFFF}\n", "1:10: the file is not UTF-8 text"),
         // Several problems: every one, in the order of the file.
@@ -318,6 +421,116 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(file.regions[1].matcher.identifier == "4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")
     }
 
+    @Test("alerts: every key, the defaults, plain scalars taken as text, an empty or null match for every peer")
+    func alerts() throws {
+        let file = try ConfigFile.parse("""
+            alerts:
+              - identifier: exhibit-1
+                title: The Lighthouse
+                description: Built in 1902
+                text-to-speech: Welcome to the lighthouse
+                thumbnail: /usr/share/pixmaps/lighthouse.png
+                action: popup
+                url: https://example.org/lighthouse
+                extra: {room: "3"}
+                range: near            # immediate | near | far
+                comparison: "="        # = | <= | >=
+                strategy: time         # optional
+                max-time-before-reset: 60
+                cooldown: 300
+                cap-count: 3
+                cap-window: 3600
+                days: mon-fri
+                start: "09:00"
+                end: "18:00"
+                outside: hold          # hold | drop
+                match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: 1, minor: 1}
+              - identifier: everyone
+                match: {}
+              - identifier: night-shift
+                title: 1902
+                uri: app://exhibit/2
+                extra:
+                  floor: 2
+                  open: yes
+                range: far
+                comparison: "<="
+                strategy: range
+                max-time-before-reset: 0.5
+                cap-count: 1
+                cap-window: 1.5
+                days: fri-mon
+                start: 22:00
+                end: 06:00
+                outside: drop
+                match:
+              - identifier: front desk
+                action: webview
+                match:
+                  kind: node
+                  identifier: 4A1C2B3D-5E6F-4A7B-8C9D-0E1F2A3B4C5D
+            """, path: Self.file)
+
+        let uuid = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+        let expected = [
+            Alert(identifier: "exhibit-1",
+                  content: AlertContent(title: "The Lighthouse", description: "Built in 1902", textToSpeech: "Welcome to the lighthouse",
+                                        thumbnail: "/usr/share/pixmaps/lighthouse.png", action: "popup",
+                                        url: "https://example.org/lighthouse", extra: ["room": "3"]),
+                  parameters: AlertParameters(range: .near, comparison: .equal, strategy: "time", maxTimeBeforeReset: 60, cooldown: 300,
+                                              cap: AlertCap(count: 3, window: 3600),
+                                              schedule: AlertSchedule(days: Set(1...5), start: 9 * 60, end: 18 * 60, outside: .hold)),
+                  targets: try RegionMatcher.parse([(.uuid, .text(uuid)), (.major, .integer(1)), (.minor, .integer(1))])),
+            Alert(identifier: "everyone", content: AlertContent(), targets: RegionMatcher()),
+            Alert(identifier: "night-shift",
+                  content: AlertContent(title: "1902", uri: "app://exhibit/2", extra: ["floor": "2", "open": "yes"]),
+                  parameters: AlertParameters(range: .far, comparison: .nearerOrEqual, strategy: nil, maxTimeBeforeReset: 0.5,
+                                              cap: AlertCap(count: 1, window: 1.5),
+                                              schedule: AlertSchedule(days: [5, 6, 7, 1], start: 22 * 60, end: 6 * 60, outside: .drop)),
+                  targets: RegionMatcher()),
+            Alert(identifier: "front desk", content: AlertContent(action: "webview"),
+                  targets: try RegionMatcher.parse([(.kind, .text("node")), (.identifier, .text("4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"))])),
+        ]
+        #expect(file.alerts == expected)
+
+        // The same as the bus's definition from the same parts, by their bus names.
+        let parts: [(Alert.Key, Alert.Value)] = [
+            (.title, .text("The Lighthouse")), (.description, .text("Built in 1902")), (.textToSpeech, .text("Welcome to the lighthouse")),
+            (.thumbnail, .text("/usr/share/pixmaps/lighthouse.png")), (.action, .text("popup")),
+            (.url, .text("https://example.org/lighthouse")), (.extra, .map(["room": "3"])), (.range, .text("near")),
+            (.comparison, .text("=")), (.strategy, .text("time")), (.maxTimeBeforeReset, .integer(60)), (.cooldown, .integer(300)),
+            (.capCount, .integer(3)), (.capWindow, .integer(3600)), (.days, .text("mon-fri")), (.start, .text("09:00")),
+            (.end, .text("18:00")), (.outside, .text("hold")),
+            (.match, .matcher(["UUID": .text(uuid), "Major": .integer(1), "Minor": .integer(1)])),
+        ]
+        #expect(file.alerts.first == (try Alert.parse(identifier: "exhibit-1", parts)))
+
+        // They reach the node's configuration.
+        let configuration = NodeConfiguration(commandLine: RunOptions(), file: file, environment: [:])
+        #expect(configuration.alerts == expected)
+        #expect(try ConfigFile.parse("alerts:\n", path: Self.file).alerts.isEmpty)
+        #expect(try ConfigFile.parse("alerts: []\n", path: Self.file).alerts.isEmpty)
+    }
+
+    @Test("every key of an alert is a part of the alert's definition, by its config name")
+    func alertKeys() {
+        #expect(ConfigFile.alertKeys == ["identifier"] + Alert.Key.allCases.map(\.configName))
+        #expect(Set(ConfigFile.alertKeys).count == ConfigFile.alertKeys.count)
+        #expect(ConfigDecoder.nearest(to: "tittle", in: ConfigFile.alertKeys) == "title")
+        #expect(ConfigDecoder.alertConfigNames(in: "is missing: a cap needs both CapCount and CapWindow")
+                == "is missing: a cap needs both cap-count and cap-window")
+        // What the file gave, quoted, is left as given.
+        #expect(ConfigDecoder.alertConfigNames(in: "is Start, not \"Start \\\"End\\\"\" but End") == "is start, not \"Start \\\"End\\\"\" but end")
+    }
+
+    @Test("more alerts than a file may define are refused at the alerts key")
+    func tooManyAlerts() {
+        let alerts = (0 ..< ConfigFile.maxAlerts).map { "  - {identifier: a\($0), match: {}}\n" }.joined()
+        #expect(Self.problems("name: x\nalerts:\n" + alerts + "  - {identifier: last, match: {}}\n")
+                == ["\(Self.file):2:1: alerts: 1001 alerts are more than a config file may define (1000)"])
+        #expect(Self.problems("alerts:\n" + alerts).isEmpty)
+    }
+
     @Test("more regions than max-regions are refused at the regions key")
     func tooManyRegions() {
         let regions = (0...1024).map { "  - identifier: r\($0)\n" }.joined()
@@ -442,6 +655,17 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(shown.maxPeers == defaults.maxPeers && shown.trackBeacons == defaults.trackBeacons && shown.logLevel == defaults.logLevel)
         #expect(shown.clearInterval == 10, "the clear interval's own default")
         #expect(full.regionMonitor == RegionMonitor.Configuration())
+        #expect(file.alerts.isEmpty && full.alerts.isEmpty, "the alerts are an example, commented out")
+
+        // The commented alerts: from `#alerts:` on, each line without its `#`, are valid.
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex(of: "#alerts:"))
+        let block = lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst() }.joined(separator: "\n")
+        let alerts = try ConfigFile.parse(block, path: "alerts").alerts
+        #expect(alerts.map(\.identifier) == ["lighthouse", "welcome"])
+        #expect(alerts.first?.parameters.cap == AlertCap(count: 3, window: 3600))
+        #expect(alerts.first?.parameters.schedule == AlertSchedule(days: Set(1...5), start: 9 * 60, end: 18 * 60, outside: .hold))
+        #expect(alerts.last == Alert(identifier: "welcome", content: AlertContent(title: "Welcome"), targets: RegionMatcher()))
     }
 
     // MARK: - Parts

@@ -53,8 +53,33 @@ struct ConfigCommandTests {
     func example() async throws {
         let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", Self.example])
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == "\(Self.example): ok (4 regions)\n")
+        #expect(result.stdout == "\(Self.example): ok (4 regions, 0 alerts)\n")
         #expect(result.stderr.isEmpty)
+    }
+
+    @Test("check-config counts the regions and the alerts")
+    func counts() async throws {
+        try await withDirectory { directory in
+            let file = directory.appendingPathComponent("alerts.yaml").path
+            try """
+                regions:
+                  - identifier: everyone
+                alerts:
+                  - identifier: lighthouse
+                    title: The Lighthouse
+                    match: {}
+                  - identifier: fleet
+                    range: immediate
+                    match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e}
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
+            #expect(result.status == 0 && result.stdout == "\(file): ok (1 region, 2 alerts)\n" && result.stderr.isEmpty, "\(result)")
+
+            try "alerts:\n  - identifier: lighthouse\n    range: nearby\n    match: {}\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let broken = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
+            #expect(broken.status == 65, "\(broken)")
+            #expect(broken.stderr == "\(file):3:12: alerts[0].range: must be one of immediate, near, far, not \"nearby\"\n", "\(broken)")
+        }
     }
 
     @Test("a file that cannot be read: one line, exit 66")
@@ -67,7 +92,7 @@ struct ConfigCommandTests {
             let empty = directory.appendingPathComponent("empty.yaml").path
             try "# nothing yet\n".write(toFile: empty, atomically: true, encoding: .utf8)
             let ok = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", empty])
-            #expect(ok.status == 0 && ok.stdout == "\(empty): ok (0 regions)\n", "\(ok)")
+            #expect(ok.status == 0 && ok.stdout == "\(empty): ok (0 regions, 0 alerts)\n", "\(ok)")
         }
     }
 

@@ -7,12 +7,13 @@ import ProximityCore
 /// of the key (unknown, duplicate) or value (type, range) it is about.
 ///
 /// Messages start with the path of the value (`clear-interval`, `region-monitor.exit-period`,
-/// `regions[1].match.uuid`) and say what was expected and what was found.
+/// `regions[1].match.uuid`, `alerts[0].range`) and say what was expected and what was found.
 struct ConfigDecoder {
     private(set) var problems: [ConfigProblem] = []
     private(set) var options = RunOptions()
     private(set) var regionMonitor = RegionMonitor.Configuration()
     private(set) var regions: [Region] = []
+    private(set) var alerts: [Alert] = []
 
     /// Decodes the document's root; nil (an empty document) is an empty config.
     mutating func decode(_ root: ConfigNode?) {
@@ -39,6 +40,10 @@ struct ConfigDecoder {
             case "regions":
                 regionsEntry = entry
                 decodeRegions(entry.value)
+            case "alerts":
+                if let count = decodeAlerts(entry.value), count > ConfigFile.maxAlerts {
+                    report(entry.keyPosition, "alerts: \(count) alerts are more than a config file may define (\(ConfigFile.maxAlerts))")
+                }
             default: break
             }
         }
@@ -116,13 +121,15 @@ struct ConfigDecoder {
         }
     }
 
-    /// The region's matcher, or nil if any part is wrong (each reported).
-    private mutating func decodeMatcher(_ entry: ConfigEntry, path: String) -> RegionMatcher? {
+    /// A region's or an alert's matcher, or nil if any part is wrong (each reported). The parts
+    /// in `refused` are known keys but not taken here: each is reported at its key, with `refusal`.
+    private mutating func decodeMatcher(_ entry: ConfigEntry, path: String, refusing refused: Set<RegionMatcher.Key> = [],
+                                        refusal: String = "", expected: String = "a mapping of matcher keys such as uuid: and within:")
+        -> RegionMatcher? {
         let node = entry.value
         guard !isNull(node) else { return RegionMatcher() }
         let names = RegionMatcher.Key.allCases.map(\.configName)
-        guard let entries = mapping(node, path: path, keys: names, expected: "a mapping of matcher keys such as uuid: and within:")
-        else { return nil }
+        guard let entries = mapping(node, path: path, keys: names, expected: expected) else { return nil }
         var matcher = RegionMatcher()
         var valid = true
         var keyPositions: [RegionMatcher.Key: ConfigPosition] = [:]
@@ -130,6 +137,11 @@ struct ConfigDecoder {
             guard let key = RegionMatcher.Key(configName: entry.key) else { continue }
             keyPositions[key] = entry.keyPosition
             let at = "\(path).\(entry.key)"
+            if refused.contains(key) {
+                report(entry.keyPosition, "\(at): \(refusal)")
+                valid = false
+                continue
+            }
             guard let value = matcherValue(entry, key, path: at) else {
                 valid = false
                 continue
@@ -173,11 +185,166 @@ struct ConfigDecoder {
         return nil
     }
 
+    /// `alerts:`: each item's parts read into ``Alert/Value``s and built by ``Alert/parse(identifier:_:)``.
+    /// Returns the number of items, or nil when `alerts:` is not a list (reported).
+    private mutating func decodeAlerts(_ node: ConfigNode) -> Int? {
+        guard !isNull(node) else { return 0 }
+        guard case .sequence(let items) = node.kind else {
+            report(at: node, "alerts: must be a list of alerts, not \(node.summary)")
+            return nil
+        }
+        var defined: [String: ConfigPosition] = [:]
+        for (i, item) in items.enumerated() {
+            let path = "alerts[\(i)]"
+            let (identifier, alert) = decodeAlert(item, path: path)
+            guard let (id, position) = identifier else { continue }
+            if let first = defined[id] {
+                report(position, "\(path).identifier: alert '\(id)' is already defined at \(first)")
+                continue
+            }
+            defined[id] = position
+            if let alert { alerts.append(alert) }
+        }
+        return items.count
+    }
+
+    /// One item of `alerts:`: its identifier and where it is (nil when it has none that may be
+    /// used), and the alert (nil when anything of it is wrong). Every problem is reported.
+    private mutating func decodeAlert(_ item: ConfigNode, path: String) -> (identifier: (String, ConfigPosition)?, alert: Alert?) {
+        guard let entries = mapping(item, path: path, keys: ConfigFile.alertKeys,
+                                    expected: "a mapping with identifier:, match: and the alert's keys such as title:") else { return (nil, nil) }
+        var identifier: (String, ConfigPosition)?
+        var valid = true
+        var parts: [(Alert.Key, Alert.Value)] = []
+        var entryOf: [Alert.Key: ConfigEntry] = [:]
+        // Parts left out (their value could not be read, or the definition refused it): what the
+        // parts checked with them then say is not reported.
+        var dropped = Set<Alert.Key>()
+        for entry in entries {
+            if entry.key == "identifier" {
+                if let id = text(entry, path: "\(path).identifier", { s throws(OptionProblem) in
+                    if let problem = Alert.problem(identifier: s) { throw OptionProblem(problem) }
+                    return s
+                }) {
+                    identifier = (id, entry.value.position)
+                } else {
+                    valid = false
+                }
+                continue
+            }
+            guard let key = Alert.Key(configName: entry.key) else { continue }
+            entryOf[key] = entry
+            let at = "\(path).\(entry.key)"
+            let value: Alert.Value?
+            if key == .match {
+                value = decodeMatcher(entry, path: at, refusing: [.within, .exitPeriod],
+                                      refusal: "cannot be in an alert's match (an alert's range and strategy say when it is ready)",
+                                      expected: "a mapping of matcher keys such as uuid: and major:")
+                    .map { .matcher(Dictionary(uniqueKeysWithValues: $0.parts.map { ($0.0.busName, $0.1) })) }
+            } else {
+                value = alertValue(entry, key, path: at)
+            }
+            if let value {
+                parts.append((key, value))
+            } else {
+                dropped.insert(key)
+                valid = false
+            }
+        }
+        if !entries.contains(where: { $0.key == "identifier" }) {
+            report(item.position, "\(path): an alert needs an identifier")
+        }
+        if entryOf[.match] == nil {
+            report(item.position, "\(path): an alert needs a match (match: {} for every peer)")
+            valid = false
+        }
+        // The parts are checked together; each problem found drops its part and the check runs
+        // again, so every part that is wrong is reported, not just the first.
+        if !parts.contains(where: { $0.0 == .match }) { parts.append((.match, .matcher([:]))) }
+        var alert: Alert?
+        for _ in 0 ... parts.count {
+            do {
+                alert = try Alert.parse(identifier: identifier?.0 ?? "alert", parts)
+                break
+            } catch {
+                valid = false
+                let group = Self.alertKeyGroups.first { $0.contains(error.key) } ?? [error.key]
+                if dropped.isDisjoint(with: group) {
+                    reportAlertProblem(error, path: path, item: item, entryOf: entryOf, group: group)
+                }
+                guard parts.contains(where: { $0.0 == error.key }) else { break }
+                parts.removeAll { $0.0 == error.key }
+                dropped.insert(error.key)
+            }
+        }
+        return (identifier, valid ? alert : nil)
+    }
+
+    /// Parts checked together by ``Alert/parse(identifier:_:)``: when one is wrong, what the
+    /// others then say about it is not reported.
+    private static let alertKeyGroups: [Set<Alert.Key>] = [[.capCount, .capWindow], [.start, .end]]
+
+    /// Reports a problem of ``Alert/parse(identifier:_:)`` in the file's words: at the part's
+    /// value, or, for a part that is missing, at the key of the part that needs it (else the item).
+    private mutating func reportAlertProblem(_ error: AlertDefinitionError, path: String, item: ConfigNode,
+                                             entryOf: [Alert.Key: ConfigEntry], group: Set<Alert.Key>) {
+        let message = "\(path).\(error.key.configName): \(Self.alertConfigNames(in: error.problem))"
+        if let entry = entryOf[error.key] {
+            report(at: entry.value, fallback: entry.keyPosition, message)
+        } else if let partner = entryOf.filter({ group.contains($0.key) }).map(\.value.keyPosition).min() {
+            report(partner, message)
+        } else {
+            report(item.position, message)
+        }
+    }
+
+    /// An alert part's value as ``Alert/parse(identifier:_:)`` takes it, or nil if its type is
+    /// wrong (reported): text where text is expected (any unquoted scalar as its text), YAML
+    /// integers and floats as they are where a number is, a mapping of strings for `extra`.
+    private mutating func alertValue(_ entry: ConfigEntry, _ key: Alert.Key, path: String) -> Alert.Value? {
+        let node = entry.value
+        switch key {
+        case .extra:
+            return extraFields(entry, path: path)
+        case .maxTimeBeforeReset, .cooldown, .capWindow, .capCount:
+            switch node.kind {
+            case .integer(let n?): return .integer(n)
+            case .integer(nil):
+                report(at: node, "\(path): \(node.text) is out of range")
+                return nil
+            case .float(let d): return .number(d)
+            default: break
+            }
+        default:
+            if let s = string(node) { return .text(s) }
+        }
+        report(at: node, fallback: entry.keyPosition, "\(path): must be \(key.expected), not \(node.summary)")
+        return nil
+    }
+
+    /// `extra:`: any names, each with a string (an unquoted scalar as its text); empty, no fields.
+    private mutating func extraFields(_ entry: ConfigEntry, path: String) -> Alert.Value? {
+        guard !isNull(entry.value) else { return .map([:]) }
+        guard let entries = mapping(entry.value, path: path, keys: nil, expected: Alert.Key.extra.expected) else { return nil }
+        var fields: [String: String] = [:]
+        var valid = true
+        for field in entries {
+            if let s = string(field.value) {
+                fields[field.key] = s
+            } else {
+                report(at: field.value, fallback: field.keyPosition, "\(path).\(field.key): must be a string, not \(field.value.summary)")
+                valid = false
+            }
+        }
+        return valid ? .map(fields) : nil
+    }
+
     // MARK: - Shapes
 
-    /// The entries of a mapping whose keys are among `keys`, each key's first occurrence; unknown
-    /// and duplicate keys are reported. Nil (reported) when `node` is not a mapping.
-    private mutating func mapping(_ node: ConfigNode, path: String, keys: [String], expected: String) -> [ConfigEntry]? {
+    /// The entries of a mapping whose keys are among `keys` (nil: any key), each key's first
+    /// occurrence; unknown and duplicate keys are reported. Nil (reported) when `node` is not a
+    /// mapping.
+    private mutating func mapping(_ node: ConfigNode, path: String, keys: [String]?, expected: String) -> [ConfigEntry]? {
         guard case .mapping(let entries) = node.kind else {
             report(at: node, "\(path.isEmpty ? "the top level" : path + ":") must be \(expected), not \(node.summary)")
             return nil
@@ -191,7 +358,7 @@ struct ConfigDecoder {
                 continue
             }
             seen[entry.key] = entry.keyPosition
-            guard keys.contains(entry.key) else {
+            if let keys, !keys.contains(entry.key) {
                 var message = "\(prefix)unknown key '\(entry.key)'"
                 if let near = Self.nearest(to: entry.key, in: keys) {
                     message += " (did you mean '\(near)'?)"
@@ -325,18 +492,39 @@ struct ConfigDecoder {
     /// `problem` (from ``RegionMatcher/validate()``, which names the parts as on the bus: `needs
     /// UUID`) with the parts named as in the file (`needs uuid`).
     static func configNames(in problem: String) -> String {
+        configNames(in: problem, Self.matcherBusNames)
+    }
+
+    /// `problem` (from ``Alert/parse(identifier:_:)``: `a cap needs both CapCount and
+    /// CapWindow`) with the parts named as in the file (`cap-count`, `cap-window`).
+    static func alertConfigNames(in problem: String) -> String {
+        configNames(in: problem, Self.alertBusNames)
+    }
+
+    /// Bus name → config name: the matcher's parts, and those and the alert's parts.
+    private static let matcherBusNames = Dictionary(uniqueKeysWithValues: RegionMatcher.Key.allCases.map { ($0.busName, $0.configName) })
+    private static let alertBusNames = matcherBusNames.merging(Alert.Key.allCases.map { ($0.busName, $0.configName) }) { $1 }
+
+    /// Each word of `problem` that is a bus name in `names` replaced by its config name; a quoted
+    /// value (`"UUID"`, as a message shows what was given) is left as it is.
+    private static func configNames(in problem: String, _ names: [String: String]) -> String {
         var out = ""
         var word = ""
+        var quoted = false, escaped = false
         func flush() {
-            out += RegionMatcher.Key.allCases.first { $0.busName == word }?.configName ?? word
+            out += names[word] ?? word
             word = ""
         }
         for c in problem {
-            if c.isLetter || c.isNumber || c == "-" {
+            if quoted {
+                out.append(c)
+                if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { quoted = false }
+            } else if c.isLetter || c.isNumber || c == "-" {
                 word.append(c)
             } else {
                 flush()
                 out.append(c)
+                quoted = c == "\""
             }
         }
         flush()

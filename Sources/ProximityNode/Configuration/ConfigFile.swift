@@ -5,12 +5,13 @@ import ProximityCore
 
 /// The daemon's config file (`proximityd run --config FILE`, by default
 /// `/etc/proximityd/proximityd.yaml` when it exists), as read: the `run` options it sets, the
-/// region monitor's settings and the regions. Format and keys: `docs/configuration.md`.
+/// region monitor's settings, the regions and the alerts. Format and keys: `docs/configuration.md`.
 ///
 /// Reading is strict and reports every problem at once, one line each, as
 /// `FILE:LINE:COLUMN: message` (1-based, pointing at the offending key or value): YAML syntax,
 /// bytes that are not UTF-8, unknown keys (with the nearest known key when it is close), duplicate
-/// keys, wrong types, values out of range, duplicate region identifiers, matchers that cannot be.
+/// keys, wrong types, values out of range, duplicate region and alert identifiers, matchers that
+/// cannot be, alert parts that cannot be or do not go together.
 /// An empty file, or one with only comments, is a valid empty config.
 public struct ConfigFile: Sendable, Hashable {
     /// Where `proximityd run` and `proximityd check-config` look when given no file.
@@ -21,12 +22,17 @@ public struct ConfigFile: Sendable, Hashable {
     /// The top-level keys: the `run` options' long names, then the sections.
     public static let keys = [
         "bus", "bus-name", "state-dir", "name", "service-uuid", "adapter", "power-on", "clear-interval", "measured-power",
-        "path-loss-exponent", "max-peers", "beacons", "log-level", "region-monitor", "regions",
+        "path-loss-exponent", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts",
     ]
     /// The keys of `region-monitor:`.
     public static let regionMonitorKeys = ["exit-period", "max-regions", "restore-limit"]
     /// The keys of an item of `regions:` (the keys of `match:` are ``RegionMatcher/Key/configName``).
     public static let regionKeys = ["identifier", "match"]
+    /// The keys of an item of `alerts:`: `identifier`, then the parts' ``Alert/Key/configName``s
+    /// (the keys of its `match:` are ``RegionMatcher/Key/configName``, but for `within` and `exit-period`).
+    public static let alertKeys = ["identifier"] + Alert.Key.allCases.map(\.configName)
+    /// The most alerts a file may define.
+    public static let maxAlerts = 1000
 
     /// The file it was read from, as given.
     public var path: String
@@ -99,7 +105,8 @@ public struct ConfigFile: Sendable, Hashable {
         guard problems.isEmpty else {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) })
         }
-        return ConfigFile(path: path, options: decoder.options, regionMonitor: decoder.regionMonitor, regions: decoder.regions)
+        return ConfigFile(path: path, options: decoder.options, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
+                          alerts: decoder.alerts)
     }
 }
 
