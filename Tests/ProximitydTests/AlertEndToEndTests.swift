@@ -93,6 +93,12 @@ struct AlertEndToEndTests {
             let content = offer1.body[1].stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:]
             #expect(content["Title"]?.string == "Beacon1" && content["Action"]?.string == "popup" && content["Proximity"]?.string == "near",
                     "\(content)")
+            // Only the offered alert can be accepted or declined (Beacon2 is not on offer).
+            for member in ["Accept", "Decline", "Done"] {
+                let refused = try await call(sim, member, 2)
+                #expect(refused.status != 0 && refused.stderr.contains("is not on offer") || refused.stderr.contains("neither offered nor in progress"),
+                        "\(member): \(refused)")
+            }
             #expect(try await call(sim, "Accept", 1).status == 0)
             #expect(try await status(sim, 1) == "s \"inProgress\"")
 

@@ -53,6 +53,9 @@ enum AlertManagerInterface {
                 }
                 let key = call.arguments[1].string ?? ""
                 if let problem = AlertStrategyKey.problem(key) { throw DBusError(Errors.invalidArguments, "the strategy key \(problem)") }
+                if NodeEngine.builtInStrategies.contains(key) {
+                    throw DBusError(Errors.alreadyExists, "\(key.debugDescription) is a built-in strategy; register under another key")
+                }
                 try await checkImplementsStrategy(connection: connection, owner: sender, path: path)
                 return await shown(try await engine.registerStrategy(key, owner: sender, path: path))
             },

@@ -78,7 +78,12 @@ public struct AlertStore: Sendable {
                 guard let key = Alert.Key(rawValue: name) else {
                     throw StateError(kind: .corrupt, path: path, detail: "alert \(definition.identifier.debugDescription): unknown key \(name.debugDescription)")
                 }
-                parts.append((key, value))
+                // JSON does not say a matcher of text parts from a mapping: the key does.
+                if key == .match, case .map(let texts) = value {
+                    parts.append((key, .matcher(texts.mapValues { RegionMatcher.Value.text($0) })))
+                } else {
+                    parts.append((key, value))
+                }
             }
             do { saved.busAlerts.append(try Alert.parse(identifier: definition.identifier, parts)) } catch {
                 throw StateError(kind: .corrupt, path: path, detail: "alert \(definition.identifier.debugDescription): \(error)")
