@@ -13,7 +13,7 @@
 #   4. the adapter powered off, and every advertising instance taken: a clear state on the bus and
 #      in the log, and recovery once the cause is gone
 #   5. proximityctl doctor on a healthy box, with bluetoothd stopped and with a controller down
-#   6. the bus policy: root runs proximityd; nobody reads, but is refused every state-changing
+#   6. the bus policy: root runs proximityd; nobody reads (alerts too), but is refused every state-changing
 #      call and the name
 #
 # Environment: PROXIMITYD_BIN (directory of proximityd and proximityctl, default .build/debug),
@@ -261,7 +261,17 @@ as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.Reg
     pass "nobody lists the regions" || fail "nobody cannot call GetMonitoredRegions"
 as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 RequestState s fleet 2>&1 | grep -q '^s "' &&
     pass "nobody asks a region's state" || fail "nobody cannot call RequestState"
+busctl --system call org.proximityd /org/proximityd org.proximityd.AlertManager1 AddAlert 'sa{sv}' door 2 Title s Door Match 'a{sv}' 0 >/dev/null &&
+    pass "root adds an alert" || fail "root cannot AddAlert"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.AlertManager1 GetDefinitions 2>&1 | grep -q '"door"' &&
+    pass "nobody reads the alerts' definitions" || fail "nobody cannot call GetDefinitions"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.AlertManager1 GetAlerts 2>&1 | grep -q '^ao ' &&
+    pass "nobody lists the alert targets" || fail "nobody cannot call GetAlerts"
 for call in "set-property org.proximityd /org/proximityd org.proximityd.Node1 ClearInterval d 5" \
+    "call org.proximityd /org/proximityd org.proximityd.AlertManager1 AddAlert sa{sv} x 1 Match a{sv} 0" \
+    "call org.proximityd /org/proximityd org.proximityd.AlertManager1 RemoveAlert s door" \
+    "call org.proximityd /org/proximityd org.proximityd.AlertManager1 Accept o /org/proximityd/alerts/door/x" \
+    "call org.proximityd /org/proximityd org.proximityd.AlertManager1 RegisterStrategy os /x crowd" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 SetMeasuredPower sn x -- -60" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 ResetMeasuredPower s x" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 Reload" \
@@ -275,6 +285,8 @@ done
 node_prop 0 ClearInterval | grep -q "^d 10$" && pass "ClearInterval unchanged" || fail "ClearInterval changed"
 busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 GetMonitoredRegions | grep -q '^ao 1 "/org/proximityd/regions/fleet"$' &&
     pass "the regions unchanged" || fail "the regions changed: $(busctl --system call org.proximityd /org/proximityd org.proximityd.RegionMonitor1 GetMonitoredRegions)"
+busctl --system call org.proximityd /org/proximityd org.proximityd.AlertManager1 GetDefinitions | grep -q '^a{sa{sv}} 1 "door"' &&
+    pass "the alerts unchanged" || fail "the alerts changed: $(busctl --system call org.proximityd /org/proximityd org.proximityd.AlertManager1 GetDefinitions)"
 mkdir -p "$WORK/nobody" && chmod 777 "$WORK/nobody"
 out=$(as_nobody "$BIN/proximityd" run --bus system --bus-name org.proximityd.rogue --state-dir "$WORK/nobody/state" 2>&1)
 status=$?
