@@ -7,8 +7,8 @@ import UnixSignals
 /// Reloads the configuration (`SIGHUP`, `Node1.Reload()`): reads it again and applies it as one
 /// change, or changes nothing. One reload at a time.
 ///
-/// Applied at once: the regions of the config file, `region-monitor`, `clear-interval`,
-/// `log-level`. The
+/// Applied at once: the regions and the alerts of the config file, `region-monitor`,
+/// `clear-interval`, `log-level`. The
 /// others (the bus, the name, the adapter, the radio model …) need a restart: a reload that
 /// changes them logs a warning and keeps the running value.
 public actor ConfigurationReload {
@@ -53,10 +53,11 @@ public actor ConfigurationReload {
         if next.logLevel != current.logLevel { LogLevelSwitch.shared.level = next.logLevel }
         current.logLevel = next.logLevel
         current.regions = next.regions
+        current.alerts = next.alerts
         current.regionMonitor = next.regionMonitor
         current.clearInterval = next.clearInterval
         current.configFile = next.configFile
-        logger.notice("configuration reloaded", metadata: ["regions": "\(next.regions.count)"])
+        logger.notice("configuration reloaded", metadata: ["regions": "\(next.regions.count)", "alerts": "\(next.alerts.count)"])
     }
 
     /// The settings that differ and need a restart, by their config file key.
