@@ -132,6 +132,21 @@ struct AlertBusTests {
         ])
     }
 
+    /// The unique name of the one client other than the node and the test's own that owns no
+    /// well-known name: the strategy agent, found through the bus.
+    func agentName(_ sim: SimBoxes) async throws -> String {
+        let strategies = try await sim.busctl("kiosk", ["--unique", "list", "--no-legend"])
+        let node = try await sim.busctl("kiosk", ["call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+                                                  "GetNameOwner", "s", "org.proximityd"]).stdout.split(separator: "\"")[1]
+        for line in strategies.stdout.split(separator: "\n") {
+            let name = String(line.split(separator: " ").first ?? "")
+            guard name.hasPrefix(":"), name != node else { continue }
+            let introspection = try await sim.busctl("kiosk", ["introspect", name, "/org/example/strategy"])
+            if introspection.status == 0, introspection.stdout.contains("org.proximityd.AlertStrategy1") { return name }
+        }
+        throw TestKitError("no strategy agent on the bus: \(strategies.stdout)")
+    }
+
     @Test("a strategy in Python (dbus-python) registers, decides one target's alert, and is dropped cleanly when killed; a timeout drops it with Release")
     func pythonStrategy() async throws {
         try await withNodes(Self.scenario()) { sim, daemons in
@@ -165,6 +180,10 @@ struct AlertBusTests {
             #expect(agent.stdout.contains("evaluate 1"))
             #expect(try await sim.busctl("kiosk", ["get-property", "org.proximityd", path.rawValue, "org.proximityd.Alert1", "Strategy"])
                 .stdout.trimmed == "s \"crowd\"")
+            // The agent answers the node only.
+            let forged = try await sim.busctl("kiosk", ["call", try await agentName(sim), "/org/example/strategy",
+                                                        "org.proximityd.AlertStrategy1", "Release"])
+            #expect(forged.status != 0 && forged.stderr.contains("only the node may release"), "\(forged)")
             // Only the client that registered it may unregister it.
             let other = try await sim.busctl("kiosk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1",
                                                        "UnregisterStrategy", "o", "/org/example/strategy"])

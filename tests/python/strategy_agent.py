@@ -27,15 +27,24 @@ def say(line):
     print(line, flush=True)
 
 
+class NotPermitted(dbus.DBusException):
+    _dbus_error_name = "org.proximityd.Error.NotPermitted"
+
+
 class Strategy(dbus.service.Object):
-    def __init__(self, bus, valid, hang):
+    def __init__(self, bus, node, valid, hang):
         super().__init__(bus, PATH)
+        self.node = node  # the node's unique name: the only caller answered
         self.valid = set(valid)
         self.hang = hang
 
     @dbus.service.method(STRATEGY, in_signature="a{oa{sv}}", out_signature="a{ob}",
-                         async_callbacks=("reply", "error"))
-    def Evaluate(self, targets, reply, error):
+                         async_callbacks=("reply", "error"), sender_keyword="sender")
+    def Evaluate(self, targets, reply, error, sender=None):
+        if sender != self.node:
+            say("refused %s" % sender)
+            error(NotPermitted("only the node may ask"))
+            return
         say("evaluate %d" % len(targets))
         if self.hang:
             return  # never replies
@@ -45,8 +54,10 @@ class Strategy(dbus.service.Object):
             verdicts[path] = dbus.Boolean(bool(info.get("Detected", False)) and (not self.valid or alert in self.valid))
         reply(dbus.Dictionary(verdicts, signature="ob"))
 
-    @dbus.service.method(STRATEGY, in_signature="", out_signature="")
-    def Release(self):
+    @dbus.service.method(STRATEGY, in_signature="", out_signature="", sender_keyword="sender")
+    def Release(self, sender=None):
+        if sender != self.node:
+            raise NotPermitted("only the node may release")
         say("released")
 
 
@@ -61,7 +72,7 @@ def main():
 
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     bus = dbus.bus.BusConnection(args.address)
-    Strategy(bus, args.valid, args.hang)
+    Strategy(bus, bus.get_name_owner(args.name), args.valid, args.hang)
     manager = dbus.Interface(bus.get_object(args.name, "/org/proximityd"), MANAGER)
     loop = GLib.MainLoop()
 
