@@ -1,0 +1,155 @@
+import Foundation
+import ProximityCore
+
+/// One entry of the event log.
+public struct LoggedEvent: Codable, Sendable, Hashable {
+    /// Increases by one with each entry, across rotations and restarts.
+    public var seq: UInt64
+    /// Seconds since the Unix epoch.
+    public var time: Double
+    /// What produced it: `tracking`, `profile`, `region`, `alert`, `rule`.
+    public var source: String
+    /// What happened: `tracked`, `cleared`, `entered`, `offered`, `fired`, …
+    public var type: String
+    public var data: [String: String]
+
+    public init(seq: UInt64 = 0, time: Double, source: String, type: String, data: [String: String] = [:]) {
+        self.seq = seq
+        self.time = time
+        self.source = source
+        self.type = type
+        self.data = data
+    }
+}
+
+/// The durable event log: JSON Lines in the state directory (`events.jsonl`), one entry a line,
+/// appended with one `write(2)` each before the signal that announces the event goes out.
+///
+/// - A SIGKILL loses at most the entry being written: what `write` returned is in the kernel,
+///   whatever happens to the process. Entries are flushed to the disk (`fdatasync`) at most
+///   ``syncInterval`` seconds apart, for power loss.
+/// - A torn last line (a crash of the machine in the middle of a write) is cut off when the log is
+///   opened again, and skipped by the reader; earlier lines are never rewritten.
+/// - Size-bounded: past ``maxBytes`` the file is rotated (`events.jsonl.1` … `.N`, the oldest
+///   dropped).
+public final class EventLog: @unchecked Sendable {
+    public static let fileName = "events.jsonl"
+    public static let defaultMaxBytes = 8 << 20
+    public static let defaultKeep = 3
+    public static let syncInterval: Double = 1
+
+    let directory: URL
+    public let maxBytes: Int
+    public let keep: Int
+    private let lock = NSLock()
+    private var fd: Int32 = -1
+    private var size = 0
+    private var lastSync = Date.distantPast
+    public private(set) var lastSeq: UInt64 = 0
+
+    var url: URL { directory.appendingPathComponent(Self.fileName) }
+
+    /// Opens (creating) the log in `state`, cutting a torn last line off.
+    public init(state: StateDirectory, maxBytes: Int = EventLog.defaultMaxBytes, keep: Int = EventLog.defaultKeep) throws(StateError) {
+        directory = state.url
+        self.maxBytes = maxBytes
+        self.keep = keep
+        try open()
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    private func open() throws(StateError) {
+        let path = url.path
+        fd = Foundation.open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
+        guard fd >= 0 else { throw StateError(kind: .cannotWrite, path: path, detail: String(cString: strerror(errno))) }
+        var info = stat()
+        fstat(fd, &info)
+        size = Int(info.st_size)
+        // Cut a torn last line, and find the last sequence number (here or in the rotated files).
+        if size > 0 {
+            let data = (try? Data(contentsOf: url)) ?? Data()
+            if data.last != UInt8(ascii: "\n") {
+                let keepBytes = data.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+                guard ftruncate(fd, off_t(keepBytes)) == 0 else {
+                    throw StateError(kind: .cannotWrite, path: path, detail: "cannot cut the torn last line: \(String(cString: strerror(errno)))")
+                }
+                size = keepBytes
+            }
+        }
+        lastSeq = Self.entries(in: directory, keep: keep).last?.seq ?? 0
+    }
+
+    /// Appends `event` (numbered here) and returns it as written. Throws when it cannot be written;
+    /// the log stays usable.
+    @discardableResult
+    public func append(_ event: LoggedEvent) throws(StateError) -> LoggedEvent {
+        lock.lock()
+        defer { lock.unlock() }
+        var entry = event
+        entry.seq = lastSeq + 1
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var line = try? encoder.encode(entry) else {
+            throw StateError(kind: .cannotWrite, path: url.path, detail: "cannot encode an event")
+        }
+        line.append(UInt8(ascii: "\n"))
+        if size > 0, size + line.count > maxBytes { try rotate() }
+        let written = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == line.count else {
+            let reason = written < 0 ? String(cString: strerror(errno)) : "short write"
+            // A short write leaves a torn line: cut it, so the next entry starts on its own line.
+            if written > 0 { _ = ftruncate(fd, off_t(size)) }
+            throw StateError(kind: .cannotWrite, path: url.path, detail: reason)
+        }
+        size += line.count
+        lastSeq = entry.seq
+        if Date().timeIntervalSince(lastSync) >= Self.syncInterval {
+            fdatasync(fd)
+            lastSync = Date()
+        }
+        return entry
+    }
+
+    private func rotate() throws(StateError) {
+        fdatasync(fd)
+        close(fd)
+        fd = -1
+        let fm = FileManager.default
+        for i in stride(from: keep, through: 1, by: -1) {
+            let from = i == 1 ? url : directory.appendingPathComponent("\(Self.fileName).\(i - 1)")
+            let to = directory.appendingPathComponent("\(Self.fileName).\(i)")
+            guard fm.fileExists(atPath: from.path) else { continue }
+            try? fm.removeItem(at: to)
+            try? fm.moveItem(at: from, to: to)
+        }
+        size = 0
+        let last = lastSeq
+        try open()
+        lastSeq = max(lastSeq, last)
+    }
+
+    /// Every readable entry, oldest first, from the rotated files and the current one. Lines that
+    /// cannot be read (a torn last line) are skipped.
+    public static func entries(in directory: URL, keep: Int = defaultKeep) -> [LoggedEvent] {
+        var out: [LoggedEvent] = []
+        let names = stride(from: keep, through: 1, by: -1).map { "\(fileName).\($0)" } + [fileName]
+        let decoder = JSONDecoder()
+        for name in names {
+            guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)) else { continue }
+            for line in data.split(separator: UInt8(ascii: "\n")) {
+                if let entry = try? decoder.decode(LoggedEvent.self, from: line) { out.append(entry) }
+            }
+        }
+        return out
+    }
+
+    /// The entries after `seq`, or since `time` (epoch seconds), at most `limit`, oldest first.
+    public func read(after seq: UInt64 = 0, since time: Double? = nil, limit: Int = .max) -> [LoggedEvent] {
+        lock.lock()
+        defer { lock.unlock() }
+        var entries = Self.entries(in: directory, keep: keep).filter { $0.seq > seq }
+        if let time { entries = entries.filter { $0.time >= time } }
+        return Array(entries.prefix(limit))
+    }
+}
