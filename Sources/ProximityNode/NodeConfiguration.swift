@@ -47,6 +47,11 @@ public struct NodeConfiguration: Sendable {
     /// The alerts of the config file (`alerts:`); those added over the bus are kept in the state
     /// directory.
     public var alerts: [Alert] = []
+    /// `tracking:`: which peers the tracker follows, its heartbeat, its custom context data.
+    public var tracking = Tracker.Configuration()
+    /// The rules of the config file (`rules:`); those added over the bus are kept in the state
+    /// directory.
+    public var rules: [Rule] = []
     /// The config file this configuration was read from, if any (`--config`).
     public var configFile: String?
     /// `--log-level`: the least severe messages logged (``LogLevelSwitch`` applies it).

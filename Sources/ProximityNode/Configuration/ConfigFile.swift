@@ -44,6 +44,10 @@ public struct ConfigFile: Sendable, Hashable {
     public var regions: [Region]
     /// `alerts:`, in the file's order.
     public var alerts: [Alert]
+    /// `tracking:`, with the defaults for what the file leaves out.
+    public var tracking = Tracker.Configuration()
+    /// `rules:`, in the file's order.
+    public var rules: [Rule] = []
 
     public init(path: String, options: RunOptions = RunOptions(), regionMonitor: RegionMonitor.Configuration = .init(),
                 regions: [Region] = [], alerts: [Alert] = []) {
@@ -135,6 +139,8 @@ extension NodeConfiguration {
             regions = file.regions
             regionMonitor = file.regionMonitor
             alerts = file.alerts
+            tracking = file.tracking
+            rules = file.rules
             configFile = file.path
         }
     }
