@@ -148,6 +148,41 @@ public enum ProximityBus {
         public static let verdictsType: DBusType = .dictionary(key: .objectPath, value: .boolean)
     }
 
+    /// `org.proximityd.Profile1` at ``rootPath``: the profile, tracking and the rules.
+    public enum Profile1 {
+        public static let interface: InterfaceName = "org.proximityd.Profile1"
+        /// Property `Attributes` (a{ss}).
+        public static let attributes = "Attributes"
+        /// `UpdateAttribute(s key, s value)`, `RemoveAttribute(s key)`
+        public static let updateAttribute: MemberName = "UpdateAttribute"
+        public static let removeAttribute: MemberName = "RemoveAttribute"
+        /// `TrackBeacon(s uuid, s major, s minor, y prox, a{ss} data)`: the seed's manual tracking.
+        public static let trackBeacon: MemberName = "TrackBeacon"
+        /// `ClearCurrentBeacon()`
+        public static let clearCurrentBeacon: MemberName = "ClearCurrentBeacon"
+        /// `AddRule(s identifier, s rule)`: the rule as JSON; `RemoveRule(s identifier)`;
+        /// `GetRules() -> a{ss}` (identifier → JSON, with `"source"`); `TestRule(s identifier) -> (b, as)`.
+        public static let addRule: MemberName = "AddRule"
+        public static let removeRule: MemberName = "RemoveRule"
+        public static let getRules: MemberName = "GetRules"
+        public static let testRule: MemberName = "TestRule"
+        /// Signals `Tracked(a{ss} contextdata)`, `Cleared()`, `RuleFired(s rule, a{ss} data)`.
+        public static let tracked: MemberName = "Tracked"
+        public static let cleared: MemberName = "Cleared"
+        public static let ruleFired: MemberName = "RuleFired"
+    }
+
+    /// `org.proximityd.EventLog1` at ``rootPath``: the durable event log.
+    public enum EventLog1 {
+        public static let interface: InterfaceName = "org.proximityd.EventLog1"
+        /// `GetEvents(t after, d since, u limit) -> a(tdssa{ss})`: entries after sequence `after`
+        /// and at or after `since` (seconds since the Unix epoch; 0: any), oldest first.
+        public static let getEvents: MemberName = "GetEvents"
+        /// Signal `Logged(t seq, d time, s source, s type, a{ss} data)`: an entry, once on disk.
+        public static let logged: MemberName = "Logged"
+        public static let entryType: DBusType = .structure([.uint64, .double, .string, .string, .dictionary(key: .string, value: .string)])
+    }
+
     /// `org.proximityd.Peer1` at ``peerPath(_:)``: properties only.
     public enum Peer1 {
         public static let interface: InterfaceName = "org.proximityd.Peer1"

@@ -57,6 +57,9 @@ public struct AlertTarget: Sendable {
     /// Restored after a restart: its offer or action is not taken back before this time, while
     /// the table fills again.
     public internal(set) var graceUntil: Timestamp?
+    /// Offered by a rule (``AlertEngine/offerNow(_:)``): not taken back for its condition until
+    /// it is done.
+    public internal(set) var forced = false
     var parameter: any Sendable
 }
 
@@ -203,10 +206,11 @@ public struct AlertEngine: Sendable {
     /// its target left or its condition failed, drops what its schedule drops, and offers the next.
     private mutating func settle(at t: Timestamp, _ events: inout [AlertEvent]) {
         if let current, let target = targets[current], target.graceUntil.map({ t >= $0 }) ?? true {
-            let reason: RemovalReason? = !target.detected ? .notDetected : !target.conditionValid ? .conditionNotValid : nil
+            let reason: RemovalReason? = !target.detected ? .notDetected : !target.conditionValid && !target.forced ? .conditionNotValid : nil
             if let reason {
                 events.append(.removed(current, reason: reason))
                 self.current = nil
+                targets[current]!.forced = false
                 if target.actionStatus == .inProgress {
                     targets[current]!.actionStatus = .done
                     events.append(.status(current, .done))
@@ -265,6 +269,16 @@ public struct AlertEngine: Sendable {
         return AnyAlertStrategy(RangeStrategy())
     }
 
+    /// A rule offers `key`'s alert now, whatever its condition: if it is waiting for action and in
+    /// the report, and nothing is offered or in progress. Its condition does not take it back
+    /// until it is done; leaving the report does.
+    public mutating func offerNow(_ key: AlertTargetKey) -> [AlertEvent] {
+        guard current == nil, let target = targets[key], target.actionStatus == .waitingForAction, target.detected else { return [] }
+        targets[key]!.forced = true
+        current = key
+        return [.offered(key)]
+    }
+
     /// Offers the closest ready target, if nothing is offered or in progress.
     private mutating func offerNext() -> [AlertEvent] {
         guard current == nil else { return [] }
@@ -294,6 +308,7 @@ public struct AlertEngine: Sendable {
         guard targets[key] != nil else { throw .unknownTarget(key) }
         guard current == key, targets[key]!.actionStatus == .waitingForAction else { throw .notOffered(key) }
         targets[key]!.declined = true
+        targets[key]!.forced = false
         current = nil
         return offerNext()
     }
@@ -303,6 +318,7 @@ public struct AlertEngine: Sendable {
         guard targets[key] != nil else { throw .unknownTarget(key) }
         guard current == key else { throw .notInProgress(key) }
         targets[key]!.actionStatus = .done
+        targets[key]!.forced = false
         current = nil
         return [.status(key, .done)] + offerNext()
     }
@@ -318,6 +334,7 @@ public struct AlertEngine: Sendable {
             if !(offered && status == .inProgress) {
                 events.append(.removed(key, reason: .statusForced))
                 current = nil
+                targets[key]!.forced = false
             }
         }
         targets[key]!.actionStatus = status

@@ -77,9 +77,27 @@ public struct Tracker: Sendable {
     public private(set) var current: PeerID?
     public private(set) var currentProx: Int?
     private var lastTracked: Timestamp = -.infinity
+    /// After a restart: the restored current peer is not cleared for being absent before this.
+    private var graceUntil: Timestamp?
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
+    }
+
+    /// Restores the current peer after a restart. For `grace` seconds, while the table fills
+    /// again, its absence does not clear it.
+    public mutating func restore(current: PeerID, prox: Int, at t: Timestamp, grace: Double = 10) {
+        self.current = current
+        currentProx = prox
+        lastTracked = t
+        graceUntil = t + grace
+    }
+
+    /// Forgets the current peer (a manual clear): the next report tracks whichever qualifies.
+    public mutating func reset() {
+        current = nil
+        currentProx = nil
+        graceUntil = nil
     }
 
     public func qualifies(_ peer: RegionCandidate) -> Bool {
@@ -98,6 +116,8 @@ public struct Tracker: Sendable {
         } else {
             next = nearest ?? present  // unknown but still in the report: tracked with prox 0
         }
+        if present == nil, let grace = graceUntil, t < grace, nearest == nil { return [] }
+        graceUntil = nil
         guard let next else {
             guard let gone = current else { return [] }
             current = nil

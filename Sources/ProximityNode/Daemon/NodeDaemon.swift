@@ -96,11 +96,15 @@ public final class NodeDaemon: Service, Sendable {
         let settings: NodeSettings
         let savedRegions: RegionStore.Saved
         let savedAlerts: AlertStore.Saved
+        let savedProfile: ProfileStore.Saved
+        let eventLog: EventLog
         do {
             state = try StateDirectory(configuration.stateDirectory)
             settings = try NodeSettings.load(from: state)
             savedRegions = try RegionStore(state: state).load(clock: clock)
             savedAlerts = try AlertStore(state: state).load(clock: clock)
+            savedProfile = try ProfileStore(state: state).load(clock: clock)
+            eventLog = try EventLog(state: state)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
             await connection.close()
@@ -109,7 +113,8 @@ public final class NodeDaemon: Service, Sendable {
 
         let mirror = BlueZObjectMirror(connection: connection, logger: logger)
         let engine = NodeEngine(configuration: configuration, identity: identity, connection: connection, mirror: mirror,
-                                state: state, settings: settings, savedRegions: savedRegions, savedAlerts: savedAlerts, clock: clock,
+                                state: state, settings: settings, savedRegions: savedRegions, savedAlerts: savedAlerts,
+                                savedProfile: savedProfile, eventLog: eventLog, clock: clock,
                                 logger: logger)
         let exporter = BusExporter(connection: connection, logger: logger)
         let exporterEvents = engine.events.subscribe(buffer: 1024)
@@ -126,6 +131,8 @@ public final class NodeDaemon: Service, Sendable {
                 NodeInterface.declaration(properties, engine: engine, exporter: exporter, reload: reload),
                 RegionMonitorInterface.declaration(engine: engine, exporter: exporter),
                 AlertManagerInterface.declaration(engine: engine, exporter: exporter, connection: connection),
+                ProfileInterface.declaration(engine: engine, exporter: exporter, attributes: await engine.profileAttributes),
+                ProfileInterface.eventLog(engine: engine),
             ], at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
             // The regions and alerts as they are at start, before the node takes its name (no

@@ -72,7 +72,14 @@ extension NodeEngine {
     /// The engine's picture after a step, published with the step's events (numbered in the same
     /// series as the regions' changes). Returns the sequence.
     @discardableResult
-    func publishAlerts(_ happened: [AlertEvent]) -> UInt64 {
+    func publishAlerts(_ emitted: [AlertEvent]) -> UInt64 {
+        // Logged and through the rules before the signals go out; a rule may offer an alert.
+        var happened = emitted
+        var fresh = emitted
+        for _ in 0..<Self.maxRuleRounds where !fresh.isEmpty {
+            fresh = react(Self.alertHappenings(fresh, at: clock.epoch(clock.now)), at: clock.now)
+            happened += fresh
+        }
         for event in happened { log(event) }
         var targets: [ObjectPath: AlertProperties] = [:]
         for (key, target) in alerts.targets {

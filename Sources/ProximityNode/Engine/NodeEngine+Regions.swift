@@ -48,6 +48,9 @@ extension NodeEngine {
     /// Publishes `changes` with the next sequence number, which it returns.
     @discardableResult
     func publishRegions(_ changes: RegionChanges) -> UInt64 {
+        // Logged (and through the rules) before the signals go out.
+        let offers = react(Self.regionHappenings(changes.events, at: clock.epoch(clock.now)), at: clock.now)
+        defer { if !offers.isEmpty { settleAlerts(offers) } }
         changeSequence += 1
         var numbered = changes
         numbered.sequence = changeSequence
@@ -187,13 +190,14 @@ extension NodeEngine {
         try saveRegions(next)
         regions = next
         let alertSequence = try commitAlerts(nextAlerts)
+        let profileSequence = try reconfigureProfile(configuration)
         reconfigureClearInterval(configuration.clearInterval)
         if !removed.isEmpty || !defined.isEmpty {
             logger.info("regions of the config file applied", metadata: ["defined": "\(defined.count)", "removed": "\(removed.count)"])
         }
         let regionSequence = publishRegions(RegionChanges(sequence: 0, removed: removed, defined: defined.compactMap { regions.status(of: $0) },
                                                           events: determined))
-        return max(regionSequence, alertSequence ?? 0)
+        return max(regionSequence, alertSequence ?? 0, profileSequence)
     }
 }
 

@@ -51,6 +51,15 @@ public actor NodeEngine {
     var alertSources: [String: RegionSource]
     let alertStore: AlertStore
     var alertsSaved: AlertEngine.Saved
+    /// The tracker, the profile, the rules (and where each came from), where they are kept and
+    /// what was last written there; the event log.
+    var tracker: Tracker
+    var profile: Profile
+    var rules: RuleEngine
+    var ruleSources: [String: RegionSource]
+    let profileStore: ProfileStore
+    var profileSaved: ProfileStore.Saved
+    let eventLog: EventLog
     /// The strategies clients registered, by key.
     var strategyAgents: [String: StrategyAgent] = [:]
     var strategyGeneration = 0
@@ -76,7 +85,8 @@ public actor NodeEngine {
     /// every time.
     public init(configuration: NodeConfiguration, identity: UUID, connection: DBusConnection, mirror: BlueZObjectMirror,
                 state: StateDirectory, settings: NodeSettings, savedRegions: RegionStore.Saved = .init(),
-                savedAlerts: AlertStore.Saved = .init(), clock: any NodeClock = SystemNodeClock(), logger: Logger) {
+                savedAlerts: AlertStore.Saved = .init(), savedProfile: ProfileStore.Saved = .init(), eventLog: EventLog,
+                clock: any NodeClock = SystemNodeClock(), logger: Logger) {
         self.configuration = configuration
         self.identity = identity
         self.connection = connection
@@ -103,6 +113,10 @@ public actor NodeEngine {
         self.alertStore = AlertStore(state: state)
         (alerts, alertSources) = Self.startAlerts(configuration, savedAlerts, at: clock.now, logger: logger)
         alertsSaved = savedAlerts.engine
+        profileStore = ProfileStore(state: state)
+        profileSaved = savedProfile
+        self.eventLog = eventLog
+        (tracker, profile, rules, ruleSources) = Self.startProfile(configuration, savedProfile, at: clock.now, logger: logger)
     }
 
     /// Runs `job` in a task of its own (a call to another process, whose answer comes back to the
@@ -171,6 +185,7 @@ public actor NodeEngine {
         jobSink.finish()
         saveRegionsOnStop()
         saveAlertsOnStop()
+        saveProfileOnStop()
         guard link.isRegistered else { return }
         let adapter = Adapter(connection: connection, path: adapterPath)
         do {
@@ -478,16 +493,14 @@ public actor NodeEngine {
         var peers: [PeerState] = []
         peers.reserveCapacity(table.count)
         var candidates: [RegionCandidate] = []
-        let candidatesWanted = regions.count > 0 || !alerts.alerts.isEmpty
-        if candidatesWanted { candidates.reserveCapacity(table.count) }
+        // Every stage after ranging (regions, alerts, tracking) reads the peers as candidates.
+        candidates.reserveCapacity(table.count)
         for peer in table.peers.values {
             guard let details = peer.details else { continue }
-            if candidatesWanted {
-                candidates.append(RegionCandidate(
-                    identifier: peer.identifier, kind: details.kind, address: details.address, beacon: details.beacon,
-                    proximity: peer.proximity, distance: peer.distance, rssi: Int16(clamping: Int(peer.rssi.rounded())),
-                    lastSeen: peer.lastSeen))
-            }
+            candidates.append(RegionCandidate(
+                identifier: peer.identifier, kind: details.kind, address: details.address, beacon: details.beacon,
+                proximity: peer.proximity, distance: peer.distance, rssi: Int16(clamping: Int(peer.rssi.rounded())),
+                lastSeen: peer.lastSeen))
             peers.append(PeerState(
                 identifier: peer.identifier, kind: details.kind, address: details.address, name: details.name ?? "",
                 rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
@@ -499,5 +512,6 @@ public actor NodeEngine {
         events.publish(.report(NodeReport(time: t, peers: peers, silenced: report.silenced, removed: report.removed)))
         monitorRegions(candidates, at: t)
         runAlerts(candidates, at: t)
+        runTracking(candidates, at: t)
     }
 }

@@ -54,6 +54,24 @@ public enum NodeEvent: Sendable, Hashable {
     /// The alert engine after a step: every alert target as it is now, the offers and removals it
     /// made, the alert offered or in progress, and the strategy keys. One event per step.
     case alerts(AlertChanges)
+    /// Tracking, the profile, the rules and the event log after a step: the whole profile when it
+    /// changed, and the signals in order (each `Logged` once its entry is on disk).
+    case profile(ProfileChanges)
+}
+
+/// What one step did to the profile: its attributes when they changed, and the step's signals.
+public struct ProfileChanges: Sendable, Hashable {
+    /// In the same series as ``RegionChanges/sequence``.
+    public var sequence: UInt64
+    public var attributes: [String: String]?
+    /// `Tracked`, `Cleared`, `RuleFired` and `Logged`, in order.
+    public var signals: [ProfileSignal]
+
+    public init(sequence: UInt64 = 0, attributes: [String: String]? = nil, signals: [ProfileSignal] = []) {
+        self.sequence = sequence
+        self.attributes = attributes
+        self.signals = signals
+    }
 }
 
 /// What one step of the alert engine left: the whole picture of the targets (few: alerts ×

@@ -70,6 +70,8 @@ public actor BusExporter {
             await show(changes)
         case .alerts(let changes):
             await show(changes)
+        case .profile(let changes):
+            show(changes)
         }
     }
 

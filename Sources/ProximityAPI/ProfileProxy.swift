@@ -1,0 +1,144 @@
+import DBusKit
+import ProximityCore
+
+/// A node's profile, tracking and rules (`org.proximityd.Profile1`) and its event log
+/// (`org.proximityd.EventLog1`), at ``ProximityBus/rootPath``, for clients.
+extension NodeProxy {
+    private typealias P1 = ProximityBus.Profile1
+
+    private func profile(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
+        try await connection.call(destination: name, path: ProximityBus.rootPath, interface: P1.interface, member: member, arguments,
+                                  timeout: timeout)
+    }
+
+    /// `Attributes`.
+    public func attributes() async throws -> [String: String] {
+        let value = try await connection.getProperty(destination: name, path: ProximityBus.rootPath, interface: P1.interface,
+                                                     name: P1.attributes, timeout: timeout)
+        return Lenient.stringMap(value)
+    }
+
+    public func updateAttribute(_ key: String, _ value: String) async throws {
+        _ = try await profile(P1.updateAttribute, [.string(key), .string(value)])
+    }
+
+    public func removeAttribute(_ key: String) async throws {
+        _ = try await profile(P1.removeAttribute, [.string(key)])
+    }
+
+    public func trackBeacon(uuid: String, major: String, minor: String, prox: UInt8, data: [String: String]) async throws {
+        _ = try await profile(P1.trackBeacon, [.string(uuid), .string(major), .string(minor), .byte(prox), .stringMap(data)])
+    }
+
+    public func clearCurrentBeacon() async throws {
+        _ = try await profile(P1.clearCurrentBeacon)
+    }
+
+    /// `AddRule` with the rule's JSON.
+    public func addRule(_ identifier: String, json: String) async throws {
+        _ = try await profile(P1.addRule, [.string(identifier), .string(json)])
+    }
+
+    public func removeRule(_ identifier: String) async throws {
+        _ = try await profile(P1.removeRule, [.string(identifier)])
+    }
+
+    /// `GetRules`: identifier → the rule's JSON (with `"source"`).
+    public func rules() async throws -> [String: String] {
+        Lenient.stringMap(try await profile(P1.getRules).first)
+    }
+
+    /// `TestRule`: whether the rule's condition holds now, and why, one line per test.
+    public func testRule(_ identifier: String) async throws -> (holds: Bool, explanation: [String]) {
+        let reply = try await profile(P1.testRule, [.string(identifier)])
+        return (reply.first?.bool ?? false, (reply.count > 1 ? reply[1].arrayElements ?? [] : []).compactMap(\.string))
+    }
+
+    /// `GetEvents`.
+    public func events(after: UInt64 = 0, since: Double = 0, limit: UInt32 = .max) async throws -> [LogEntryValue] {
+        let reply = try await connection.call(destination: name, path: ProximityBus.rootPath, interface: ProximityBus.EventLog1.interface,
+                                              member: ProximityBus.EventLog1.getEvents, [.uint64(after), .double(since), .uint32(limit)],
+                                              timeout: timeout)
+        return (reply.first?.arrayElements ?? []).compactMap(LogEntryValue.init)
+    }
+
+    /// `Tracked`, `Cleared`, `RuleFired`, `Logged` and `Attributes` changes from now on.
+    public func profileSignals() async throws -> AsyncStream<ProfileSignal> {
+        let profile = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath, interface: P1.interface))
+        let log = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath, interface: ProximityBus.EventLog1.interface))
+        let changes = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath, interface: .properties,
+                                                               member: "PropertiesChanged", arg0: P1.interface.rawValue))
+        return AsyncStream { continuation in
+            let task = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for stream in [profile, log, changes] {
+                        group.addTask {
+                            for await message in stream {
+                                if let signal = ProfileSignal(message) { continuation.yield(signal) }
+                            }
+                        }
+                    }
+                    await group.next()
+                    group.cancelAll()
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}
+
+/// One entry of the event log as the bus carries it (`a(tdssa{ss})`).
+public struct LogEntryValue: Sendable, Hashable, Codable {
+    public var seq: UInt64
+    /// Seconds since the Unix epoch.
+    public var time: Double
+    public var source: String
+    public var type: String
+    public var data: [String: String]
+
+    public init(seq: UInt64, time: Double, source: String, type: String, data: [String: String]) {
+        self.seq = seq
+        self.time = time
+        self.source = source
+        self.type = type
+        self.data = data
+    }
+
+    public init?(_ value: DBusValue) {
+        guard case .structure(let f) = value.unwrapped, f.count == 5, let seq = Lenient.integer(f[0], as: UInt64.self),
+              let time = f[1].double, let source = f[2].string, let type = f[3].string else { return nil }
+        self.init(seq: seq, time: time, source: source, type: type, data: Lenient.stringMap(f[4]))
+    }
+
+    public var value: DBusValue {
+        .structure([.uint64(seq), .double(time), .string(source), .string(type), .stringMap(data)])
+    }
+}
+
+/// A signal of the profile or the event log.
+public enum ProfileSignal: Sendable, Hashable {
+    case tracked([String: String])
+    case cleared
+    case ruleFired(rule: String, data: [String: String])
+    case logged(LogEntryValue)
+    case attributes([String: String])
+
+    public init?(_ message: DBusMessage) {
+        guard let member = message.member else { return nil }
+        switch (message.interface, member) {
+        case (ProximityBus.Profile1.interface, ProximityBus.Profile1.tracked): self = .tracked(Lenient.stringMap(message.body.first))
+        case (ProximityBus.Profile1.interface, ProximityBus.Profile1.cleared): self = .cleared
+        case (ProximityBus.Profile1.interface, ProximityBus.Profile1.ruleFired):
+            self = .ruleFired(rule: message.body.first?.string ?? "", data: Lenient.stringMap(message.body.count > 1 ? message.body[1] : nil))
+        case (ProximityBus.EventLog1.interface, ProximityBus.EventLog1.logged):
+            guard let entry = LogEntryValue(.structure(message.body)) else { return nil }
+            self = .logged(entry)
+        case (.properties, "PropertiesChanged"):
+            guard let changed = message.body.count > 1 ? Lenient.properties(message.body[1]) : nil,
+                  let attributes = changed[ProximityBus.Profile1.attributes] else { return nil }
+            self = .attributes(Lenient.stringMap(attributes))
+        default: return nil
+        }
+    }
+}
