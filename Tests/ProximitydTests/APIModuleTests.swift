@@ -100,6 +100,42 @@ struct APIModuleTests {
         #expect(properties.serviceUUID == "b89491c9-43dd-4d75-bf16-dff381aed967")
     }
 
+    @Test("AlertProperties encodes exactly the types of dbus/org.proximityd.Alert1.xml; AlertManager1.xml's properties and AlertStrategy1.xml's Evaluate are ProximityBus's")
+    func alertFiles() throws {
+        let declared = try Self.declaredProperties("org.proximityd.Alert1.xml")
+        #expect(Set(declared.keys) == Set(AlertProperties.Key.allCases.map(\.rawValue)))
+        for key in AlertProperties.Key.allCases {
+            let d = key.descriptor
+            #expect(declared[key.rawValue]?.type == d.type.description, "\(key)")
+            #expect(declared[key.rawValue]?.const == d.isConst, "\(key)")
+            #expect(declared[key.rawValue]?.access == "read" && !d.isWritable, "\(key)")
+        }
+        var target = AlertProperties(alert: "beacon1", target: "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:1")
+        target.title = "Beacon1"
+        target.extra = ["room": "3"]
+        target.actionStatus = "inProgress"
+        target.conditionValid = true
+        target.proximity = "near"
+        target.detected = true
+        #expect(AlertProperties(target.values) == target)
+        #expect(AlertProperties(target.values.mapValues { .variant($0) }) == target)
+        for (name, value) in target.values { #expect(value.type.description == declared[name]?.type, "\(name)") }
+        #expect(target.path.rawValue == "/org/proximityd/alerts/beacon1/ibeacon_3af7826da6_2d4fa2_2d4e98_2d8024_2dbc5b71e0893e_3a1_3a1")
+
+        let manager = try Self.declaredProperties("org.proximityd.AlertManager1.xml")
+        #expect(manager.mapValues { $0.type } == [ProximityBus.AlertManager1.current: "o", ProximityBus.AlertManager1.strategies: "as"])
+        #expect(manager.values.allSatisfy { $0.access == "read" && !$0.const })
+
+        // Clients implement AlertStrategy1: its file must say what the node calls.
+        let strategy = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.AlertStrategy1.xml"), encoding: .utf8)
+        let element = try #require(RegionBusTests.interfaceElement(strategy, ProximityBus.AlertStrategy1.interface.rawValue))
+        let evaluate = "<method name=\"\(ProximityBus.AlertStrategy1.evaluate)\">"
+            + " <arg name=\"targets\" type=\"\(ProximityBus.AlertStrategy1.targetsType)\" direction=\"in\"/>"
+            + " <arg name=\"verdicts\" type=\"\(ProximityBus.AlertStrategy1.verdictsType)\" direction=\"out\"/> </method>"
+        #expect(element.contains(evaluate), "\(element)")
+        #expect(element.contains("<method name=\"\(ProximityBus.AlertStrategy1.release)\"/>"), "\(element)")
+    }
+
     /// A stand-in node on a private bus: the object manager at /org/proximityd, Peer1 objects
     /// exported from `PeerProperties.interface`, and the name.
     struct StandIn {

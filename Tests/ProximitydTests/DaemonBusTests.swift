@@ -1,5 +1,7 @@
+import BlueZSim
 import DBusKit
 import Foundation
+import ProximityAPI
 import ProximityNode
 import ProximityTesting
 import Testing
@@ -60,22 +62,49 @@ struct DaemonBusTests {
         }
     }
 
-    @Test("dbus/org.proximityd.Node1.xml matches what the daemon returns from Introspect")
+    @Test("dbus/org.proximityd.Node1.xml and AlertManager1.xml match what the daemon returns from Introspect on /org/proximityd")
     func introspectionMatchesFile() async throws {
         try await withBox { box in
             let daemon = try await box.startDaemon()
             let reply = try await box.observer.call(destination: "org.proximityd", path: "/org/proximityd",
                                                     interface: .introspectable, member: "Introspect")
             let live = try #require(reply.first?.string)
-            let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.Node1.xml"), encoding: .utf8)
-            func interfaceElement(_ xml: String) -> String? {
-                guard let start = xml.range(of: "<interface name=\"org.proximityd.Node1\">"),
-                      let end = xml.range(of: "</interface>", range: start.upperBound..<xml.endIndex) else { return nil }
-                return xml[start.lowerBound..<end.upperBound].split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            for interface in ["org.proximityd.Node1", "org.proximityd.AlertManager1"] {
+                let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/\(interface).xml"), encoding: .utf8)
+                let expected = try #require(RegionBusTests.interfaceElement(file, interface), "\(interface)")
+                #expect(RegionBusTests.interfaceElement(live, interface) == expected, "\(interface)")
             }
-            let expected = try #require(interfaceElement(file))
-            #expect(interfaceElement(live) == expected)
             await daemon.stop()
+        }
+    }
+
+    @Test("dbus/org.proximityd.Alert1.xml matches what the daemon returns from Introspect on an alert's target (an iBeacon on bluez-sim)")
+    func alertIntrospectionMatchesFile() async throws {
+        let fleet = "f7826da6-4fa2-4e98-8024-bc5b71e0893e"
+        let scenario = Scenario(seed: 11, boxes: [
+            BoxSpec(name: "desk", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0))),
+        ])
+        try await withNodes(scenario) { sim, daemons in
+            daemons["desk"] = try await sim.startDaemon("desk")
+            _ = try await sim.control(["AddBeacon", "s", """
+                {"name": "beacon1", "address": "C0:00:00:00:00:01", "ibeacon": {"uuid": "\(fleet)", "major": 1, "minor": 1}, "position": [1, 0]}
+                """])
+            // An empty matcher: every peer is a target, as docs/dbus-api.md shows it.
+            let added = try await sim.busctl("desk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1",
+                                                      "AddAlert", "sa{sv}", "a1", "1", "Match", "a{sv}", "0"])
+            #expect(added.status == 0, "\(added)")
+            let path = ProximityBus.alertPath(alert: "a1", target: "ibeacon:\(fleet):1:1")
+            try await eventually("the beacon is a1's target", timeout: .seconds(20)) {
+                try await sim.busctl("desk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1", "GetAlerts"])
+                    .stdout.contains(path.rawValue)
+            }
+            let observer = try await sim.buses["desk"]!.connect()
+            let reply = try await observer.call(destination: "org.proximityd", path: path, interface: .introspectable, member: "Introspect")
+            await observer.close()
+            let live = try #require(reply.first?.string)
+            let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.Alert1.xml"), encoding: .utf8)
+            let expected = try #require(RegionBusTests.interfaceElement(file, "org.proximityd.Alert1"))
+            #expect(RegionBusTests.interfaceElement(live, "org.proximityd.Alert1") == expected, "\(live)")
         }
     }
 
