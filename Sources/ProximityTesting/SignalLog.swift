@@ -10,7 +10,8 @@ public final class SignalLog: Sendable {
     }
     private struct State {
         var entries: [Entry] = []
-        var waiters: [UInt64: (predicate: @Sendable (DBusMessage) -> Bool, continuation: CheckedContinuation<Entry?, Never>)] = [:]
+        /// Each waiter's predicate, the first index it may take, and its continuation.
+        var waiters: [UInt64: (predicate: @Sendable (DBusMessage) -> Bool, from: Int, continuation: CheckedContinuation<Entry?, Never>)] = [:]
         var next: UInt64 = 0
     }
     private final class Shared: Sendable {
@@ -26,8 +27,9 @@ public final class SignalLog: Sendable {
                 let entry = Entry(at: .now, message: m)
                 let ready = shared.mutex.withLock { s -> [CheckedContinuation<Entry?, Never>] in
                     s.entries.append(entry)
+                    let index = s.entries.count - 1
                     var ready: [CheckedContinuation<Entry?, Never>] = []
-                    for (id, w) in s.waiters where w.predicate(m) {
+                    for (id, w) in s.waiters where index >= w.from && w.predicate(m) {
                         ready.append(w.continuation)
                         s.waiters[id] = nil
                     }
@@ -53,7 +55,7 @@ public final class SignalLog: Sendable {
                 await withCheckedContinuation { (c: CheckedContinuation<Entry?, Never>) in
                     let hit = self.shared.mutex.withLock { s -> Entry? in
                         if let e = s.entries.dropFirst(from).first(where: { predicate($0.message) }) { return e }
-                        s.waiters[id] = (predicate, c)
+                        s.waiters[id] = (predicate, from, c)
                         return nil
                     }
                     if let hit { c.resume(returning: hit) }

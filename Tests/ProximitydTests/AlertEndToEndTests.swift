@@ -136,7 +136,7 @@ struct AlertEndToEndTests {
             let reports = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Node1",
                                                                            member: "FoundDevices")))
             defer { reports.cancel() }
-            while reports.count < 12 { try await reports.wait(from: reports.count, timeout: .seconds(5), "a report") { _ in true } }
+            try await reports.wait(from: 11, timeout: .seconds(30), "12 reports") { _ in true }
             print("alerts end to end: 12 reports after the restart, from \(reports.entries.first!.at) to \(reports.entries[11].at)")
             #expect(Self.offers(log, from: mark).isEmpty, "nothing re-fired after SIGKILL: \(Self.offers(log, from: mark))")
             #expect(try await status(sim, 1) == "s \"done\"")

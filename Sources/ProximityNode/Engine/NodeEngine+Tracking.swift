@@ -76,9 +76,10 @@ extension NodeEngine {
     func runTracking(_ candidates: [RegionCandidate], at t: Timestamp) {
         let actions = tracker.update(candidates, at: t)
         guard !actions.isEmpty else { return }
+        let before = profile.attributes
         var happenings: [Happening] = []
         for action in actions { happenings += apply(action, at: t) }
-        let offers = react(happenings, at: t)
+        let offers = react(happenings, at: t, profileBefore: before)
         if !offers.isEmpty { settleAlerts(offers) }
     }
 
@@ -153,9 +154,11 @@ extension NodeEngine {
     /// ``maxRuleRounds`` rounds at most), saves what changed, and publishes the step. Returns the
     /// alert events of `offer-alert` actions, for the caller to publish with the alerts.
     @discardableResult
-    func react(_ happenings: [Happening], at t: Timestamp) -> [AlertEvent] {
+    /// `profileBefore`: the attributes before the happenings' own changes (the `Attributes` the
+    /// bus shows until this step).
+    func react(_ happenings: [Happening], at t: Timestamp, profileBefore: [String: String]? = nil) -> [AlertEvent] {
         guard !happenings.isEmpty else { return [] }
-        let before = profile.attributes
+        let before = profileBefore ?? profile.attributes
         var signals: [ProfileSignal] = []
         var offers: [AlertEvent] = []
         var queue = happenings
@@ -241,7 +244,7 @@ extension NodeEngine {
             (profile, tracker, rules, ruleSources) = before
             throw error
         }
-        let offers = react(happenings, at: clock.now)
+        let offers = react(happenings, at: clock.now, profileBefore: before.0.attributes)
         if !offers.isEmpty { settleAlerts(offers) }
         return changeSequence
     }
