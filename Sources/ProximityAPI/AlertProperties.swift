@@ -182,7 +182,12 @@ extension Alert {
                 }
                 var matcher: [String: DBusValue] = [:]
                 for entry in entries { matcher[entry.key.string ?? ""] = entry.value }
-                do { _ = try RegionMatcher(busValues: matcher) } catch { throw .definition(AlertDefinitionError(key, "\(error)")) }
+                do { _ = try RegionMatcher(busValues: matcher) } catch {
+                    switch error {
+                    case .matcher(let problem): throw .definition(AlertDefinitionError(key, "\(problem)"))
+                    case .unknownKey: throw .definition(AlertDefinitionError(key, "has an \(error)"))
+                    }
+                }
                 var matcherParts: [String: RegionMatcher.Value] = [:]
                 for (k, v) in matcher {
                     switch v.unwrapped {

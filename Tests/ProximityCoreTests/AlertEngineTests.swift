@@ -261,6 +261,34 @@ import Testing
     }
 }
 
+extension AlertEngineTests {
+    @Test("a strategy registered while its alert is on offer keeps the offer until its first answer")
+    func registeredWhileOffered() {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1, parameters: AlertParameters(range: .near, strategy: "crowd")))
+        let offered = engine.update([Self.peer(1, .near, 1, at: 1)], at: 1)
+        #expect(Self.offers(offered) == [Self.b1], "the default strategy while crowd is unknown")
+        engine.register(.external(key: "crowd"))
+        let switched = engine.update([Self.peer(1, .near, 1, at: 2)], at: 2)
+        #expect(!switched.contains { if case .removed = $0 { true } else { false } }, "\(switched)")
+        #expect(engine.current == Self.b1 && engine.targets[Self.b1]?.strategy == "crowd")
+        #expect(engine.apply(verdicts: [Self.b1: false], from: "crowd", at: 2.1).contains(.removed(Self.b1, reason: .conditionNotValid)))
+    }
+
+    @Test("SetActionStatus inProgress: becomes the current alert when none is; refused while another is")
+    func forcedInProgress() throws {
+        var engine = AlertEngine()
+        _ = engine.add(Self.alert(1))
+        _ = engine.add(Self.alert(2))
+        _ = engine.update([Self.peer(1, .far, 8, at: 1), Self.peer(2, .far, 9, at: 1)], at: 1)
+        _ = try engine.setStatus(Self.b2, .inProgress)
+        #expect(engine.current == Self.b2)
+        #expect(throws: AlertCommandError.anotherCurrent(Self.b2)) { try engine.setStatus(Self.b1, .inProgress) }
+        #expect(try engine.done(Self.b2) == [.status(Self.b2, .done)])
+        #expect(engine.current == nil)
+    }
+}
+
 /// Alerts as clients write them: parts by name, checked.
 @Suite struct AlertDefinitionTests {
     static let match = Alert.Value.matcher(["UUID": .text("f7826da6-4fa2-4e98-8024-bc5b71e0893e"), "Major": .integer(1)])

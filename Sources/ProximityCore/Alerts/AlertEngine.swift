@@ -34,6 +34,8 @@ public enum AlertCommandError: Error, Sendable, Hashable {
     case notOffered(AlertTargetKey)
     /// Done of a target that is neither offered nor in progress.
     case notInProgress(AlertTargetKey)
+    /// Forcing a target in progress while another is offered or in progress.
+    case anotherCurrent(AlertTargetKey)
 }
 
 /// One target of one alert: the seed's beacon alert strategy parameter object.
@@ -187,6 +189,7 @@ public struct AlertEngine: Sendable {
     private func evaluate(_ key: AlertTargetKey, _ target: inout AlertTarget, _ strategy: AnyAlertStrategy, _ parameters: AlertParameters,
                           at t: Timestamp, _ events: inout [AlertEvent]) {
         var valid = strategy.valid(target.parameter, parameters, t)
+        if strategy.undecided(target.parameter) { valid = target.conditionValid }
         if valid { target.graceUntil = nil }
         if let grace = target.graceUntil {
             if t < grace { valid = target.conditionValid } else { target.graceUntil = nil }
@@ -244,7 +247,7 @@ public struct AlertEngine: Sendable {
         guard let strategy = strategies[key] else { return [] }
         for (target, verdict) in verdicts.sorted(by: { $0.key < $1.key }) {
             guard var entry = targets[target], entry.strategy == key, let alert = alerts[target.alert] else { continue }
-            entry.parameter = verdict
+            entry.parameter = Optional(verdict)
             evaluate(target, &entry, strategy, alert.parameters, at: t, &events)
             targets[target] = entry
         }
@@ -328,6 +331,9 @@ public struct AlertEngine: Sendable {
     public mutating func setStatus(_ key: AlertTargetKey, _ status: ActionStatus) throws(AlertCommandError) -> [AlertEvent] {
         guard let target = targets[key] else { throw .unknownTarget(key) }
         guard target.actionStatus != status else { return [] }
+        // One alert in progress at a time: forcing another in progress while one is offered or in
+        // progress is refused; with none, it becomes the current one (Done then closes it).
+        if status == .inProgress, let current, current != key { throw .anotherCurrent(current) }
         var events: [AlertEvent] = []
         if current == key {
             let offered = target.actionStatus == .waitingForAction
@@ -338,6 +344,7 @@ public struct AlertEngine: Sendable {
             }
         }
         targets[key]!.actionStatus = status
+        if status == .inProgress { current = key }
         if status == .done, !target.conditionValid, target.invalidSince == nil { targets[key]!.invalidSince = now }
         events.append(.status(key, status))
         return events + offerNext()
@@ -417,9 +424,11 @@ extension AnyAlertStrategy {
     }
 }
 
+/// The last answer for a target; nil until the first, while the target keeps the condition it had
+/// (a strategy registered while an alert is offered does not take it back before it answers).
 struct ExternalStrategy: AlertStrategy {
     let key: String
-    func makeParameter() -> Bool { false }
-    func update(_ p: inout Bool, with observation: AlertObservation?, alert: AlertParameters, at t: Timestamp) {}
-    func isConditionValid(_ p: Bool, alert: AlertParameters, at t: Timestamp) -> Bool { p }
+    func makeParameter() -> Bool? { nil }
+    func update(_ p: inout Bool?, with observation: AlertObservation?, alert: AlertParameters, at t: Timestamp) {}
+    func isConditionValid(_ p: Bool?, alert: AlertParameters, at t: Timestamp) -> Bool { p ?? false }
 }

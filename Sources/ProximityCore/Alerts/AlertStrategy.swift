@@ -80,6 +80,9 @@ public struct AnyAlertStrategy: Sendable {
     let make: @Sendable () -> any Sendable
     let updateBox: @Sendable (inout any Sendable, AlertObservation?, AlertParameters, Timestamp) -> Void
     let valid: @Sendable (any Sendable, AlertParameters, Timestamp) -> Bool
+    /// Whether the strategy has no opinion yet on a target (an outside strategy before its first
+    /// answer): the target keeps the condition it had.
+    let undecided: @Sendable (any Sendable) -> Bool
 
     public init<S: AlertStrategy>(_ strategy: S) {
         key = strategy.key
@@ -93,5 +96,6 @@ public struct AnyAlertStrategy: Sendable {
             guard let p = box as? S.Parameter else { return false }
             return strategy.isConditionValid(p, alert: alert, at: t)
         }
+        undecided = { box in (box as? Bool?) == .some(nil) }
     }
 }

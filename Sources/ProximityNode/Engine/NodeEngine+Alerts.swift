@@ -258,6 +258,8 @@ extension NodeEngine {
         case .notOffered(let key): DBusError(Errors.notOffered, "alert \(key.alert.debugDescription) for \(key.peer) is not on offer")
         case .notInProgress(let key):
             DBusError(Errors.notOffered, "alert \(key.alert.debugDescription) for \(key.peer) is neither offered nor in progress")
+        case .anotherCurrent(let key):
+            DBusError(Errors.notPermitted, "alert \(key.alert.debugDescription) for \(key.peer) is offered or in progress: one alert at a time")
         }
     }
 
