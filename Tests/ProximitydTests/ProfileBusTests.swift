@@ -1,0 +1,121 @@
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityTesting
+import Testing
+
+/// Profile1 and EventLog1 on a node with no radio: introspection, manual tracking and attributes
+/// with their signals and log entries, rules over the bus (added, tested, fired, refused), every
+/// bad input named, and the profile and rules across SIGKILL.
+@Suite("the profile on the bus", .serialized)
+struct ProfileBusTests {
+    static func profile(_ box: Box, _ method: String, _ arguments: [String] = []) async throws -> CommandResult {
+        try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", method] + arguments)
+    }
+
+    @Test("dbus/org.proximityd.Profile1.xml and EventLog1.xml match what the daemon returns from Introspect")
+    func introspection() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            let reply = try await box.observer.call(destination: "org.proximityd", path: "/org/proximityd", interface: .introspectable,
+                                                    member: "Introspect")
+            let live = try #require(reply.first?.string)
+            for interface in ["org.proximityd.Profile1", "org.proximityd.EventLog1"] {
+                let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/\(interface).xml"), encoding: .utf8)
+                let expected = try #require(RegionBusTests.interfaceElement(file, interface))
+                #expect(RegionBusTests.interfaceElement(live, interface) == expected)
+            }
+            await daemon.stop()
+        }
+    }
+
+    @Test("TrackBeacon, a rule that fires on it, UpdateAttribute, ClearCurrentBeacon: Attributes, signals and the log in order; kept across SIGKILL")
+    func trackAndRules() async throws {
+        try await withBox { box in
+            var daemon = try await box.startDaemon()
+            let signals = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", path: "/org/proximityd")))
+            defer { signals.cancel() }
+            let rule = #"{"on": "tracking", "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": 12}, {"key": "a.beacon.prox", "op": "le", "value": 2}]}, "do": [{"signal": {"minor": "{%a.beacon.minor%}"}}, {"set": {"a.visited": "yes"}}], "frequency": "once"}"#
+            #expect(try await Self.profile(box, "AddRule", ["ss", "near-12", rule]).status == 0)
+            let test = try await Self.profile(box, "TestRule", ["s", "near-12"])
+            #expect(test.stdout.hasPrefix("bas false 3 \"false  all of:\" \"  false  a.beacon.major eq \\\"12\\\"  (a.beacon.major is missing)\""), "\(test)")
+
+            #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "2", "1", "site", "museum"]).status == 0)
+            let attributes = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"])
+            #expect(attributes.stdout.trimmed == "a{ss} 5 \"a.beacon.major\" \"12\" \"a.beacon.minor\" \"7\" \"a.beacon.prox\" \"2\" \"a.beacon.uuid\" \"f7826da6-4fa2-4e98-8024-bc5b71e0893e\" \"a.visited\" \"yes\"",
+                    "\(attributes)")
+            // The signals, in order, before the reply: Tracked, its Logged, the rule's Logged, RuleFired, the rule's profile change Logged.
+            let members = signals.messages.filter { ["org.proximityd.Profile1", "org.proximityd.EventLog1"].contains($0.interface?.rawValue ?? "") }
+                .map(\.member!.rawValue)
+            #expect(members == ["Tracked", "Logged", "Logged", "RuleFired", "Logged"], "\(members)")
+            let tracked = signals.messages.first { $0.member == "Tracked" }!.body[0].stringKeyedDictionary?.mapValues { $0.string ?? "" }
+            #expect(tracked == ["site": "museum", "a.beacon.uuid": "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "a.beacon.major": "12",
+                                "a.beacon.minor": "7", "a.beacon.prox": "2"])
+            #expect(try await Self.profile(box, "TestRule", ["s", "near-12"]).stdout.hasPrefix("bas true"))
+            // once: a second track does not fire it again.
+            #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "1", "0"]).status == 0)
+            #expect(signals.messages.filter { $0.member == "RuleFired" }.count == 1)
+            #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.user", "albert"]).status == 0)
+
+            // SIGKILL: the attributes, the rule and its having fired are kept.
+            daemon.signal(SIGKILL)
+            _ = try await daemon.waitForExit(timeout: .seconds(10))
+            daemon = try await box.startDaemon()
+            let after = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"])
+            #expect(after.stdout.contains("\"a.user\" \"albert\"") && after.stdout.contains("\"a.beacon.prox\" \"1\""), "\(after)")
+            #expect(try await Self.profile(box, "GetRules").stdout.contains("near-12"))
+            let mark = signals.count
+            #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "2", "0"]).status == 0)
+            #expect(!signals.messages.dropFirst(mark).contains { $0.member == "RuleFired" }, "once, even across a restart")
+            #expect(try await Self.profile(box, "ClearCurrentBeacon").status == 0)
+            let cleared = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"])
+            #expect(cleared.stdout.trimmed == "a{ss} 2 \"a.user\" \"albert\" \"a.visited\" \"yes\"", "\(cleared)")
+            // The log, read back: the story in order.
+            let log = try await box.observer.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.EventLog1",
+                                                  member: "GetEvents", [.uint64(0), .double(0), .uint32(100)])
+            let story = (log.first?.arrayElements ?? []).compactMap(LogEntryValue.init).map { "\($0.source).\($0.type)" }
+            #expect(story == ["tracking.tracked", "rule.fired", "profile.changed", "tracking.tracked", "profile.changed", "tracking.tracked",
+                              "tracking.cleared"], "\(story)")
+            await daemon.stop()
+        }
+    }
+
+    @Test("every bad input gets a named error and changes nothing")
+    func badInput() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.kept", "1"]).status == 0)
+            let invalid = "org.proximityd.Error.InvalidArguments"
+            let missing = "org.proximityd.Error.DoesNotExist"
+            let cases: [(String, [String], String, String)] = [
+                ("UpdateAttribute", ["''", "'x'"], invalid, "the attribute key is empty"),
+                ("UpdateAttribute", ["'a.x'", "'\(String(repeating: "v", count: 5000))'"], invalid, "the value is longer than 4096 bytes"),
+                ("RemoveAttribute", ["'a.nope'"], missing, "no attribute \"a.nope\""),
+                ("TrackBeacon", ["'u'", "'1'", "'2'", "byte 7", "{}"], invalid, "prox must be 0 (unknown), 1 (immediate), 2 (near) or 3 (far)"),
+                ("AddRule", ["''", "'{}'"], invalid, "the rule identifier is empty"),
+                ("AddRule", ["'r'", "'not json'"], invalid, "rule \"r\": is not valid JSON"),
+                ("AddRule", ["'r'", #"'{"when": {"key": "a", "op": "is", "value": "1"}, "do": [{"log": {}}]}'"#], invalid,
+                 "rule \"r\": when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew"),
+                ("AddRule", ["'r'", #"'{"when": {"key": "a", "op": "eq", "value": "1"}}'"#], invalid, "a rule needs do: (its actions)"),
+                ("RemoveRule", ["'nope'"], missing, "no rule \"nope\" is defined"),
+                ("TestRule", ["'nope'"], missing, "no rule \"nope\" is defined"),
+                ("TrackBeacon", ["'u'"], "org.freedesktop.DBus.Error.InvalidArgs", "expecting 'sssya{ss}'"),
+            ]
+            for (method, arguments, name, message) in cases {
+                let result = try await runCommand("gdbus", ["call", "--address", box.address, "--dest", "org.proximityd",
+                                                            "--object-path", "/org/proximityd",
+                                                            "--method", "org.proximityd.Profile1.\(method)"] + arguments)
+                #expect(result.status != 0 && result.stderr.contains("\(name): ") && result.stderr.contains(message),
+                        "\(method) \(arguments): \(result)")
+            }
+            let events = try await runCommand("gdbus", ["call", "--address", box.address, "--dest", "org.proximityd", "--object-path", "/org/proximityd",
+                                                        "--method", "org.proximityd.EventLog1.GetEvents", "0", "nan", "10"])
+            #expect(events.status != 0 && events.stderr.contains("\(invalid): "), "\(events)")
+            let attributes = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"])
+            #expect(attributes.stdout.trimmed == "a{ss} 1 \"a.kept\" \"1\"")
+            #expect(try await Self.profile(box, "GetRules").stdout.trimmed == "a{ss} 0")
+            #expect(daemon.isRunning)
+            await daemon.stop()
+        }
+    }
+}
