@@ -11,7 +11,7 @@ struct CheckConfig: ParsableCommand {
         discussion: """
             Reads the file as `proximityd run --config FILE` and a reload would, and reports every \
             problem, one line each on standard error: FILE:LINE:COLUMN: message. A valid file \
-            prints FILE: ok (N regions, M alerts) on standard output.
+            prints FILE: ok (N regions, M alerts, K rules) on standard output.
 
             Exit status: 0 when the file is valid; 65 (EX_DATAERR) when it is not; 66 (EX_NOINPUT) \
             when it cannot be read (missing, not allowed, a directory), with one line \
@@ -40,8 +40,8 @@ struct CheckConfig: ParsableCommand {
         } catch {
             Self.fail(error.problems, status: Self.dataError)
         }
-        let regions = config.regions.count, alerts = config.alerts.count
-        print("\(file): ok (\(regions) \(regions == 1 ? "region" : "regions"), \(alerts) \(alerts == 1 ? "alert" : "alerts"))")
+        func count(_ n: Int, _ thing: String) -> String { "\(n) \(thing)\(n == 1 ? "" : "s")" }
+        print("\(file): ok (\(count(config.regions.count, "region")), \(count(config.alerts.count, "alert")), \(count(config.rules.count, "rule")))")
     }
 
     /// Prints each line on standard error and exits with `status`.

@@ -53,7 +53,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         BrokenConfig("two letters swapped", "regoins: []\n", "1:1: unknown key 'regoins' (did you mean 'regions'?)"),
         BrokenConfig("a key in the wrong case", "Bus: system\n", "1:1: unknown key 'Bus' (did you mean 'bus'?)"),
         BrokenConfig("a key far from every known one", "colour: red\n", "1:1: unknown key 'colour'"),
-        BrokenConfig("a section not supported yet", "rules: []\nmqtt: {}\n", "1:1: unknown key 'rules'", "2:1: unknown key 'mqtt'"),
+        BrokenConfig("a section not supported yet", "rules: []\nmqtt: {}\n", "2:1: unknown key 'mqtt'"),
         BrokenConfig("an unknown key in region-monitor", "region-monitor:\n  period: 5\n",
                      "2:3: region-monitor: unknown key 'period' (expected 'exit-period', 'max-regions' or 'restore-limit')"),
         BrokenConfig("an unknown key in a region", "regions:\n  - identifier: a\n    matches: {}\n",
@@ -289,6 +289,106 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             "8:5: alerts[1]: an alert needs a match (match: {} for every peer)",
             "8:17: alerts[1].identifier: alert 'exhibit-1' is already defined at 2:17",
             "9:12: alerts[1].start: must be a time of day HH:MM (00:00 to 24:00), not \"24:01\""),
+        // Tracking: its keys, the heartbeat's range, the match as an alert's, the context data's strings.
+        BrokenConfig("an unknown key in tracking", "tracking:\n  heartbeet: 60\n",
+                     "2:3: tracking: unknown key 'heartbeet' (did you mean 'heartbeat'?)"),
+        BrokenConfig("a heartbeat of 0", "tracking:\n  heartbeat: 0\n",
+                     "2:14: tracking.heartbeat: must be a number of seconds in 1...86400, not 0"),
+        BrokenConfig("a quoted heartbeat", "tracking:\n  heartbeat: \"60\"\n",
+                     "2:14: tracking.heartbeat: must be a number of seconds in 1...86400, not the string \"60\""),
+        BrokenConfig("within in tracking's match", "tracking:\n  match: {kind: ibeacon, within: near}\n",
+                     "2:26: tracking.match.within: cannot be in tracking's match (the tracker takes the nearest peer it matches)"),
+        BrokenConfig("a bad part in tracking's match", "tracking:\n  match:\n    major: 1\n",
+                     "3:5: tracking.match.major: needs uuid"),
+        BrokenConfig("context data that is not a string", "tracking:\n  context-data: {site: museum, floors: [1, 2]}\n",
+                     "2:40: tracking.context-data.floors: must be a string, not a list"),
+        BrokenConfig("context data that is a list", "tracking:\n  context-data: [site]\n",
+                     "2:17: tracking.context-data: must be a mapping of names to strings, not a list"),
+        BrokenConfig("tracking that is a list", "tracking: [heartbeat]\n",
+                     "1:11: tracking: must be a mapping of match, heartbeat and context-data, not a list"),
+        // Rules: the identifier, as an alert's.
+        BrokenConfig("rules that are a mapping", "rules: {identifier: a}\n", "1:8: rules: must be a list of rules, not a mapping"),
+        BrokenConfig("a rule without an identifier", "rules:\n  - when: {key: a.x, op: ex}\n    do: [{log: {}}]\n",
+                     "2:5: rules[0]: a rule needs an identifier"),
+        BrokenConfig("an empty rule identifier", "rules:\n  - identifier: \"\"\n    when: {key: a.x, op: ex}\n    do: [{log: {}}]\n",
+                     "2:17: rules[0].identifier: the rule identifier is empty"),
+        BrokenConfig("a rule defined twice", """
+            rules:
+              - identifier: near
+                when: {key: a.x, op: ex}
+                do: [{log: {}}]
+              - identifier: near
+                when: {key: a.y, op: ex}
+                do: [{log: {}}]
+            """, "5:17: rules[1].identifier: rule 'near' is already defined at 2:17"),
+        BrokenConfig("an unknown key in a rule, which then lacks it", "rules:\n  - identifier: a\n    wehn: {key: a.x, op: ex}\n    do: [{log: {}}]\n",
+                     "2:5: rules[0]: a rule needs when: (its condition)",
+                     "3:5: rules[0]: unknown key 'wehn' (did you mean 'when'?)"),
+        // Rules: the definition's problems, at the node they are about.
+        BrokenConfig("an operator that is not one, at its value", "rules:\n  - identifier: a\n    when: {key: a.beacon.prox, op: about, value: 2}\n    do: [{log: {}}]\n",
+                     "3:36: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\""),
+        BrokenConfig("gt with a value that is not a number, at the test", """
+            rules:
+              - identifier: a
+                when:
+                  all:
+                    - {key: a.beacon.major, op: eq, value: 12}
+                    - {key: a.beacon.prox, op: gt, value: near}
+                do: [{log: {}}]
+            """, "6:11: rules[0].when.all[1]: gt compares numbers: \"near\" is not a number"),
+        BrokenConfig("an unknown action, at its key", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex}\n    do:\n      - notify: {a: b}\n",
+                     "5:9: rules[0].do[0].notify: unknown action (known: signal, set, remove, offer-alert, log)"),
+        BrokenConfig("a rule without do, at the item", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex}\n",
+                     "2:5: rules[0]: a rule needs do: (its actions)"),
+        BrokenConfig("frequency cooldown without a cooldown", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex}\n    do: [{log: {}}]\n    frequency: cooldown\n",
+                     "5:16: rules[0].frequency: cooldown needs cooldown: SECONDS"),
+        BrokenConfig("a trigger that is not one", "rules:\n  - identifier: a\n    on: [weather]\n    when: {key: a.x, op: ex}\n    do: [{log: {}}]\n",
+                     "3:10: rules[0].on[0]: must be one of profile, tracking, region, alert, not the string \"weather\""),
+        BrokenConfig("a duplicate key in a test", "rules:\n  - identifier: a\n    when: {key: a.x, op: eq, op: ne, value: 1}\n    do: [{log: {}}]\n",
+                     "3:30: rules[0].when: duplicate key 'op' (first at 3:22)"),
+        BrokenConfig("a test without a key, at the test", "rules:\n  - identifier: a\n    when: {op: ex}\n    do: [{log: {}}]\n",
+                     "3:11: rules[0].when.key: a test needs key: (a profile attribute, or event.<field>)"),
+        BrokenConfig("an empty list item in a rule", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex}\n    do:\n      -\n      - log: {}\n",
+                     "5:8: rules[0].do[0]: must be a value, not an empty value"),
+        BrokenConfig("a number beyond 64 bits in a rule", "rules:\n  - identifier: a\n    when: {key: a.x, op: eq, value: 99999999999999999999}\n    do: [{log: {}}]\n",
+                     "3:37: rules[0].when.value: 99999999999999999999 is out of range"),
+        BrokenConfig("an unknown key in a test, at the key", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex, vaule: 1}\n    do: [{log: {}}]\n",
+                     "3:30: rules[0].when.vaule: unknown key in a test (known: key, op, value, values; or all, any for a group)"),
+        BrokenConfig("a rule that is a string", "rules:\n  - near-12\n",
+                     "2:5: rules[0]: must be a mapping with identifier:, when:, do: and the rule's other keys such as on:, not the string \"near-12\""),
+        BrokenConfig("a condition that is a list", "rules:\n  - identifier: a\n    when: [{key: a.x, op: ex}]\n    do: [{log: {}}]\n",
+                     "3:11: rules[0].when: must be a test {key, op, value(s)} or a group {all: […]} / {any: […]}, not a list"),
+        BrokenConfig("a context data name that is empty", "tracking:\n  context-data: {\"\": x}\n",
+                     "2:18: tracking.context-data: a name is empty"),
+        // Rules: every problem of a rule, and of every rule.
+        BrokenConfig("several problems in rules", """
+            rules:
+              - identifier: a
+                on: [tracking, weather, alerts]
+                when:
+                  any:
+                    - {key: a.x, op: about, value: 1}
+                    - {key: a.y, op: ex}
+                    - {key: a.z, op: lt, values: [1, two]}
+                do:
+                  - signal: {a: b}
+                  - notify: {}
+                  - set: [a.x]
+                frequency: sometimes
+                cooldown: 60
+              - identifier: a
+                do: ""
+            """,
+            "3:20: rules[0].on[1]: must be one of profile, tracking, region, alert, not the string \"weather\"",
+            "3:29: rules[0].on[2]: must be one of profile, tracking, region, alert, not the string \"alerts\"",
+            "6:26: rules[0].when.any[0].op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\"",
+            "8:11: rules[0].when.any[2]: lt compares numbers: \"two\" is not a number",
+            "11:9: rules[0].do[1].notify: unknown action (known: signal, set, remove, offer-alert, log)",
+            "12:14: rules[0].do[2].set: must be a mapping of names to text, not a list",
+            "13:16: rules[0].frequency: must be always, once or cooldown, not the string \"sometimes\"",
+            "15:5: rules[1]: a rule needs when: (its condition)",
+            "15:17: rules[1].identifier: rule 'a' is already defined at 2:17",
+            "16:9: rules[1].do: must be a non-empty list of actions"),
         // Not UTF-8.
         BrokenConfig("bytes that are not UTF-8", "name: caf\u{FFFF}\n", "1:10: the file is not UTF-8 text"),
         // Several problems: every one, in the order of the file.
@@ -523,6 +623,127 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(ConfigDecoder.alertConfigNames(in: "is Start, not \"Start \\\"End\\\"\" but End") == "is start, not \"Start \\\"End\\\"\" but end")
     }
 
+    @Test("tracking and rules: every key, scalars as they look, the defaults, and the node's configuration")
+    func trackingAndRules() throws {
+        let file = try ConfigFile.parse("""
+            tracking:
+              match: {kind: ibeacon}
+              heartbeat: 60
+              context-data: {site: museum, floor: 2, open: yes}
+            rules:
+              - identifier: near-12
+                on: [tracking]
+                when:
+                  all:
+                    - {key: a.beacon.major, op: eq, value: "12"}
+                    - {key: a.beacon.prox, op: le, value: 2}
+                do:
+                  - signal: {major: "{%a.beacon.major%}"}
+                  - set: {a.visited: "yes"}
+                frequency: once
+              - identifier: lighthouse visitor
+                on: region
+                when:
+                  any:
+                    - {key: event.region, op: sw, values: [light, 1902, 2.5, true, yes]}
+                    - all:
+                        - {key: a.coupon, op: nx}
+                        - {key: a.beacon.prox, op: lt, value: 3}
+                do:
+                  - offer-alert: lighthouse
+                  - remove: a.coupon
+                  - log:
+                      note: near {%a.beacon.major%}
+                      count: 1
+                      open: on
+                  - set: {a.flag: true}
+                frequency: cooldown
+                cooldown: 2.5
+              - identifier: every event
+                on:
+                when: {key: event.type, op: ex}
+                do: [{log: {}}]
+                frequency:
+            """, path: Self.file)
+
+        #expect(file.tracking == Tracker.Configuration(matcher: try RegionMatcher.parse([(.kind, .text("ibeacon"))]), heartbeat: 60,
+                                                       contextData: ["site": "museum", "floor": "2", "open": "yes"]))
+        let expected = [
+            Rule(identifier: "near-12", triggers: [.tracking],
+                 condition: .all([.test(key: "a.beacon.major", op: .eq, values: ["12"]), .test(key: "a.beacon.prox", op: .le, values: ["2"])]),
+                 actions: [.signal(["major": "{%a.beacon.major%}"]), .set(["a.visited": "yes"])], frequency: .once),
+            Rule(identifier: "lighthouse visitor", triggers: [.region],
+                 condition: .any([.test(key: "event.region", op: .sw, values: ["light", "1902", "2.5", "true", "yes"]),
+                                  .all([.test(key: "a.coupon", op: .nx, values: []), .test(key: "a.beacon.prox", op: .lt, values: ["3"])])]),
+                 actions: [.offerAlert("lighthouse"), .remove(["a.coupon"]),
+                           .log(["note": "near {%a.beacon.major%}", "count": "1", "open": "on"]), .set(["a.flag": "true"])],
+                 frequency: .cooldown(2.5)),
+            Rule(identifier: "every event", condition: .test(key: "event.type", op: .ex, values: []), actions: [.log([:])]),
+        ]
+        #expect(file.rules == expected)
+
+        // The same as the bus's definition of the same tree: numbers and booleans as YAML reads
+        // them when plain, text when quoted or when they only look like something else to YAML 1.1.
+        let tree = RuleValue.map([
+            ("on", .list([.text("tracking")])),
+            ("when", .map([("all", .list([
+                .map([("key", .text("a.beacon.major")), ("op", .text("eq")), ("value", .text("12"))]),
+                .map([("key", .text("a.beacon.prox")), ("op", .text("le")), ("value", .number(2))]),
+            ]))])),
+            ("do", .list([.map([("signal", .map([("major", .text("{%a.beacon.major%}"))]))]),
+                          .map([("set", .map([("a.visited", .text("yes"))]))])])),
+            ("frequency", .text("once")),
+        ])
+        #expect(file.rules.first == (try Rule.parse(identifier: "near-12", tree)))
+
+        // They reach the node's configuration.
+        let configuration = NodeConfiguration(commandLine: RunOptions(), file: file, environment: [:])
+        #expect(configuration.tracking == file.tracking && configuration.rules == expected)
+
+        // Absent or empty: the defaults, no rules. An empty match tracks every peer.
+        for text in ["", "tracking:\nrules:\n", "tracking: {}\nrules: []\n"] {
+            let empty = try ConfigFile.parse(text, path: Self.file)
+            #expect(empty.tracking == Tracker.Configuration() && empty.rules.isEmpty, "\(text)")
+        }
+        #expect(try ConfigFile.parse("tracking:\n  match:\n  context-data:\n", path: Self.file).tracking
+                == Tracker.Configuration(matcher: RegionMatcher()))
+    }
+
+    @Test("the keys of tracking and of a rule")
+    func ruleKeys() {
+        #expect(ConfigFile.keys.suffix(2) == ["tracking", "rules"])
+        #expect(ConfigFile.ruleKeys == ["identifier"] + Rule.keys)
+        #expect(ConfigDecoder.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
+        #expect(ConfigDecoder.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")
+    }
+
+    @Test("a rule's node is replaced by one that is right, so the next problem is found")
+    func ruleTreeReplacing() throws {
+        let tree = RuleValue.map([("on", .list([.text("a"), .text("b")])), ("when", .map([("all", .list([.map([("op", .text("x"))])]))]))])
+        #expect(tree.replacing(["on", "[1]"], with: .text("profile"))
+                == .map([("on", .list([.text("a"), .text("profile")])), ("when", .map([("all", .list([.map([("op", .text("x"))])]))]))]))
+        #expect(tree.replacing(["on"], with: nil) == .map([("when", .map([("all", .list([.map([("op", .text("x"))])]))]))]))
+        #expect(tree.replacing(["do"], with: .list([])) == .map([("on", .list([.text("a"), .text("b")])),
+                                                               ("when", .map([("all", .list([.map([("op", .text("x"))])]))])),
+                                                               ("do", .list([]))]))
+        #expect(tree.replacing(["on", "[2]"], with: .text("x")) == nil)
+        #expect(tree.replacing(["on", "[0]", "k"], with: .text("x")) == nil)
+        #expect(tree.replacing(["cooldown"], with: nil) == tree)
+        let error = RuleDefinitionError(["when", "all", "[0]", "op"], "must be one of …")
+        let next = try #require(ConfigDecoder.ruleTree(tree, without: error))
+        #expect(try Rule.parse(identifier: "r", next.replacing(["on"], with: nil)!.replacing(["do"], with: .list([.map([("log", .map([]))])]))!)
+                .condition == .all([.test(key: "event.type", op: .ex, values: [])]))
+    }
+
+    @Test("more rules than a file may define are refused at the rules key")
+    func tooManyRules() {
+        let rules = (0 ..< ConfigFile.maxRules).map { "  - {identifier: r\($0), when: {key: a.x, op: ex}, do: [{log: {}}]}\n" }.joined()
+        #expect(ConfigFile.maxRules == RuleEngine.maxRules)
+        #expect(Self.problems("name: x\nrules:\n" + rules + "  - {identifier: last, when: {key: a.x, op: ex}, do: [{log: {}}]}\n")
+                == ["\(Self.file):2:1: rules: 1001 rules are more than a config file may define (1000)"])
+        #expect(Self.problems("rules:\n" + rules).isEmpty)
+    }
+
     @Test("more alerts than a file may define are refused at the alerts key")
     func tooManyAlerts() {
         let alerts = (0 ..< ConfigFile.maxAlerts).map { "  - {identifier: a\($0), match: {}}\n" }.joined()
@@ -666,6 +887,20 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(alerts.first?.parameters.cap == AlertCap(count: 3, window: 3600))
         #expect(alerts.first?.parameters.schedule == AlertSchedule(days: Set(1...5), start: 9 * 60, end: 18 * 60, outside: .hold))
         #expect(alerts.last == Alert(identifier: "welcome", content: AlertContent(title: "Welcome"), targets: RegionMatcher()))
+
+        // The commented tracking and rules, likewise.
+        #expect(file.tracking == Tracker.Configuration() && file.rules.isEmpty && full.rules.isEmpty, "an example, commented out")
+        func commented(_ key: Substring) throws -> String {
+            let start = try #require(lines.firstIndex(of: key))
+            return lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst() }.joined(separator: "\n")
+        }
+        let tracking = try ConfigFile.parse(commented("#tracking:"), path: "tracking").tracking
+        #expect(tracking.heartbeat == 60 && tracking.contextData == ["site": "museum", "floor": "2"])
+        #expect(tracking.matcher == (try RegionMatcher.parse([(.kind, .text("ibeacon")), (.uuid, .text("f7826da6-4fa2-4e98-8024-bc5b71e0893e"))])))
+        let rules = try ConfigFile.parse(commented("#rules:"), path: "rules").rules
+        #expect(rules.map(\.identifier) == ["near-12", "welcome-offer"])
+        #expect(rules.first?.actions == [.signal(["major": "{%a.beacon.major%}"]), .set(["a.visited": "yes"])])
+        #expect(rules.last?.frequency == .cooldown(600) && rules.last?.actions == [.offerAlert("lighthouse"), .log(["note": "entered {%event.region%}"])])
     }
 
     // MARK: - Parts

@@ -53,11 +53,11 @@ struct ConfigCommandTests {
     func example() async throws {
         let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", Self.example])
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == "\(Self.example): ok (4 regions, 0 alerts)\n")
+        #expect(result.stdout == "\(Self.example): ok (4 regions, 0 alerts, 0 rules)\n")
         #expect(result.stderr.isEmpty)
     }
 
-    @Test("check-config counts the regions and the alerts")
+    @Test("check-config counts the regions, the alerts and the rules")
     func counts() async throws {
         try await withDirectory { directory in
             let file = directory.appendingPathComponent("alerts.yaml").path
@@ -71,9 +71,32 @@ struct ConfigCommandTests {
                   - identifier: fleet
                     range: immediate
                     match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e}
+                tracking:
+                  heartbeat: 60
+                rules:
+                  - identifier: near-12
+                    on: [tracking]
+                    when: {key: a.beacon.major, op: eq, value: "12"}
+                    do:
+                      - offer-alert: lighthouse
                 """.write(toFile: file, atomically: true, encoding: .utf8)
             let result = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
-            #expect(result.status == 0 && result.stdout == "\(file): ok (1 region, 2 alerts)\n" && result.stderr.isEmpty, "\(result)")
+            #expect(result.status == 0 && result.stdout == "\(file): ok (1 region, 2 alerts, 1 rule)\n" && result.stderr.isEmpty, "\(result)")
+
+            try """
+                rules:
+                  - {identifier: a, when: {key: a.x, op: ex}, do: [{log: {}}]}
+                  - {identifier: b, when: {key: a.x, op: ex}, do: [{log: {}}]}
+                """.write(toFile: file, atomically: true, encoding: .utf8)
+            let two = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
+            #expect(two.status == 0 && two.stdout == "\(file): ok (0 regions, 0 alerts, 2 rules)\n" && two.stderr.isEmpty, "\(two)")
+
+            try "rules:\n  - identifier: near\n    when: {key: a.beacon.prox, op: about, value: 2}\n    do: [{log: {}}]\n"
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let badRule = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
+            #expect(badRule.status == 65, "\(badRule)")
+            #expect(badRule.stderr == "\(file):3:36: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\"\n",
+                    "\(badRule)")
 
             try "alerts:\n  - identifier: lighthouse\n    range: nearby\n    match: {}\n".write(toFile: file, atomically: true, encoding: .utf8)
             let broken = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
@@ -92,7 +115,7 @@ struct ConfigCommandTests {
             let empty = directory.appendingPathComponent("empty.yaml").path
             try "# nothing yet\n".write(toFile: empty, atomically: true, encoding: .utf8)
             let ok = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", empty])
-            #expect(ok.status == 0 && ok.stdout == "\(empty): ok (0 regions, 0 alerts)\n", "\(ok)")
+            #expect(ok.status == 0 && ok.stdout == "\(empty): ok (0 regions, 0 alerts, 0 rules)\n", "\(ok)")
         }
     }
 

@@ -3,17 +3,20 @@ import ProximityCore
 
 /// Reads a config file's ``ConfigNode`` tree strictly into its values, collecting every problem
 /// rather than stopping at the first: unknown keys (with the nearest known one when it is close),
-/// duplicate keys, wrong types, out-of-range values, bad regions. Each problem carries the position
-/// of the key (unknown, duplicate) or value (type, range) it is about.
+/// duplicate keys, wrong types, out-of-range values, bad regions, alerts and rules. Each problem
+/// carries the position of the key (unknown, duplicate) or value (type, range) it is about.
 ///
 /// Messages start with the path of the value (`clear-interval`, `region-monitor.exit-period`,
-/// `regions[1].match.uuid`, `alerts[0].range`) and say what was expected and what was found.
+/// `regions[1].match.uuid`, `alerts[0].range`, `rules[0].when.all[1].op`) and say what was
+/// expected and what was found.
 struct ConfigDecoder {
     private(set) var problems: [ConfigProblem] = []
     private(set) var options = RunOptions()
     private(set) var regionMonitor = RegionMonitor.Configuration()
     private(set) var regions: [Region] = []
     private(set) var alerts: [Alert] = []
+    private(set) var tracking = Tracker.Configuration()
+    private(set) var rules: [Rule] = []
 
     /// Decodes the document's root; nil (an empty document) is an empty config.
     mutating func decode(_ root: ConfigNode?) {
@@ -43,6 +46,11 @@ struct ConfigDecoder {
             case "alerts":
                 if let count = decodeAlerts(entry.value), count > ConfigFile.maxAlerts {
                     report(entry.keyPosition, "alerts: \(count) alerts are more than a config file may define (\(ConfigFile.maxAlerts))")
+                }
+            case "tracking": decodeTracking(entry.value)
+            case "rules":
+                if let count = decodeRules(entry.value), count > ConfigFile.maxRules {
+                    report(entry.keyPosition, "rules: \(count) rules are more than a config file may define (\(ConfigFile.maxRules))")
                 }
             default: break
             }
@@ -339,6 +347,259 @@ struct ConfigDecoder {
         return valid ? .map(fields) : nil
     }
 
+    // MARK: - Tracking
+
+    /// `tracking:`: the tracker's matcher, heartbeat and context data; absent or empty, the defaults.
+    private mutating func decodeTracking(_ node: ConfigNode) {
+        let path = "tracking"
+        guard !isNull(node) else { return }
+        guard let entries = mapping(node, path: path, keys: ConfigFile.trackingKeys,
+                                    expected: "a mapping of match, heartbeat and context-data") else { return }
+        for entry in entries {
+            let key = "\(path).\(entry.key)"
+            switch entry.key {
+            case "match":
+                if let matcher = decodeMatcher(entry, path: key, refusing: [.within, .exitPeriod],
+                                               refusal: "cannot be in tracking's match (the tracker takes the nearest peer it matches)",
+                                               expected: "a mapping of matcher keys such as kind: and uuid:") {
+                    tracking.matcher = matcher
+                }
+            case "heartbeat":
+                if let v = seconds(entry, key, in: Tracker.Configuration.heartbeatRange) { tracking.heartbeat = v }
+            case "context-data":
+                if let data = contextData(entry, path: key) { tracking.contextData = data }
+            default: break
+            }
+        }
+    }
+
+    /// `context-data:`: any names, each with a string (an unquoted scalar as its text); empty, none.
+    /// A name is an identifier (1 to 255 bytes without control characters), a value at most
+    /// ``Profile/maxValueLength`` bytes, as an attribute's.
+    private mutating func contextData(_ entry: ConfigEntry, path: String) -> [String: String]? {
+        guard !isNull(entry.value) else { return [:] }
+        guard let entries = mapping(entry.value, path: path, keys: nil, expected: "a mapping of names to strings") else { return nil }
+        var fields: [String: String] = [:]
+        var valid = true
+        for field in entries {
+            let at = "\(path).\(field.key)"
+            if let problem = identifierProblem(field.key, called: "a name") {
+                report(field.keyPosition, "\(path): \(problem)")
+                valid = false
+            } else if let s = string(field.value) {
+                if let problem = Profile.problem(value: s) {
+                    report(at: field.value, "\(at): \(problem)")
+                    valid = false
+                } else {
+                    fields[field.key] = s
+                }
+            } else {
+                report(at: field.value, fallback: field.keyPosition, "\(at): must be a string, not \(field.value.summary)")
+                valid = false
+            }
+        }
+        return valid ? fields : nil
+    }
+
+    // MARK: - Rules
+
+    /// `rules:`: each item's identifier, and the rest of it as a ``RuleValue`` tree built by
+    /// ``Rule/parse(identifier:_:)``. Returns the number of items, or nil when `rules:` is not a
+    /// list (reported).
+    private mutating func decodeRules(_ node: ConfigNode) -> Int? {
+        guard !isNull(node) else { return 0 }
+        guard case .sequence(let items) = node.kind else {
+            report(at: node, "rules: must be a list of rules, not \(node.summary)")
+            return nil
+        }
+        var defined: [String: ConfigPosition] = [:]
+        for (i, item) in items.enumerated() {
+            let path = "rules[\(i)]"
+            let (identifier, rule) = decodeRule(item, path: path)
+            guard let (id, position) = identifier else { continue }
+            if let first = defined[id] {
+                report(position, "\(path).identifier: rule '\(id)' is already defined at \(first)")
+                continue
+            }
+            defined[id] = position
+            if let rule { rules.append(rule) }
+        }
+        return items.count
+    }
+
+    /// Where each node of a rule's tree is, by its path from the rule's root as
+    /// ``RuleDefinitionError/path`` gives it (keys and `[i]`): the key it is the value of (none for
+    /// a list's item) and the value (the key, for an empty value).
+    private typealias RulePlaces = [[String]: (key: ConfigPosition?, value: ConfigPosition)]
+
+    /// One item of `rules:`: its identifier and where it is (nil when it has none that may be used),
+    /// and the rule (nil when anything of it is wrong). Every problem is reported.
+    private mutating func decodeRule(_ item: ConfigNode, path: String) -> (identifier: (String, ConfigPosition)?, rule: Rule?) {
+        guard let entries = mapping(item, path: path, keys: ConfigFile.ruleKeys,
+                                    expected: "a mapping with identifier:, when:, do: and the rule's other keys such as on:")
+        else { return (nil, nil) }
+        var identifier: (String, ConfigPosition)?
+        var valid = true
+        // False when a value could not be read: the tree is then incomplete, and what the
+        // definition would say of it is not reported.
+        var complete = true
+        var tree: [(String, RuleValue)] = []
+        var places: RulePlaces = [:]
+        for entry in entries {
+            if entry.key == "identifier" {
+                if let id = text(entry, path: "\(path).identifier", { s throws(OptionProblem) in
+                    if let problem = Rule.problem(identifier: s) { throw OptionProblem(problem) }
+                    return s
+                }) {
+                    identifier = (id, entry.value.position)
+                } else {
+                    valid = false
+                }
+                continue
+            }
+            // An empty value is as if the key were absent, as elsewhere in the file.
+            places[[entry.key]] = (entry.keyPosition, entry.value.isEmpty ? entry.keyPosition : entry.value.position)
+            guard !isNull(entry.value) else { continue }
+            if let value = ruleValue(entry.value, path: [entry.key], rule: path, places: &places) {
+                tree.append((entry.key, value))
+            } else {
+                complete = false
+            }
+        }
+        if !entries.contains(where: { $0.key == "identifier" }) {
+            report(item.position, "\(path): a rule needs an identifier")
+            valid = false
+        }
+        guard complete else { return (identifier, nil) }
+        var value = RuleValue.map(tree)
+        var rule: Rule?
+        // The definition stops at its first problem; the node it is about is then replaced by one
+        // that is right, and the check runs again, so every problem of the rule is reported.
+        for _ in 0 ... places.count + 2 {
+            do {
+                rule = try Rule.parse(identifier: identifier?.0 ?? "rule", value)
+                break
+            } catch {
+                valid = false
+                reportRuleProblem(error, path: path, item: item, places: places)
+                guard let next = Self.ruleTree(value, without: error), next != value else { break }
+                value = next
+            }
+        }
+        return (identifier, valid ? rule : nil)
+    }
+
+    /// A node of a rule as a ``RuleValue``, or nil when it cannot be one (reported): a mapping
+    /// with its keys in order (an empty value left out, as if absent), a list, and scalars as they
+    /// look: a plain scalar YAML reads as a number is a number, a plain `true` or `false` a boolean,
+    /// anything else (quoted, or `yes`, `on`, …) text. Records where every node is in `places`.
+    private mutating func ruleValue(_ node: ConfigNode, path: [String], rule: String, places: inout RulePlaces) -> RuleValue? {
+        let at = Self.rulePath(rule, path)
+        switch node.kind {
+        case .null:
+            report(node.position, "\(at): must be a value, not \(node.summary)")
+            return nil
+        case .bool(let b):
+            return node.isPlain && ["true", "false"].contains(node.text.lowercased()) ? .bool(b) : .text(node.text)
+        case .integer(let n?):
+            return node.isPlain ? .number(Double(n)) : .text(node.text)
+        case .integer(nil):
+            guard node.isPlain else { return .text(node.text) }
+            report(at: node, "\(at): \(node.text) is out of range")
+            return nil
+        case .float(let d):
+            return node.isPlain ? .number(d) : .text(node.text)
+        case .string(let s):
+            return .text(s)
+        case .sequence(let items):
+            var values: [RuleValue] = []
+            var valid = true
+            for (i, item) in items.enumerated() {
+                let itemPath = path + ["[\(i)]"]
+                places[itemPath] = (nil, item.position)
+                if let value = ruleValue(item, path: itemPath, rule: rule, places: &places) { values.append(value) } else { valid = false }
+            }
+            return valid ? .list(values) : nil
+        case .mapping:
+            guard let entries = mapping(node, path: at, keys: nil, expected: "a mapping") else { return nil }
+            var values: [(String, RuleValue)] = []
+            var valid = true
+            for entry in entries {
+                let entryPath = path + [entry.key]
+                places[entryPath] = (entry.keyPosition, entry.value.isEmpty ? entry.keyPosition : entry.value.position)
+                guard !isNull(entry.value) else { continue }
+                if let value = ruleValue(entry.value, path: entryPath, rule: rule, places: &places) {
+                    values.append((entry.key, value))
+                } else {
+                    valid = false
+                }
+            }
+            return valid ? .map(values) : nil
+        }
+    }
+
+    /// `rules[0]`, `rules[0].when.all[1].op`: the path of a node of the rule at `rule`.
+    private static func rulePath(_ rule: String, _ path: [String]) -> String {
+        let location = RuleDefinitionError(path, "").location
+        return location.isEmpty ? rule : location.first == "[" ? rule + location : "\(rule).\(location)"
+    }
+
+    /// Reports a problem of ``Rule/parse(identifier:_:)`` at the node its path names, or the
+    /// nearest one there is (the item itself for a problem of the whole rule): at the key for an
+    /// unknown key or action, else at the value.
+    private mutating func reportRuleProblem(_ error: RuleDefinitionError, path: String, item: ConfigNode, places: RulePlaces) {
+        let message = "\(Self.rulePath(path, error.path)): \(error.problem)"
+        var at = error.path
+        while !at.isEmpty, places[at] == nil { at.removeLast() }
+        guard let place = places[at] else {
+            report(item.position, message)
+            return
+        }
+        if at == error.path, error.problem.hasPrefix("unknown "), let key = place.key {
+            report(key, message)
+        } else {
+            report(place.value, message)
+        }
+    }
+
+    /// `tree` with the node `error` is about replaced by one that is right (or, for what the rule
+    /// lacks, given one), so that checking it again finds the next problem; nil when there is
+    /// nothing to replace.
+    static func ruleTree(_ tree: RuleValue, without error: RuleDefinitionError) -> RuleValue? {
+        let test = RuleValue.map([("key", .text("event.type")), ("op", .text("ex"))])
+        let action = RuleValue.map([("log", .map([]))])
+        let path = error.path
+        guard let first = path.first else {
+            guard case .map(let entries, _) = tree else { return nil }
+            if entries["when"] == nil { return tree.replacing(["when"], with: test) }
+            if entries["do"] == nil { return tree.replacing(["do"], with: .list([action])) }
+            return nil
+        }
+        switch first {
+        case "on":
+            // A trigger that is not one: another that is; else no `on`, every trigger.
+            return path.count >= 2 ? tree.replacing(Array(path.prefix(2)), with: .text(RuleTrigger.profile.rawValue))
+                : tree.replacing(["on"], with: nil)
+        case "when":
+            // The test or group the problem is in: the deepest one the path goes through.
+            var condition = ["when"]
+            var i = 1
+            while i + 1 < path.count, ["all", "any"].contains(path[i]), path[i + 1].first == "[" {
+                condition += [path[i], path[i + 1]]
+                i += 2
+            }
+            return tree.replacing(condition, with: test)
+        case "do":
+            return path.count >= 2 && path[1].first == "[" ? tree.replacing(Array(path.prefix(2)), with: action)
+                : tree.replacing(["do"], with: .list([action]))
+        case "frequency", "cooldown":
+            // Checked together: a problem of one leaves both out, lest the other be reported for it.
+            return tree.replacing(["frequency"], with: nil)?.replacing(["cooldown"], with: nil)
+        default:
+            return nil
+        }
+    }
+
     // MARK: - Shapes
 
     /// The entries of a mapping whose keys are among `keys` (nil: any key), each key's first
@@ -569,5 +830,49 @@ struct ConfigDecoder {
             }
         }
         return d[a.count][b.count]
+    }
+}
+
+extension RuleValue {
+    /// The tree with the node at `path` (keys and `[i]`, as ``RuleDefinitionError/path``) replaced
+    /// by `value`, or given it when a mapping lacks the last key; `value` nil removes the key from
+    /// its mapping. Nil when the path goes through anything else or past a list's end.
+    func replacing(_ path: [String], with value: RuleValue?) -> RuleValue? {
+        guard let first = path.first else { return value }
+        let rest = Array(path.dropFirst())
+        switch self {
+        case .map(var entries, var order):
+            if let child = entries[first] {
+                if !rest.isEmpty {
+                    guard let next = child.replacing(rest, with: value) else { return nil }
+                    entries[first] = next
+                } else if let value {
+                    entries[first] = value
+                } else {
+                    entries[first] = nil
+                    order.removeAll { $0 == first }
+                }
+            } else {
+                guard rest.isEmpty else { return nil }
+                guard let value else { return self }
+                entries[first] = value
+                order.append(first)
+            }
+            return .map(entries, order: order)
+        case .list(var items):
+            guard first.first == "[", first.last == "]", let i = Int(first.dropFirst().dropLast()), items.indices.contains(i) else {
+                return nil
+            }
+            if rest.isEmpty {
+                guard let value else { return nil }
+                items[i] = value
+            } else {
+                guard let item = items[i].replacing(rest, with: value) else { return nil }
+                items[i] = item
+            }
+            return .list(items)
+        default:
+            return nil
+        }
     }
 }

@@ -5,13 +5,14 @@ import ProximityCore
 
 /// The daemon's config file (`proximityd run --config FILE`, by default
 /// `/etc/proximityd/proximityd.yaml` when it exists), as read: the `run` options it sets, the
-/// region monitor's settings, the regions and the alerts. Format and keys: `docs/configuration.md`.
+/// region monitor's settings, the regions, the alerts, the tracker's settings and the rules.
+/// Format and keys: `docs/configuration.md`.
 ///
 /// Reading is strict and reports every problem at once, one line each, as
 /// `FILE:LINE:COLUMN: message` (1-based, pointing at the offending key or value): YAML syntax,
 /// bytes that are not UTF-8, unknown keys (with the nearest known key when it is close), duplicate
-/// keys, wrong types, values out of range, duplicate region and alert identifiers, matchers that
-/// cannot be, alert parts that cannot be or do not go together.
+/// keys, wrong types, values out of range, duplicate region, alert and rule identifiers, matchers
+/// that cannot be, alert parts that cannot be or do not go together, rules that cannot be.
 /// An empty file, or one with only comments, is a valid empty config.
 public struct ConfigFile: Sendable, Hashable {
     /// Where `proximityd run` and `proximityd check-config` look when given no file.
@@ -22,7 +23,7 @@ public struct ConfigFile: Sendable, Hashable {
     /// The top-level keys: the `run` options' long names, then the sections.
     public static let keys = [
         "bus", "bus-name", "state-dir", "name", "service-uuid", "adapter", "power-on", "clear-interval", "measured-power",
-        "path-loss-exponent", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts",
+        "path-loss-exponent", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts", "tracking", "rules",
     ]
     /// The keys of `region-monitor:`.
     public static let regionMonitorKeys = ["exit-period", "max-regions", "restore-limit"]
@@ -33,6 +34,14 @@ public struct ConfigFile: Sendable, Hashable {
     public static let alertKeys = ["identifier"] + Alert.Key.allCases.map(\.configName)
     /// The most alerts a file may define.
     public static let maxAlerts = 1000
+    /// The keys of `tracking:` (the keys of its `match:` are ``RegionMatcher/Key/configName``, but
+    /// for `within` and `exit-period`).
+    public static let trackingKeys = ["match", "heartbeat", "context-data"]
+    /// The keys of an item of `rules:`: `identifier`, then ``Rule/keys`` (what is under them is
+    /// checked by ``Rule/parse(identifier:_:)``).
+    public static let ruleKeys = ["identifier"] + Rule.keys
+    /// The most rules a file may define: as many as the rules engine holds.
+    public static let maxRules = RuleEngine.maxRules
 
     /// The file it was read from, as given.
     public var path: String
@@ -45,17 +54,19 @@ public struct ConfigFile: Sendable, Hashable {
     /// `alerts:`, in the file's order.
     public var alerts: [Alert]
     /// `tracking:`, with the defaults for what the file leaves out.
-    public var tracking = Tracker.Configuration()
+    public var tracking: Tracker.Configuration
     /// `rules:`, in the file's order.
-    public var rules: [Rule] = []
+    public var rules: [Rule]
 
     public init(path: String, options: RunOptions = RunOptions(), regionMonitor: RegionMonitor.Configuration = .init(),
-                regions: [Region] = [], alerts: [Alert] = []) {
+                regions: [Region] = [], alerts: [Alert] = [], tracking: Tracker.Configuration = .init(), rules: [Rule] = []) {
         self.path = path
         self.options = options
         self.regionMonitor = regionMonitor
         self.regions = regions
         self.alerts = alerts
+        self.tracking = tracking
+        self.rules = rules
     }
 
     /// Reads and parses the file at `path`.
@@ -110,7 +121,7 @@ public struct ConfigFile: Sendable, Hashable {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) })
         }
         return ConfigFile(path: path, options: decoder.options, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
-                          alerts: decoder.alerts)
+                          alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules)
     }
 }
 
