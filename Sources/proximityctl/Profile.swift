@@ -1,0 +1,119 @@
+import ArgumentParser
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityCore
+
+/// `proximityctl profile`, `track`, `clear`: the node's profile and beacon tracking
+/// (`org.proximityd.Profile1`).
+struct ProfileCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "profile",
+        abstract: "Show and change the node's profile (a.beacon.major, a.beacon.prox, …).",
+        discussion: """
+            The profile holds named text values: the tracker's (a.beacon.uuid, a.beacon.major, \
+            a.beacon.minor, a.beacon.prox with prox 0 unknown, 1 immediate, 2 near, 3 far) and \
+            the ones clients and rules set. Rules test them; see docs/tracking.md.
+
+            Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be reached \
+            or refuses the call.
+            """,
+        subcommands: [Show.self, Set.self, Unset.self],
+        defaultSubcommand: Show.self)
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the attributes, sorted by key.")
+        @OptionGroup var node: NodeOptions
+        @Flag(name: .long, help: "Print one JSON object instead of lines.") var json = false
+
+        func run() async throws {
+            let attributes = await node.withNode("cannot read the profile") { try await $0.attributes() }
+            if json {
+                print(try jsonText(attributes))
+            } else {
+                let width = attributes.keys.map(\.count).max() ?? 0
+                for (key, value) in attributes.sorted(by: { $0.key < $1.key }) {
+                    print(key.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + value)
+                }
+            }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set an attribute (UpdateAttribute).")
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The attribute's key.") var key: String
+        @Argument(help: "Its value.") var value: String
+
+        func validate() throws {
+            if let problem = Profile.problem(key: key) ?? Profile.problem(value: value) { throw ValidationError(problem) }
+        }
+
+        func run() async throws {
+            await node.withNode("cannot set \(key)") { try await $0.updateAttribute(key, value) }
+        }
+    }
+
+    struct Unset: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove an attribute (RemoveAttribute).")
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The attribute's key.") var key: String
+
+        func validate() throws {
+            if let problem = Profile.problem(key: key) { throw ValidationError(problem) }
+        }
+
+        func run() async throws {
+            await node.withNode("cannot remove \(key)") { try await $0.removeAttribute(key) }
+        }
+    }
+}
+
+/// `proximityctl track`: the seed's manual `trackBeacon`.
+struct Track: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Track a beacon by hand (TrackBeacon), as the seed's trackBeacon call does.",
+        discussion: """
+            Sets a.beacon.uuid, a.beacon.major, a.beacon.minor and a.beacon.prox (an empty value \
+            removes its attribute), and sends a tracking event with them and the KEY=VALUE context \
+            data; rules on tracking see it.
+            """)
+    @OptionGroup var node: NodeOptions
+    @Argument(help: "The beacon's UUID (\"\" for none).") var uuid: String
+    @Argument(help: "Its major (\"\" for none).") var major: String
+    @Argument(help: "Its minor (\"\" for none).") var minor: String
+    @Argument(help: "0 unknown, 1 immediate, 2 near, 3 far.") var prox: UInt8
+    @Argument(help: "Context data, KEY=VALUE each.") var data: [String] = []
+
+    func validate() throws {
+        guard prox <= 3 else { throw ValidationError("prox must be 0 (unknown), 1 (immediate), 2 (near) or 3 (far), not \(prox)") }
+        for item in data where !item.contains("=") { throw ValidationError("context data must be KEY=VALUE, not \(item.debugDescription)") }
+    }
+
+    func run() async throws {
+        var context: [String: String] = [:]
+        for item in data {
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            context[String(parts[0])] = String(parts[1])
+        }
+        await node.withNode("cannot track the beacon") {
+            try await $0.trackBeacon(uuid: uuid, major: major, minor: minor, prox: prox, data: context)
+        }
+    }
+}
+
+/// `proximityctl clear`: the seed's `clearCurrentBeacon`.
+struct Clear: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Clear the current beacon (ClearCurrentBeacon): its attributes are removed.")
+    @OptionGroup var node: NodeOptions
+
+    func run() async throws {
+        await node.withNode("cannot clear the current beacon") { try await $0.clearCurrentBeacon() }
+    }
+}
+
+func jsonText(_ object: Any) throws -> String {
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+    return String(decoding: data, as: UTF8.self)
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import DBusKit
+import Foundation
+import ProximityAPI
+import ProximityCore
+
+/// `proximityctl rules`: the node's rules (`org.proximityd.Profile1`'s rule methods).
+struct Rules: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List, add, remove and test the node's rules.",
+        discussion: """
+            A rule is a tree (JSON here, YAML in the config file): on which triggers, when which \
+            condition holds, do which actions, how often. docs/tracking.md has the grammar. Rules \
+            added here are kept by the node across restarts; those of the config file change only \
+            there.
+
+            Exit status: 0 on success (for `test`: the condition holds), 1 when `test` finds it \
+            does not hold, 64 for a bad argument (a rule that cannot be, with its path), 69 when \
+            the node cannot be reached or refuses the call.
+            """,
+        subcommands: [List.self, Add.self, Remove.self, Test.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print every rule, as JSON, with its source.")
+        @OptionGroup var node: NodeOptions
+        @Flag(name: .long, help: "Print one JSON object: identifier → rule.") var json = false
+
+        func run() async throws {
+            let rules = await node.withNode("cannot read the rules") { try await $0.rules() }
+            if json {
+                var object: [String: Any] = [:]
+                for (id, text) in rules { object[id] = try JSONSerialization.jsonObject(with: Data(text.utf8)) }
+                print(try jsonText(object))
+            } else {
+                for (id, text) in rules.sorted(by: { $0.key < $1.key }) { print("\(id)  \(text)") }
+            }
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a rule, or redefine the one with this identifier (AddRule).",
+            discussion: """
+                RULE is the rule's JSON, a file holding it, or - for standard input. For example:
+
+                  proximityctl rules add near-12 '{"on": ["tracking"], "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"}, {"key": "a.beacon.prox", "op": "le", "value": 2}]}, "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}'
+                """)
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The rule's identifier.") var identifier: String
+        @Argument(help: "The rule: JSON, a file, or - for standard input.") var rule: String
+
+        func run() async throws {
+            let text: String
+            if rule == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else if !rule.hasPrefix("{"), FileManager.default.fileExists(atPath: rule) {
+                guard let contents = FileManager.default.contents(atPath: rule) else { fail("cannot read \(rule)", status: 66) }
+                text = String(decoding: contents, as: UTF8.self)
+            } else {
+                text = rule
+            }
+            // Checked here first, with the node's words.
+            do { _ = try Rule.parse(identifier: identifier, RuleValue.json(text)) } catch {
+                fail("rule \(identifier.debugDescription): \(error)", status: 64)
+            }
+            await node.withNode("cannot add rule \(identifier.debugDescription)") { try await $0.addRule(identifier, json: text) }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a rule added over the bus (RemoveRule).")
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The rule's identifier.") var identifier: String
+
+        func run() async throws {
+            await node.withNode("cannot remove rule \(identifier.debugDescription)") { try await $0.removeRule(identifier) }
+        }
+    }
+
+    struct Test: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Evaluate a rule's condition against the profile now, and say why it holds or not (TestRule).",
+            discussion: """
+                One line per test and group, indented: true or false, the test, and the value it \
+                saw. Fields of an event (event.type …) are missing here: there is no event.
+                """)
+        @OptionGroup var node: NodeOptions
+        @Argument(help: "The rule's identifier.") var identifier: String
+
+        func run() async throws {
+            let (holds, lines) = await node.withNode("cannot test rule \(identifier.debugDescription)") { try await $0.testRule(identifier) }
+            print("\(identifier): the condition \(holds ? "holds" : "does not hold")")
+            for line in lines { print("  " + line) }
+            if !holds { throw ExitCode(1) }
+        }
+    }
+}
