@@ -118,4 +118,54 @@ struct ProfileBusTests {
             await daemon.stop()
         }
     }
+
+    @Test("rules and tracking of the config file: NotPermitted over the bus, reloaded with Node1.Reload; a corrupt profile.json stops the start")
+    func configRules() async throws {
+        try await withBox { box in
+            let config = box.stateDirectory.deletingLastPathComponent().appendingPathComponent("proximityd.yaml")
+            try """
+                rules:
+                  - identifier: greet
+                    on: [profile]
+                    when: {key: a.user, op: ex}
+                    do:
+                      - signal: {hello: "{%a.user%}"}
+                """.write(to: config, atomically: true, encoding: .utf8)
+            let daemon = try await box.startDaemon(["--config", config.path])
+            let signals = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Profile1",
+                                                                              member: "RuleFired")))
+            defer { signals.cancel() }
+            for (method, arguments) in [("RemoveRule", ["greet"]), ("AddRule", ["greet", #"{"when": {"key": "a", "op": "ex"}, "do": [{"log": {}}]}"#])] {
+                let result = try await runCommand("gdbus", ["call", "--address", box.address, "--dest", "org.proximityd",
+                                                            "--object-path", "/org/proximityd",
+                                                            "--method", "org.proximityd.Profile1.\(method)"] + arguments)
+                #expect(result.status != 0 && result.stderr.contains("org.proximityd.Error.NotPermitted: ") && result.stderr.contains("config file"),
+                        "\(result)")
+            }
+            #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.user", "albert"]).status == 0)
+            #expect(signals.messages.first.map { $0.body[1].stringKeyedDictionary?["hello"]?.string } == "albert")
+            try """
+                tracking:
+                  heartbeat: 30
+                rules:
+                  - identifier: bye
+                    on: [profile]
+                    when: {key: a.user, op: nx}
+                    do:
+                      - signal: {bye: "yes"}
+                """.write(to: config, atomically: true, encoding: .utf8)
+            #expect(try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", "Reload"]).status == 0)
+            let rules = try await Self.profile(box, "GetRules").stdout
+            #expect(rules.contains("\"bye\"") && !rules.contains("\"greet\"") && rules.contains("\\\"source\\\":\\\"config\\\""), "\(rules)")
+            #expect(try await Self.profile(box, "RemoveAttribute", ["s", "a.user"]).status == 0)
+            #expect(signals.messages.map { $0.body.first?.string } == ["greet", "bye"])
+            await daemon.stop()
+
+            try Data("{not json".utf8).write(to: box.stateDirectory.appendingPathComponent("profile.json"))
+            let broken = try ManagedProcess(BuiltProducts.path("proximityd"),
+                                            ["run", "--bus", box.address, "--state-dir", box.stateDirectory.path, "--config", "/dev/null"])
+            _ = try await broken.waitForExit(timeout: .seconds(20))
+            #expect(broken.exitStatus == 78 && broken.stderr.contains("profile.json is corrupt"), "\(broken.stderr)")
+        }
+    }
 }
