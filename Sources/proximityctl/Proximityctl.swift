@@ -7,6 +7,7 @@ struct Proximityctl: AsyncParsableCommand {
         commandName: "proximityctl",
         abstract: "Query and control a proximityd node over D-Bus.",
         version: "0.1.0",
-        subcommands: [Status.self, Peers.self, Watch.self, Regions.self, ProfileCommand.self, Track.self, Clear.self, Rules.self, Events.self, Doctor.self]
+        subcommands: [Status.self, Peers.self, Watch.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
+                      Events.self, Doctor.self]
     )
 }
