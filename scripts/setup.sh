@@ -11,6 +11,8 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   bluez                                       # bluetoothctl, a real BlueZ client
   systemd                                     # systemd-analyze verify/security for dbus/proximityd.service
   python3 python3-venv python3-dbus python3-gi # Python baselines and fidelity clients (bleak: .venv-tests)
+  dunst xvfb espeak-ng                        # proximityctl alerts consume's tests: a real notification server
+                                              # (dunst on Xvfb, dunstctl) and speech to WAV files (--speak-to)
 )
 
 missing=()
