@@ -61,6 +61,8 @@ final class AlertConsumer {
     private var closedByUs: Set<UInt32> = []
     /// Commands this client sent SIGTERM: their exit is not the end of an action.
     private var terminatedByUs: Set<Int32> = []
+    /// The last alert whose notification (or command) this client ended without `Done`.
+    private var lastRetracted: ObjectPath?
     private var tasks: [Task<Void, Never>] = []
     private var signalSources: [any DispatchSourceSignal] = []
 
@@ -195,7 +197,8 @@ final class AlertConsumer {
 
         case .alert(.removed(let path, let reason)):
             guard let current = shown, current.path == path else {
-                log("\(AlertText.name(path)) taken back (\(reason)); it was not shown here")
+                log("\(AlertText.name(path)) taken back by the node (\(reason))"
+                    + (lastRetracted == path ? "; already closed here" : "; it was not shown here"))
                 return nil
             }
             await retract(current, "taken back by the node (\(reason))")
@@ -204,8 +207,10 @@ final class AlertConsumer {
         case .alert(.changed(let path, let properties)):
             guard let status = properties[AlertProperties.Key.actionStatus.rawValue]?.unwrapped.string,
                   let current = shown, current.path == path, status != ActionStatus.inProgress.rawValue else { return nil }
-            // Marked done (or forced back to waiting) by someone else: `alerts done`, SetActionStatus.
-            await retract(current, "marked \(status) by another client")
+            // No longer in progress, and not by this client: the node took it back (its status
+            // changes before AlertRemoved comes), or another client marked it (`alerts done`,
+            // SetActionStatus).
+            await retract(current, "its status became \(status)")
             return nil
 
         case .notification(.closed(let id, let reason)):
@@ -292,6 +297,7 @@ final class AlertConsumer {
     /// Undoes what shows `alert`, without marking it done: the node took it back.
     private func retract(_ alert: Shown, _ why: String) async {
         if shown?.path == alert.path { shown = nil }
+        lastRetracted = alert.path
         if let id = alert.notification, let notifications {
             closedByUs.insert(id)
             do {

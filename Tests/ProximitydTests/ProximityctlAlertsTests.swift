@@ -181,15 +181,15 @@ struct ProximityctlAlertsTests {
                 try await eventually("xmas on the screen again", timeout: .seconds(5)) { try await server.displayedCount() == 1 }
                 #expect(!consume.stderr.contains("accepted"), "\(consume.stderr)")
 
-                // The node takes xmas back (the alert is removed): the notification is closed and
-                // xmas is not marked done.
+                // The box walks away (the beacon is far: the condition no longer holds): the node
+                // takes xmas back, the notification is closed, and this client does not call Done
+                // (the node itself marks an action it takes back done).
                 mark = node.manager.count
-                _ = try await node.proxy.connection.call(destination: node.proxy.name, path: ProximityBus.rootPath,
-                                                         interface: ProximityBus.AlertManager1.interface,
-                                                         member: ProximityBus.AlertManager1.removeAlert, [.string("xmas")])
-                try await node.waitSignal("AlertRemoved", "xmas", reason: "alert-removed", from: mark)
+                _ = try await sim.control(["MoveBox", "sddd", "box", "8", "0", "0"])
+                try await node.waitSignal("AlertRemoved", "xmas", reason: "condition-not-valid", from: mark, timeout: .seconds(30))
                 try await eventually("xmas closed", timeout: .seconds(5)) { try await server.displayedCount() == 0 }
-                try await consume.waitForOutput(containing: "taken back by the node (alert-removed)", inStderr: true, timeout: .seconds(5))
+                try await consume.waitForOutput(containing: "xmas/\(Self.beacon) taken back by the node (condition-not-valid)", inStderr: true,
+                                                timeout: .seconds(5))
                 #expect(try await server.history().first?.summary == "Seasonal offer")
 
                 consume.signal(SIGINT)
