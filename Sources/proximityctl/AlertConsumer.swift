@@ -287,6 +287,10 @@ final class AlertConsumer {
         do {
             try await node.accept(path)
             log("accepted \(AlertText.name(path))")
+        } catch let error as DBusError where error.name == .accessDenied {
+            // Every offer would be refused the same way: say so once, and stop.
+            await retract(shown, "not accepted")
+            return .failed("cannot accept \(AlertText.name(path)): \(Alerts.TargetCommand.explain(error))")
         } catch {
             log("cannot accept \(AlertText.name(path)): \(error)")
             await retract(shown, "not accepted")

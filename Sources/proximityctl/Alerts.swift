@@ -180,6 +180,8 @@ extension Alerts {
                 return "\(error) (only the alert on offer can be accepted or declined, and only it or the one in progress marked done: `proximityctl alerts list` marks it *)"
             case ProximityBus.Errors.doesNotExist, .unknownObject:
                 return "\(error) (no such alert target: `proximityctl alerts list` shows them)"
+            case .accessDenied:
+                return "\(error) (on the system bus only root and the group proximityd may accept, decline and close alerts: sudo usermod -aG proximityd $USER, then log in again)"
             default:
                 return "\(error)"
             }

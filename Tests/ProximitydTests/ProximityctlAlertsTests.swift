@@ -214,6 +214,40 @@ struct ProximityctlAlertsTests {
         }
     }
 
+    @Test("a bus policy that denies Accept: one line with the advice, exit 69")
+    func acceptDenied() async throws {
+        // As dbus/org.proximityd.conf does for users outside the group proximityd.
+        let bus = try await PrivateBus.start(name: "policy", policy: """
+            <policy context="default">
+              <allow user="*"/>
+              <allow own="*"/>
+              <allow send_type="method_call"/>
+              <allow send_destination="*"/>
+              <allow receive_sender="*"/>
+              <deny send_destination="org.proximityd" send_interface="org.proximityd.AlertManager1" send_member="Accept"/>
+            </policy>
+            """)
+        let box = Box(bus: bus, observer: try await bus.connect(), stateDirectory: bus.directory.appendingPathComponent("state"))
+        do {
+            let daemon = try await box.startDaemon()
+            let denied = try await runCommand(BuiltProducts.path("proximityctl"), ["alerts", "accept", "welcome/\(Self.beacon)", "--bus", box.address])
+            #expect(denied.status == 69, "\(denied)")
+            #expect(denied.stderr.hasPrefix("proximityctl: error: cannot accept welcome/\(Self.beacon): org.freedesktop.DBus.Error.AccessDenied: "),
+                    "\(denied)")
+            #expect(denied.stderr.hasSuffix("(on the system bus only root and the group proximityd may accept, decline and close alerts: sudo usermod -aG proximityd $USER, then log in again)\n"),
+                    "\(denied)")
+            // Reading is still allowed.
+            let list = try await runCommand(BuiltProducts.path("proximityctl"), ["alerts", "list", "--bus", box.address])
+            #expect(list.status == 0 && list.stdout.hasSuffix("(no alerts)\n"), "\(list)")
+            await daemon.stop()
+            #expect(daemon.exitStatus == 0, "\(daemon.stderr)")
+        } catch {
+            await box.stop()
+            throw error
+        }
+        await box.stop()
+    }
+
     // MARK: - consume --exec, --speak-to
 
     @Test("consume --exec: the alert in the command's environment, done when it exits; SIGTERM when the node takes it back; --speak-to writes a WAV; no notification server needed")
