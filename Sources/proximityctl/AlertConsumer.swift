@@ -207,10 +207,18 @@ final class AlertConsumer {
         case .alert(.changed(let path, let properties)):
             guard let status = properties[AlertProperties.Key.actionStatus.rawValue]?.unwrapped.string,
                   let current = shown, current.path == path, status != ActionStatus.inProgress.rawValue else { return nil }
-            // No longer in progress, and not by this client: the node took it back (its status
-            // changes before AlertRemoved comes), or another client marked it (`alerts done`,
+            // The manager's signals and the objects' changes come on two subscriptions, whose
+            // order between them is not kept: this change may be older than the offer shown (a
+            // status forced back to waitingForAction, then the offer it made). The node's state
+            // now decides.
+            let now = try? await node.connection.getProperty(destination: node.name, path: path, interface: ProximityBus.Alert1.interface,
+                                                             name: AlertProperties.Key.actionStatus.rawValue, timeout: node.timeout)
+                .unwrapped.string
+            if now == ActionStatus.inProgress.rawValue { return nil }
+            // No longer in progress, and not by this client: the node took it back (it announces
+            // the action done with its AlertRemoved), or another client marked it (`alerts done`,
             // SetActionStatus).
-            await retract(current, "its status became \(status)")
+            await retract(current, "its status became \(now ?? status)")
             return nil
 
         case .notification(.closed(let id, let reason)):
