@@ -271,7 +271,8 @@ extension Alerts {
                 Logs one line per step on standard error. SIGINT and SIGTERM close the notification \
                 (or stop the command) and exit 0; the alert stays in progress for the next run. \
                 Exit 69 when the node cannot be reached or leaves the bus, or when no notification \
-                server is there (without --exec).
+                server is there (without --exec). On the system bus only root and the group \
+                proximityd may accept alerts: a desktop user who runs this must be in the group.
                 """)
 
         @OptionGroup var node: NodeOptions
