@@ -88,8 +88,11 @@ import Testing
     func manual() {
         let action = Tracker.manual(uuid: "u", major: "", minor: "3", prox: 2, data: ["k": "v"])
         guard case .track(let peer, let attributes, let context) = action, peer == nil else { Issue.record("\(action)"); return }
-        let expected: [String: String?] = ["a.beacon.uuid": "u", "a.beacon.major": nil, "a.beacon.minor": "3", "a.beacon.prox": "2"]
-        #expect(attributes == expected)
+        var expected: [String: String?] = Dictionary(uniqueKeysWithValues: TrackingKeys.all.map { ($0, nil) })
+        expected["a.beacon.uuid"] = .some("u")
+        expected["a.beacon.minor"] = .some("3")
+        expected["a.beacon.prox"] = .some("2")
+        #expect(attributes == expected, "the other kinds' keys removed too")
         #expect(context == ["k": "v", "a.beacon.uuid": "u", "a.beacon.minor": "3", "a.beacon.prox": "2"])
     }
 }
@@ -104,7 +107,8 @@ import Testing
         (.ex, [], true, false), (.nx, [], false, true),
         (.gt, ["9"], true, false), (.gt, ["12"], false, false), (.ge, ["12"], true, false),
         (.lt, ["100"], true, false), (.le, ["11"], false, false), (.le, ["12"], true, false),
-        (.co, ["2"], true, false), (.nc, ["2"], false, true), (.nc, ["3"], true, true),
+        (.co, ["2"], true, false), (.co, [""], true, false), (.nc, ["2"], false, true), (.nc, ["3"], true, true),
+        (.eq, ["0x0c"], false, false), (.gt, ["1e1"], true, false),
         (.sw, ["1"], true, false), (.sw, ["2"], false, false), (.ew, ["2"], true, false), (.ew, ["1"], false, false),
     ])
     func operators(_ op: RuleOperator, _ values: [String], _ present: Bool, _ missing: Bool) {

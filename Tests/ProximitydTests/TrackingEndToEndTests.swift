@@ -76,6 +76,45 @@ struct TrackingEndToEndTests {
         }
     }
 
+    @Test("rules on region and alert events: a region entered fires a rule that offers an alert whose own condition does not hold; an alert offered fires a rule; all logged in order")
+    func regionAndAlertTriggers() async throws {
+        try await withNodes(Self.scenario()) { sim, daemons in
+            daemons["kiosk"] = try await sim.startDaemon("kiosk")
+            let observer = try await sim.buses["kiosk"]!.connect()
+            let signals = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", path: "/org/proximityd")))
+            defer { signals.cancel() }
+            func call(_ interface: String, _ arguments: [String]) async throws {
+                let result = try await sim.busctl("kiosk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.\(interface)"] + arguments)
+                #expect(result.status == 0, "\(arguments): \(result)")
+            }
+            // The alert is for far targets: the tag, near, never makes it ready by itself.
+            try await call("AlertManager1", ["AddAlert", "sa{sv}", "welcome", "3", "Title", "s", "Welcome", "Range", "s", "far",
+                                             "Match", "a{sv}", "1", "UUID", "s", Self.fleet])
+            try await call("RegionMonitor1", ["StartMonitoring", "sa{sv}", "hall", "1", "UUID", "s", Self.fleet])
+            try await call("Profile1", ["AddRule", "ss", "on-enter",
+                                        #"{"on": "region", "when": {"all": [{"key": "event.type", "op": "eq", "value": "entered"}, {"key": "event.region", "op": "eq", "value": "hall"}]}, "do": [{"offer-alert": "welcome"}, {"log": {"why": "entered {%event.region%}"}}]}"#])
+            try await call("Profile1", ["AddRule", "ss", "on-offer",
+                                        #"{"on": "alert", "when": {"key": "event.type", "op": "eq", "value": "offered"}, "do": [{"signal": {"alert": "{%event.alert%}"}}]}"#])
+            _ = try await sim.control("MoveBox", [.string("kiosk"), .double(-1), .double(0), .double(0)])
+            _ = try await sim.control(["AddBeacon", "s", Self.tag])
+            let offer = try await signals.wait(timeout: .seconds(30), "AlertReady for welcome") { $0.member == "AlertReady" }
+            #expect(offer.body.first?.objectPath == ProximityBus.alertPath(alert: "welcome", target: "ibeacon:\(Self.fleet):12:7"))
+            let fired = try await signals.wait(timeout: .seconds(5), "RuleFired on-offer") { $0.member == "RuleFired" }
+            #expect(fired.body.first?.string == "on-offer" && fired.body[1].stringKeyedDictionary?["alert"]?.string == "welcome")
+            let condition = try await sim.busctl("kiosk", ["get-property", "org.proximityd", offer.body[0].objectPath!.rawValue,
+                                                           "org.proximityd.Alert1", "ConditionValid"])
+            #expect(condition.stdout.trimmed == "b false", "offered by the rule, not by its condition")
+
+            let events = try await sim.busctl("kiosk", ["--json=short", "call", "org.proximityd", "/org/proximityd", "org.proximityd.EventLog1",
+                                                        "GetEvents", "tdu", "0", "0", "1000"])
+            let story = try Self.entries(events.stdout).filter { $0.source != "tracking" && !($0.source == "region" && $0.type == "determined") }
+                .map { "\($0.source).\($0.type)\($0.data["rule"].map { " \($0)" } ?? "")" }
+            #expect(Array(story.prefix(5)) == ["region.entered", "rule.fired on-enter", "rule.log on-enter", "alert.offered", "rule.fired on-offer"],
+                    "\(story)")
+            await observer.close()
+        }
+    }
+
     static func entries(_ json: String) throws -> [LogEntryValue] {
         struct Reply: Decodable {
             struct Entry: Decodable {

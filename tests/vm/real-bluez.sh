@@ -267,11 +267,18 @@ as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.Ale
     pass "nobody reads the alerts' definitions" || fail "nobody cannot call GetDefinitions"
 as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.AlertManager1 GetAlerts 2>&1 | grep -q '^ao ' &&
     pass "nobody lists the alert targets" || fail "nobody cannot call GetAlerts"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.EventLog1 GetEvents tdu 0 0 10 2>&1 | grep -q '^a(tdssa{ss}) ' &&
+    pass "nobody reads the event log" || fail "nobody cannot call GetEvents"
+as_nobody busctl --system call org.proximityd /org/proximityd org.proximityd.Profile1 GetRules 2>&1 | grep -q '^a{ss} ' &&
+    pass "nobody reads the rules" || fail "nobody cannot call GetRules"
 for call in "set-property org.proximityd /org/proximityd org.proximityd.Node1 ClearInterval d 5" \
     "call org.proximityd /org/proximityd org.proximityd.AlertManager1 AddAlert sa{sv} x 1 Match a{sv} 0" \
     "call org.proximityd /org/proximityd org.proximityd.AlertManager1 RemoveAlert s door" \
     "call org.proximityd /org/proximityd org.proximityd.AlertManager1 Accept o /org/proximityd/alerts/door/x" \
     "call org.proximityd /org/proximityd org.proximityd.AlertManager1 RegisterStrategy os /x crowd" \
+    "call org.proximityd /org/proximityd org.proximityd.Profile1 UpdateAttribute ss a.x 1" \
+    "call org.proximityd /org/proximityd org.proximityd.Profile1 AddRule ss r {}" \
+    "call org.proximityd /org/proximityd org.proximityd.Profile1 TrackBeacon sssya{ss} u 1 2 2 0" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 SetMeasuredPower sn x -- -60" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 ResetMeasuredPower s x" \
     "call org.proximityd /org/proximityd org.proximityd.Node1 Reload" \

@@ -22,21 +22,30 @@ public enum RuleOperator: String, Sendable, Hashable, CaseIterable, Codable {
     /// (so its negations hold).
     func holds(_ actual: String?, _ expected: String) -> Bool {
         guard let actual else { return false }
-        let numbers = Double(actual.trimmingCharacters(in: .whitespaces)).flatMap { a in
-            Double(expected.trimmingCharacters(in: .whitespaces)).map { (a, $0) }
-        }
+        let numbers = Self.number(actual).flatMap { a in Self.number(expected).map { (a, $0) } }
         switch self {
         case .eq: return numbers.map { $0.0 == $0.1 } ?? (actual == expected)
         case .gt: return numbers.map { $0.0 > $0.1 } ?? false
         case .ge: return numbers.map { $0.0 >= $0.1 } ?? false
         case .lt: return numbers.map { $0.0 < $0.1 } ?? false
         case .le: return numbers.map { $0.0 <= $0.1 } ?? false
-        case .co: return actual.contains(expected)
+        case .co: return expected.isEmpty || actual.contains(expected)
         case .sw: return actual.hasPrefix(expected)
         case .ew: return actual.hasSuffix(expected)
         case .ex: return true
         case .ne, .nc, .nx: return false
         }
+    }
+}
+
+extension RuleOperator {
+    /// A decimal number as people write them (`12`, `-3.5`, `1e3`, surrounding spaces allowed);
+    /// not hex, `nan` or `inf`.
+    public static func number(_ text: String) -> Double? {
+        let t = text.trimmingCharacters(in: .whitespaces)
+        guard !t.isEmpty, t.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
+              t.contains(where: \.isNumber), let d = Double(t), d.isFinite else { return nil }
+        return d
     }
 }
 

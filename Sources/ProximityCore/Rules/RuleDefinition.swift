@@ -195,18 +195,18 @@ extension Rule {
         var values: [String] = []
         if entries["value"] != nil && entries["values"] != nil { throw RuleDefinitionError(path, "give value or values, not both") }
         if let v = entries["value"] {
-            guard let text = v.scalarText else { throw RuleDefinitionError(path + ["value"], "must be a string or a number, not \(v.summary)") }
+            guard let text = v.scalarText else { throw RuleDefinitionError(path + ["value"], "must be a string, a number or a boolean, not \(v.summary)") }
             values = [text]
         } else if let v = entries["values"] {
             guard case .list(let items) = v else { throw RuleDefinitionError(path + ["values"], "must be a list, not \(v.summary)") }
             for (i, item) in items.enumerated() {
-                guard let text = item.scalarText else { throw RuleDefinitionError(path + ["values", "[\(i)]"], "must be a string or a number, not \(item.summary)") }
+                guard let text = item.scalarText else { throw RuleDefinitionError(path + ["values", "[\(i)]"], "must be a string, a number or a boolean, not \(item.summary)") }
                 values.append(text)
             }
         }
         if op.takesValues, values.isEmpty { throw RuleDefinitionError(path, "\(op.rawValue) needs value: or values:") }
         if !op.takesValues, !values.isEmpty { throw RuleDefinitionError(path, "\(op.rawValue) takes no value") }
-        if [.gt, .ge, .lt, .le].contains(op), let bad = values.first(where: { Double($0) == nil }) {
+        if [.gt, .ge, .lt, .le].contains(op), let bad = values.first(where: { RuleOperator.number($0) == nil }) {
             throw RuleDefinitionError(path, "\(op.rawValue) compares numbers: \(bad.debugDescription) is not a number")
         }
         return .test(key: key, op: op, values: values)

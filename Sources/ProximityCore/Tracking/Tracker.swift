@@ -172,12 +172,14 @@ public struct Tracker: Sendable {
     /// The seed's manual `trackBeacon(uuid, major, minor, prox, data)`: an empty string removes
     /// its attribute.
     public static func manual(uuid: String, major: String, minor: String, prox: Int, data: [String: String]) -> TrackingAction {
-        let attributes: [String: String?] = [
+        // One current peer: the other kinds' keys go.
+        var attributes: [String: String?] = Dictionary(uniqueKeysWithValues: TrackingKeys.all.map { ($0, nil) })
+        attributes.merge([
             TrackingKeys.beaconUUID: uuid.isEmpty ? nil : uuid,
             TrackingKeys.beaconMajor: major.isEmpty ? nil : major,
             TrackingKeys.beaconMinor: minor.isEmpty ? nil : minor,
             TrackingKeys.beaconProx: String(prox),
-        ]
+        ]) { _, given in given }
         return .track(peer: nil, attributes: attributes, contextData: contextData(attributes, data))
     }
 }

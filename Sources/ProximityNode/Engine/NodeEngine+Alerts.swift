@@ -46,6 +46,10 @@ extension NodeEngine {
                 logger.notice("an alert added over the bus is now defined in the config file", metadata: ["alert": "\(alert.identifier)"])
                 continue
             }
+            guard engine.alerts.count < maxAlerts else {
+                logger.error("alert limit reached: an alert added over the bus was not restored", metadata: ["alert": "\(alert.identifier)", "limit": "\(maxAlerts)"])
+                continue
+            }
             _ = engine.add(alert)
             sources[alert.identifier] = .bus
         }
@@ -143,8 +147,14 @@ extension NodeEngine {
     }
 
     func runAlerts(_ candidates: [RegionCandidate], at t: Timestamp) {
-        guard !alerts.alerts.isEmpty || !alerts.targets.isEmpty else { return }
-        let events = alerts.update(candidates, at: t, local: localTime(at: t))
+        guard !alerts.alerts.isEmpty || !alerts.targets.isEmpty else {
+            pendingOffers = []
+            return
+        }
+        var events = alerts.update(candidates, at: t, local: localTime(at: t))
+        // Offers rules made from this report's region events, now that the targets are known.
+        for key in pendingOffers { events += alerts.offerNow(key) }
+        pendingOffers = []
         settleAlerts(events)
         askStrategies()
     }
@@ -396,7 +406,7 @@ extension NodeEngine {
     // MARK: - Reload
 
     /// The config file's alerts after a reload, as the engine would have them: checked here,
-    /// applied by ``commitAlerts(_:)`` after the regions' part is saved.
+    /// saved by the reload with the other parts, then kept by ``commitAlerts(_:)``.
     func reconfiguredAlerts(_ configuration: NodeConfiguration) throws(DBusError) -> (AlertEngine, [String: RegionSource], [AlertEvent]) {
         var next = alerts
         var sources = alertSources
@@ -420,9 +430,9 @@ extension NodeEngine {
         return (next, sources, events)
     }
 
-    func commitAlerts(_ next: (AlertEngine, [String: RegionSource], [AlertEvent])) throws(DBusError) -> UInt64? {
+    /// Keeps the reloaded alerts (saved already) and publishes them.
+    func commitAlerts(_ next: (AlertEngine, [String: RegionSource], [AlertEvent])) -> UInt64? {
         guard next.1 != alertSources || next.0.alerts != alerts.alerts else { return nil }
-        try saveAlerts(next.0, sources: next.1, force: true)
         alerts = next.0
         alertSources = next.1
         logger.info("alerts of the config file applied", metadata: ["alerts": "\(next.1.values.filter { $0 == .config }.count)"])

@@ -49,7 +49,7 @@ extension NodeEngine {
     @discardableResult
     func publishRegions(_ changes: RegionChanges) -> UInt64 {
         // Logged (and through the rules) before the signals go out.
-        let offers = react(Self.regionHappenings(changes.events, at: clock.epoch(clock.now)), at: clock.now)
+        let offers = react(Self.regionHappenings(changes.events, ranging: changes.ranging, at: clock.epoch(clock.now)), at: clock.now)
         defer { if !offers.isEmpty { settleAlerts(offers) } }
         changeSequence += 1
         var numbered = changes
@@ -187,10 +187,21 @@ extension NodeEngine {
                             "\(next.count) regions exceed region-monitor.max-regions (\(configuration.regionMonitor.maxRegions)); stop some first; nothing changed")
         }
         let nextAlerts = try reconfiguredAlerts(configuration)
+        let nextProfile = try reconfiguredProfile(configuration)
+        // Every file first; should a later one fail, the earlier ones are written back as they
+        // were, and nothing changes.
         try saveRegions(next)
+        do {
+            try saveAlerts(nextAlerts.0, sources: nextAlerts.1, force: true)
+            try saveProfile(nextProfile)
+        } catch {
+            try? saveRegions(regions)
+            try? saveAlerts(alerts, sources: alertSources, force: true)
+            throw error
+        }
         regions = next
-        let alertSequence = try commitAlerts(nextAlerts)
-        let profileSequence = try reconfigureProfile(configuration)
+        let alertSequence = commitAlerts(nextAlerts)
+        let profileSequence = commitProfile(nextProfile)
         reconfigureClearInterval(configuration.clearInterval)
         if !removed.isEmpty || !defined.isEmpty {
             logger.info("regions of the config file applied", metadata: ["defined": "\(defined.count)", "removed": "\(removed.count)"])

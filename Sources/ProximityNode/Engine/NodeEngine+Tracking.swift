@@ -37,6 +37,10 @@ extension NodeEngine {
                 logger.notice("a rule added over the bus is now defined in the config file", metadata: ["rule": "\(rule.identifier)"])
                 continue
             }
+            guard rules.rules.count < RuleEngine.maxRules else {
+                logger.error("rule limit reached: a rule added over the bus was not restored", metadata: ["rule": "\(rule.identifier)", "limit": "\(RuleEngine.maxRules)"])
+                continue
+            }
             rules.add(rule)
             sources[rule.identifier] = .bus
         }
@@ -44,18 +48,30 @@ extension NodeEngine {
         return (tracker, Profile(saved.attributes), rules, sources)
     }
 
-    var profileSnapshot: ProfileStore.Saved {
-        var saved = ProfileStore.Saved()
-        saved.attributes = profile.attributes
-        saved.busRules = rules.rules.values.filter { ruleSources[$0.identifier] == .bus }.sorted { $0.identifier < $1.identifier }
-        saved.fired = rules.fired
-        saved.tracked = tracker.current.map { ProfileStore.Tracked(peer: $0.rawValue, prox: tracker.currentProx ?? 0) }
-        return saved
+    /// The profile's part of the state: the profile, the bus's rules, when rules fired, the
+    /// tracked peer.
+    struct ProfileState {
+        var tracker: Tracker
+        var profile: Profile
+        var rules: RuleEngine
+        var sources: [String: RegionSource]
+
+        var snapshot: ProfileStore.Saved {
+            var saved = ProfileStore.Saved()
+            saved.attributes = profile.attributes
+            saved.busRules = rules.rules.values.filter { sources[$0.identifier] == .bus }.sorted { $0.identifier < $1.identifier }
+            saved.fired = rules.fired
+            saved.tracked = tracker.current.map { ProfileStore.Tracked(peer: $0.rawValue, prox: tracker.currentProx ?? 0) }
+            return saved
+        }
     }
 
-    /// Writes the profile's part of the state if it changed; a failure is the caller's error.
-    func saveProfile(force: Bool = false) throws(DBusError) {
-        let snapshot = profileSnapshot
+    var profileState: ProfileState { ProfileState(tracker: tracker, profile: profile, rules: rules, sources: ruleSources) }
+
+    /// Writes the profile's part of the state (this engine's, or `state`) if it changed; a failure
+    /// is the caller's error.
+    func saveProfile(_ state: ProfileState? = nil, force: Bool = false) throws(DBusError) {
+        let snapshot = (state ?? profileState).snapshot
         guard force || snapshot != profileSaved else { return }
         do { try profileStore.save(snapshot, clock: clock) } catch {
             throw DBusError(Errors.failed, "cannot save the profile: \(error)")
@@ -63,11 +79,12 @@ extension NodeEngine {
         profileSaved = snapshot
     }
 
-    /// Appends to the event log; a failure is logged (the event still goes on).
-    func record(_ event: LoggedEvent) -> LoggedEvent {
+    /// Appends to the event log; nil when it cannot be written (logged; the event still goes on,
+    /// without its `Logged` signal).
+    func record(_ event: LoggedEvent) -> LoggedEvent? {
         do { return try eventLog.append(event) } catch {
             logger.error("cannot write the event log", metadata: ["error": "\(error)"])
-            return event
+            return nil
         }
     }
 
@@ -94,7 +111,7 @@ extension NodeEngine {
             if let peer { data["peer"] = peer.rawValue }
             logger.info("tracked", metadata: ["peer.id": "\(peer?.rawValue ?? "manual")", "prox": "\(contextData[TrackingKeys.beaconProx] ?? contextData[TrackingKeys.nodeProx] ?? contextData[TrackingKeys.eddystoneProx] ?? "")"])
             var out = [Happening(log: LoggedEvent(time: epoch, source: "tracking", type: "tracked", data: data),
-                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "tracked"]) { a, _ in a }, peer: peer),
+                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "tracked"]) { _, type in type }, peer: peer),
                                  signal: .tracked(contextData))]
             if !changed.isEmpty { out.append(profileHappening(changed, by: "tracker", at: t, logged: false)) }
             return out
@@ -103,7 +120,7 @@ extension NodeEngine {
             let data = peer.map { ["peer": $0.rawValue] } ?? [:]
             logger.info("cleared the current beacon", metadata: ["peer.id": "\(peer?.rawValue ?? "manual")"])
             var out = [Happening(log: LoggedEvent(time: epoch, source: "tracking", type: "cleared", data: data),
-                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "cleared"]) { a, _ in a }, peer: peer),
+                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "cleared"]) { _, type in type }, peer: peer),
                                  signal: .cleared)]
             if !changed.isEmpty { out.append(profileHappening(changed, by: "tracker", at: t, logged: false)) }
             return out
@@ -122,15 +139,20 @@ extension NodeEngine {
                          rules: RuleEvent(trigger: .profile, fields: fields), signal: nil)
     }
 
-    static func regionHappenings(_ events: [RegionEvent], at epoch: Double) -> [Happening] {
-        events.map { event in
-            let (type, data): (String, [String: String]) = switch event {
+    /// `ranging`: the report's peers per region, nearest first; an event's peer (for
+    /// `offer-alert`) is its region's nearest present peer.
+    static func regionHappenings(_ events: [RegionEvent], ranging: [RegionRanging]?, at epoch: Double) -> [Happening] {
+        let nearest = Dictionary((ranging ?? []).compactMap { r in r.peers.first.map { (r.region, $0.identifier) } }) { a, _ in a }
+        return events.map { event in
+            var (type, data): (String, [String: String]) = switch event {
             case .determined(let id, let state): ("determined", ["region": id, "state": state.rawValue])
             case .entered(let id): ("entered", ["region": id])
             case .exited(let id): ("exited", ["region": id])
             }
+            let peer = nearest[event.region]
+            if let peer { data["peer"] = peer.rawValue }
             return Happening(log: LoggedEvent(time: epoch, source: "region", type: type, data: data),
-                             rules: RuleEvent(trigger: .region, fields: data.merging(["type": type]) { a, _ in a }), signal: nil)
+                             rules: RuleEvent(trigger: .region, fields: data.merging(["type": type]) { _, type in type }, peer: peer), signal: nil)
         }
     }
 
@@ -145,7 +167,7 @@ extension NodeEngine {
             }
             let data = ["alert": key.alert, "target": key.peer.rawValue].merging(extra) { a, _ in a }
             return Happening(log: LoggedEvent(time: epoch, source: "alert", type: type, data: data),
-                             rules: RuleEvent(trigger: .alert, fields: data.merging(["type": type]) { a, _ in a }, peer: key.peer),
+                             rules: RuleEvent(trigger: .alert, fields: data.merging(["type": type]) { _, type in type }, peer: key.peer),
                              signal: nil)
         }
     }
@@ -187,15 +209,20 @@ extension NodeEngine {
                                 logger.notice("a rule offers an alert, but no peer goes with its event", metadata: ["rule": "\(firing.rule)", "alert": "\(id)"])
                                 continue
                             }
-                            let made = alerts.offerNow(AlertTargetKey(alert: id, peer: peer))
-                            if made.isEmpty {
+                            let key = AlertTargetKey(alert: id, peer: peer)
+                            let made = alerts.offerNow(key)
+                            if made.isEmpty, alerts.targets[key] == nil, alerts.alerts[id] != nil {
+                                // The alert stage has not seen this report yet (region events
+                                // come first): offered once it has, in this report.
+                                pendingOffers.append(key)
+                            } else if made.isEmpty {
                                 logger.notice("a rule's alert was not offered (no such target, not waiting, or another on offer)",
                                               metadata: ["rule": "\(firing.rule)", "alert": "\(id)", "peer.id": "\(peer)"])
                             }
                             offers += made
                         case .log(let data):
                             ordered.append((nil, LoggedEvent(time: clock.epoch(t), source: "rule", type: "log",
-                                                             data: data.merging(["rule": firing.rule]) { a, _ in a })))
+                                                             data: data.merging(["rule": firing.rule]) { _, rule in rule })))
                         }
                     }
                 }
@@ -203,14 +230,17 @@ extension NodeEngine {
             queue = next
             round += 1
         }
-        if !queue.isEmpty { logger.warning("rules changed the profile \(Self.maxRuleRounds) rounds in a row: stopped there") }
+        if !queue.isEmpty {
+            // The last round's changes are made and logged, but no rule sees them.
+            logger.warning("rules changed the profile \(Self.maxRuleRounds) rounds in a row: the last changes reach no rule")
+            for happening in queue { ordered.append((happening.signal, happening.log)) }
+        }
         do { try saveProfile() } catch {
             logger.error("cannot save the profile", metadata: ["error": "\(error.message)"])
         }
         for (signal, log) in ordered {
             if let signal { signals.append(signal) }
-            if let log {
-                let entry = record(log)
+            if let log, let entry = record(log) {
                 signals.append(.logged(LogEntryValue(seq: entry.seq, time: entry.time, source: entry.source, type: entry.type, data: entry.data)))
             }
         }
@@ -221,6 +251,13 @@ extension NodeEngine {
     }
 
     private func changeProfile(_ changes: [String: String?], by who: String, at t: Timestamp, into next: inout [Happening]) {
+        // A value its tokens made too long is not set (the profile keeps only what it can load).
+        var changes = changes
+        for (key, value) in changes {
+            guard let value, let problem = Profile.problem(value: value) else { continue }
+            logger.warning("a rule's value was not set: \(problem)", metadata: ["by": "\(who)", "key": "\(key)"])
+            changes[key] = nil
+        }
         do {
             let changed = try profile.apply(changes)
             if !changed.isEmpty { next.append(profileHappening(changed, by: who, at: t)) }
@@ -332,27 +369,41 @@ extension NodeEngine {
         eventLog.read(after: seq, since: time > 0 ? time : nil, limit: limit)
     }
 
+    /// Flushes the event log's last entries to the disk, once they are a second old.
+    func syncEventLog() {
+        eventLog.syncIfDue()
+    }
+
     // MARK: - Reload
 
-    /// The config file's tracking and rules after a reload: applied at once (rules of the bus
-    /// with the same identifier give way).
-    func reconfigureProfile(_ configuration: NodeConfiguration) throws(DBusError) -> UInt64 {
-        try profileCommand {
-            tracker.configuration = configuration.tracking
-            let wanted = Set(configuration.rules.map(\.identifier))
-            for (id, source) in ruleSources where source == .config && !wanted.contains(id) {
-                rules.remove(id)
-                ruleSources[id] = nil
-            }
-            for rule in configuration.rules {
-                if ruleSources[rule.identifier] == .bus {
-                    logger.notice("a rule added over the bus is now defined in the config file", metadata: ["rule": "\(rule.identifier)"])
-                }
-                rules.add(rule)
-                ruleSources[rule.identifier] = .config
-            }
-            return []
+    /// The config file's tracking and rules after a reload (rules of the bus with the same
+    /// identifier give way): checked here, saved by the reload with the other parts, then kept by
+    /// ``commitProfile(_:)``.
+    func reconfiguredProfile(_ configuration: NodeConfiguration) throws(DBusError) -> ProfileState {
+        var next = profileState
+        next.tracker.configuration = configuration.tracking
+        let wanted = Set(configuration.rules.map(\.identifier))
+        for (id, source) in next.sources where source == .config && !wanted.contains(id) {
+            next.rules.remove(id)
+            next.sources[id] = nil
         }
+        for rule in configuration.rules {
+            if next.sources[rule.identifier] == .bus {
+                logger.notice("a rule added over the bus is now defined in the config file", metadata: ["rule": "\(rule.identifier)"])
+            }
+            next.rules.add(rule)
+            next.sources[rule.identifier] = .config
+        }
+        if next.rules.rules.count > RuleEngine.maxRules {
+            throw DBusError(Errors.invalidConfiguration,
+                            "\(next.rules.rules.count) rules (config file and bus) exceed \(RuleEngine.maxRules); remove some first; nothing changed")
+        }
+        return next
+    }
+
+    func commitProfile(_ next: ProfileState) -> UInt64 {
+        (tracker, profile, rules, ruleSources) = (next.tracker, next.profile, next.rules, next.sources)
+        return changeSequence
     }
 
     func saveProfileOnStop() {

@@ -60,6 +60,8 @@ public actor NodeEngine {
     let profileStore: ProfileStore
     var profileSaved: ProfileStore.Saved
     let eventLog: EventLog
+    /// Alerts rules offered from this report's region events, before the alert stage saw it.
+    var pendingOffers: [AlertTargetKey] = []
     /// The strategies clients registered, by key.
     var strategyAgents: [String: StrategyAgent] = [:]
     var strategyGeneration = 0
@@ -513,5 +515,6 @@ public actor NodeEngine {
         monitorRegions(candidates, at: t)
         runAlerts(candidates, at: t)
         runTracking(candidates, at: t)
+        syncEventLog()
     }
 }

@@ -84,7 +84,8 @@ enum ProfileInterface {
                       case .uint32(let limit) = call.arguments[2] else {
                     throw DBusError(Errors.invalidArguments, "since must be a finite number of seconds since the Unix epoch")
                 }
-                let entries = await engine.loggedEvents(after: after, since: since, limit: Int(min(limit, 10_000)))
+                // 0, or more than a page: a page (10,000).
+                let entries = await engine.loggedEvents(after: after, since: since, limit: limit == 0 ? 10_000 : Int(min(limit, 10_000)))
                 return [.array(element: L1.entryType, entries.map {
                     LogEntryValue(seq: $0.seq, time: $0.time, source: $0.source, type: $0.type, data: $0.data).value
                 })]

@@ -45,6 +45,7 @@ public final class EventLog: @unchecked Sendable {
     private var fd: Int32 = -1
     private var size = 0
     private var lastSync = Date.distantPast
+    private var unsynced = false
     public private(set) var lastSeq: UInt64 = 0
 
     var url: URL { directory.appendingPathComponent(Self.fileName) }
@@ -104,11 +105,24 @@ public final class EventLog: @unchecked Sendable {
         }
         size += line.count
         lastSeq = entry.seq
-        if Date().timeIntervalSince(lastSync) >= Self.syncInterval {
-            fdatasync(fd)
-            lastSync = Date()
-        }
+        unsynced = true
+        syncLocked()
         return entry
+    }
+
+    /// Flushes entries written more than ``syncInterval`` ago (the node calls it at each report,
+    /// so the last entries of a burst reach the disk within about a second).
+    public func syncIfDue() {
+        lock.lock()
+        defer { lock.unlock() }
+        syncLocked()
+    }
+
+    private func syncLocked() {
+        guard unsynced, Date().timeIntervalSince(lastSync) >= Self.syncInterval else { return }
+        fdatasync(fd)
+        lastSync = Date()
+        unsynced = false
     }
 
     private func rotate() throws(StateError) {
