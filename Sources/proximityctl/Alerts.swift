@@ -89,63 +89,19 @@ extension Alerts {
 
         @OptionGroup var node: NodeOptions
 
-        @Flag(name: .long, help: "Print one JSON object per line instead of text.")
-        var json = false
-
-        @Option(name: .long, help: ArgumentHelp("Stop after this many lines (default: run until interrupted).", valueName: "n"))
-        var count: Int?
+        @OptionGroup var follow: FollowOptions
 
         @Argument(help: ArgumentHelp("Only these alerts (default: every alert).", valueName: "alert-id"))
         var identifiers: [String] = []
-
-        func validate() throws {
-            if let count, count < 1 { throw ValidationError("--count: must be at least 1") }
-        }
-
-        private enum Outcome: Sendable { case counted, nodeLeft, disconnected }
 
         func run() async throws {
             for identifier in identifiers {
                 if let problem = Alert.problem(identifier: identifier) { fail(problem, status: 64) }
             }
-            let (only, json, count) = (Set(identifiers), json, count)
-            let outcome = await node.withNode("cannot follow the alerts") { node -> Outcome in
-                let ownerChanges = try await node.connection.subscribe(MatchRule(
-                    sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged", arg0: node.name.rawValue))
-                let signals = try await node.alertSignals()
-                guard try await node.connection.nameOwner(of: node.name) == node.owner else { return .nodeLeft }
-                return await withTaskGroup(of: Outcome.self) { group in
-                    group.addTask {
-                        for await change in ownerChanges where change.body.count == 3 && change.body[0].string == node.name.rawValue
-                            && change.body[1].string == node.owner.rawValue {
-                            return .nodeLeft
-                        }
-                        return .disconnected
-                    }
-                    group.addTask {
-                        let clock = ISO8601DateFormatter()
-                        clock.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                        var lines = 0
-                        for await signal in signals {
-                            guard let event = AlertText.Event(signal) else { continue }
-                            guard only.isEmpty || only.contains(event.identifiers.alert) else { continue }
-                            let time = clock.string(from: Date())
-                            print(json ? AlertText.jsonLine(event, time: time) : AlertText.humanLine(event, time: time))
-                            fflush(nil)
-                            lines += 1
-                            if let count, lines >= count { return .counted }
-                        }
-                        return .disconnected
-                    }
-                    let first = await group.next() ?? .disconnected
-                    group.cancelAll()
-                    return first
-                }
-            }
-            switch outcome {
-            case .counted: return
-            case .nodeLeft: fail("\(NodeConnectionError.nodeLeft(bus: node.address, name: node.name))")
-            case .disconnected: fail("\(NodeConnectionError.disconnected(bus: node.address))")
+            let (only, json) = (Set(identifiers), follow.json)
+            await node.follow("cannot follow the alerts", count: follow.count, subscribe: { try await $0.alertSignals() }) { signal, time in
+                guard let event = AlertText.Event(signal), only.isEmpty || only.contains(event.identifiers.alert) else { return nil }
+                return json ? AlertText.jsonLine(event, time: time) : AlertText.humanLine(event, time: time)
             }
         }
     }

@@ -217,71 +217,23 @@ extension Regions {
 
         @OptionGroup var node: NodeOptions
 
-        @Flag(name: .long, help: "Print one JSON object per line instead of text.")
-        var json = false
+        @OptionGroup var follow: FollowOptions
 
         @Flag(name: .long, help: "Print the matching peers of every report too (a line per region at each report).")
         var ranging = false
 
-        @Option(name: .long, help: ArgumentHelp("Stop after this many lines (default: run until interrupted).", valueName: "n"))
-        var count: Int?
-
         @Argument(help: ArgumentHelp("Only these regions (default: every region).", valueName: "id"))
         var identifiers: [String] = []
-
-        func validate() throws {
-            if let count, count < 1 { throw ValidationError("--count: must be at least 1") }
-        }
-
-        /// Why following stopped.
-        private enum Outcome: Sendable { case counted, nodeLeft, disconnected }
 
         func run() async throws {
             for identifier in identifiers {
                 if let problem = Region.problem(identifier: identifier) { fail(problem, status: 64) }
             }
-            let (only, json, ranging, count) = (Set(identifiers), json, ranging, count)
-            let outcome = await node.withNode("cannot follow the regions") { node -> Outcome in
-                // Subscriptions first, so that every signal sent from now on is seen: the node
-                // leaving (its name losing the owner found at connection), then the regions' signals.
-                let ownerChanges = try await node.connection.subscribe(MatchRule(
-                    sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged", arg0: node.name.rawValue))
-                let signals = try await node.regionSignals()
-                // It may have left before the first subscription.
-                guard try await node.connection.nameOwner(of: node.name) == node.owner else { return .nodeLeft }
-                return await withTaskGroup(of: Outcome.self) { group in
-                    group.addTask {
-                        for await change in ownerChanges where change.body.count == 3 && change.body[0].string == node.name.rawValue
-                            && change.body[1].string == node.owner.rawValue {
-                            return .nodeLeft
-                        }
-                        return .disconnected
-                    }
-                    group.addTask {
-                        let clock = ISO8601DateFormatter()
-                        clock.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                        var lines = 0
-                        for await signal in signals {
-                            guard only.isEmpty || only.contains(signal.region) else { continue }
-                            if case .ranged = signal.kind, !ranging { continue }
-                            let time = clock.string(from: Date())
-                            print(json ? RegionText.jsonLine(signal, time: time) : RegionText.humanLine(signal, time: time))
-                            fflush(nil)
-                            lines += 1
-                            if let count, lines >= count { return .counted }
-                        }
-                        return .disconnected
-                    }
-                    // The first to end decides: --count reached, the node gone, or the bus.
-                    let first = await group.next() ?? .disconnected
-                    group.cancelAll()
-                    return first
-                }
-            }
-            switch outcome {
-            case .counted: return
-            case .nodeLeft: fail("\(NodeConnectionError.nodeLeft(bus: node.address, name: node.name))")
-            case .disconnected: fail("\(NodeConnectionError.disconnected(bus: node.address))")
+            let (only, json, ranging) = (Set(identifiers), follow.json, ranging)
+            await node.follow("cannot follow the regions", count: follow.count, subscribe: { try await $0.regionSignals() }) { signal, time in
+                guard only.isEmpty || only.contains(signal.region) else { return nil }
+                if case .ranged = signal.kind, !ranging { return nil }
+                return json ? RegionText.jsonLine(signal, time: time) : RegionText.humanLine(signal, time: time)
             }
         }
     }

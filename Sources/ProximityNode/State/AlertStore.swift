@@ -37,7 +37,7 @@ public struct AlertStore: Sendable {
         var at: Double
     }
 
-    struct File: Codable {
+    struct File: Codable, VersionedStateFile {
         var version: Int
         var savedAt: Double
         var alerts: [Definition]
@@ -59,15 +59,10 @@ public struct AlertStore: Sendable {
 
     /// Reads `alerts.json` (nothing saved yet: empty).
     public func load(clock: any NodeClock) throws(StateError) -> Saved {
-        guard let data = try state.read(Self.fileName) else { return Saved() }
+        guard let file = try state.readVersioned(File.self, Self.fileName, what: "an alerts file", version: Self.currentVersion) else {
+            return Saved()
+        }
         let path = state.file(Self.fileName).path
-        let file: File
-        do { file = try JSONDecoder().decode(File.self, from: data) } catch {
-            throw StateError(kind: .corrupt, path: path, detail: "not an alerts file: \(error)")
-        }
-        guard file.version == Self.currentVersion else {
-            throw StateError(kind: .corrupt, path: path, detail: "version \(file.version) is not supported (expected \(Self.currentVersion))")
-        }
         var saved = Saved()
         for definition in file.alerts {
             if let problem = Alert.problem(identifier: definition.identifier) {

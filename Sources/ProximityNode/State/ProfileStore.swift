@@ -20,7 +20,7 @@ public struct ProfileStore: Sendable {
         public var prox: Int
     }
 
-    struct File: Codable {
+    struct File: Codable, VersionedStateFile {
         var version: Int
         var savedAt: Double
         var attributes: [String: String]
@@ -40,15 +40,10 @@ public struct ProfileStore: Sendable {
     }
 
     public func load(clock: any NodeClock) throws(StateError) -> Saved {
-        guard let data = try state.read(Self.fileName) else { return Saved() }
+        guard let file = try state.readVersioned(File.self, Self.fileName, what: "a profile file", version: Self.currentVersion) else {
+            return Saved()
+        }
         let path = state.file(Self.fileName).path
-        let file: File
-        do { file = try JSONDecoder().decode(File.self, from: data) } catch {
-            throw StateError(kind: .corrupt, path: path, detail: "not a profile file: \(error)")
-        }
-        guard file.version == Self.currentVersion else {
-            throw StateError(kind: .corrupt, path: path, detail: "version \(file.version) is not supported (expected \(Self.currentVersion))")
-        }
         var saved = Saved()
         for (key, value) in file.attributes {
             if let problem = Profile.problem(key: key) ?? Profile.problem(value: value) {

@@ -28,7 +28,7 @@ public struct RegionStore: Sendable {
         public var lastSeen: Double?
     }
 
-    struct File: Codable {
+    struct File: Codable, VersionedStateFile {
         var version: Int
         /// When it was written, seconds since the Unix epoch.
         var savedAt: Double
@@ -44,15 +44,10 @@ public struct RegionStore: Sendable {
 
     /// Reads `regions.json` (nothing saved yet: empty). `clock` turns the saved times into its own.
     public func load(clock: any NodeClock) throws(StateError) -> Saved {
-        guard let data = try state.read(Self.fileName) else { return Saved() }
+        guard let file = try state.readVersioned(File.self, Self.fileName, what: "a regions file", version: Self.currentVersion) else {
+            return Saved()
+        }
         let path = state.file(Self.fileName).path
-        let file: File
-        do { file = try JSONDecoder().decode(File.self, from: data) } catch {
-            throw StateError(kind: .corrupt, path: path, detail: "not a regions file: \(error)")
-        }
-        guard file.version == Self.currentVersion else {
-            throw StateError(kind: .corrupt, path: path, detail: "version \(file.version) is not supported (expected \(Self.currentVersion))")
-        }
         var saved = Saved()
         for record in file.regions {
             if let problem = Region.problem(identifier: record.identifier) {

@@ -144,3 +144,27 @@ public enum NodeIdentity {
         return uuid
     }
 }
+
+/// A state file with a version number, which ``StateDirectory/readVersioned(_:_:what:version:)`` checks.
+protocol VersionedStateFile: Decodable {
+    var version: Int { get }
+}
+
+extension StateDirectory {
+    /// Reads the versioned JSON file `name`: nil when it does not exist; a `corrupt` error (the
+    /// file left as it is) when it is not `what` or has another version than `version`.
+    func readVersioned<File: VersionedStateFile>(_ type: File.Type, _ name: String, what: String,
+                                                 version: Int) throws(StateError) -> File? {
+        guard let data = try read(name) else { return nil }
+        let path = file(name).path
+        let decoded: File
+        do { decoded = try JSONDecoder().decode(File.self, from: data) } catch {
+            throw StateError(kind: .corrupt, path: path, detail: "not \(what): \(error)")
+        }
+        guard decoded.version == version else {
+            throw StateError(kind: .corrupt, path: path, detail: "version \(decoded.version) is not supported (expected \(version))")
+        }
+        return decoded
+    }
+}
+
