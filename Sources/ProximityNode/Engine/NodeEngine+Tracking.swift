@@ -77,6 +77,7 @@ extension NodeEngine {
             throw DBusError(Errors.failed, "cannot save the profile: \(error)")
         }
         profileSaved = snapshot
+        profileSavedAt = clock.now
     }
 
     /// Appends to the event log; nil when it cannot be written (logged; the event still goes on,
@@ -188,12 +189,14 @@ extension NodeEngine {
         // First the rules and the profile; then the log and the signals, in order, once the
         // state is saved.
         var ordered: [(signal: ProfileSignal?, log: LoggedEvent?)] = []
+        var firedAny = false
         while !queue.isEmpty, round < Self.maxRuleRounds {
             var next: [Happening] = []
             for happening in queue {
                 ordered.append((happening.signal, happening.log))
                 let on = "\(happening.rules.trigger.rawValue).\(happening.rules.fields["type"] ?? "")"
                 for firing in rules.evaluate(happening.rules, profile: profile, at: t) {
+                    firedAny = true
                     logger.info("rule fired", metadata: ["rule": "\(firing.rule)", "on": "\(on)"])
                     ordered.append((nil, LoggedEvent(time: clock.epoch(t), source: "rule", type: "fired", data: ["rule": firing.rule, "on": on])))
                     for action in firing.actions {
@@ -235,8 +238,12 @@ extension NodeEngine {
             logger.warning("rules changed the profile \(Self.maxRuleRounds) rounds in a row: the last changes reach no rule")
             for happening in queue { ordered.append((happening.signal, happening.log)) }
         }
-        do { try saveProfile() } catch {
-            logger.error("cannot save the profile", metadata: ["error": "\(error.message)"])
+        // What rules did (fired, changed) is on disk before it is announced; the tracker's own
+        // values, which the next reports derive again, within ProfileStore.refreshInterval.
+        if firedAny || t - profileSavedAt >= ProfileStore.refreshInterval {
+            do { try saveProfile() } catch {
+                logger.error("cannot save the profile", metadata: ["error": "\(error.message)"])
+            }
         }
         for (signal, log) in ordered {
             if let signal { signals.append(signal) }
@@ -369,9 +376,15 @@ extension NodeEngine {
         eventLog.read(after: seq, since: time > 0 ? time : nil, limit: limit)
     }
 
-    /// Flushes the event log's last entries to the disk, once they are a second old.
+    /// Flushes the event log's last entries to the disk once they are a second old, and saves the
+    /// tracker's values once they are ``ProfileStore/refreshInterval`` old.
     func syncEventLog() {
         eventLog.syncIfDue()
+        if clock.now - profileSavedAt >= ProfileStore.refreshInterval {
+            do { try saveProfile() } catch {
+                logger.error("cannot save the profile", metadata: ["error": "\(error.message)"])
+            }
+        }
     }
 
     // MARK: - Reload

@@ -59,6 +59,7 @@ public actor NodeEngine {
     var ruleSources: [String: RegionSource]
     let profileStore: ProfileStore
     var profileSaved: ProfileStore.Saved
+    var profileSavedAt: Timestamp = 0
     let eventLog: EventLog
     /// Alerts rules offered from this report's region events, before the alert stage saw it.
     var pendingOffers: [AlertTargetKey] = []

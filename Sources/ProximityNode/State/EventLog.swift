@@ -42,6 +42,7 @@ public final class EventLog: @unchecked Sendable {
     public let maxBytes: Int
     public let keep: Int
     private let lock = NSLock()
+    private let syncQueue = DispatchQueue(label: "proximityd.eventlog.sync")
     private var fd: Int32 = -1
     private var size = 0
     private var lastSync = Date.distantPast
@@ -118,11 +119,19 @@ public final class EventLog: @unchecked Sendable {
         syncLocked()
     }
 
+    /// Flushes on a queue of its own, on a duplicate of the descriptor: an `fdatasync` may take
+    /// tens of milliseconds, and the engine does not wait for it (a SIGKILL needs no flush; a
+    /// power loss takes at most about a second of entries).
     private func syncLocked() {
         guard unsynced, Date().timeIntervalSince(lastSync) >= Self.syncInterval else { return }
-        fdatasync(fd)
         lastSync = Date()
         unsynced = false
+        let copy = dup(fd)
+        guard copy >= 0 else { return }
+        syncQueue.async {
+            fdatasync(copy)
+            close(copy)
+        }
     }
 
     private func rotate() throws(StateError) {

@@ -5,11 +5,16 @@ import ProximityCore
 /// `profile.json`: the attributes, the rules added over the bus, when each rule last fired (for
 /// `once` and `cooldown`), and the peer the tracker follows.
 ///
-/// Written atomically before the call or signal that announces a change. A file that cannot be
+/// Written atomically before the call or signal that announces a change made by a client or a
+/// rule; the tracker's own values (which the next reports derive again) within
+/// ``refreshInterval``. A file that cannot be
 /// parsed stops the start with a clear error and is never overwritten.
 public struct ProfileStore: Sendable {
     public static let fileName = "profile.json"
     public static let currentVersion = 1
+    /// How stale the tracker's values on disk may grow (what clients and rules change is saved
+    /// before it is announced), seconds.
+    public static let refreshInterval: Double = 10
 
     let state: StateDirectory
 
