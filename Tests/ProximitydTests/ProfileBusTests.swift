@@ -44,7 +44,11 @@ struct ProfileBusTests {
             let attributes = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"])
             #expect(attributes.stdout.trimmed == "a{ss} 5 \"a.beacon.major\" \"12\" \"a.beacon.minor\" \"7\" \"a.beacon.prox\" \"2\" \"a.beacon.uuid\" \"f7826da6-4fa2-4e98-8024-bc5b71e0893e\" \"a.visited\" \"yes\"",
                     "\(attributes)")
-            // The signals, in order, before the reply: Tracked, its Logged, the rule's Logged, RuleFired, the rule's profile change Logged.
+            // The signals, in order: Tracked, its Logged, the rule's Logged, RuleFired, the rule's profile change Logged. Sent
+            // before the reply, but to another connection: waited for here.
+            try await signals.wait(timeout: .seconds(2), "the rule's profile change logged") {
+                $0.member == "Logged" && $0.body.count == 5 && $0.body[2].string == "profile"
+            }
             let members = signals.messages.filter { ["org.proximityd.Profile1", "org.proximityd.EventLog1"].contains($0.interface?.rawValue ?? "") }
                 .map(\.member!.rawValue)
             #expect(members == ["Tracked", "Logged", "Logged", "RuleFired", "Logged"], "\(members)")
@@ -54,8 +58,10 @@ struct ProfileBusTests {
             #expect(try await Self.profile(box, "TestRule", ["s", "near-12"]).stdout.hasPrefix("bas true"))
             // once: a second track does not fire it again.
             #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "1", "0"]).status == 0)
-            #expect(signals.messages.filter { $0.member == "RuleFired" }.count == 1)
             #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.user", "albert"]).status == 0)
+            // Signals from the node arrive in order: once this change's entry is here, a RuleFired of the track would be too.
+            try await signals.wait(timeout: .seconds(2), "a.user logged") { $0.member == "Logged" && ($0.body.last?.stringKeyedDictionary?["a.user"]) != nil }
+            #expect(signals.messages.filter { $0.member == "RuleFired" }.count == 1)
 
             // SIGKILL: the attributes, the rule and its having fired are kept.
             daemon.signal(SIGKILL)
@@ -66,7 +72,12 @@ struct ProfileBusTests {
             #expect(try await Self.profile(box, "GetRules").stdout.contains("near-12"))
             let mark = signals.count
             #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "2", "0"]).status == 0)
+            #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.marker", "1"]).status == 0)
+            try await signals.wait(from: mark, timeout: .seconds(2), "a.marker logged") {
+                $0.member == "Logged" && ($0.body.last?.stringKeyedDictionary?["a.marker"]) != nil
+            }
             #expect(!signals.messages.dropFirst(mark).contains { $0.member == "RuleFired" }, "once, even across a restart")
+            #expect(try await Self.profile(box, "RemoveAttribute", ["s", "a.marker"]).status == 0)
             #expect(try await Self.profile(box, "ClearCurrentBeacon").status == 0)
             let cleared = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"])
             #expect(cleared.stdout.trimmed == "a{ss} 2 \"a.user\" \"albert\" \"a.visited\" \"yes\"", "\(cleared)")
@@ -75,7 +86,7 @@ struct ProfileBusTests {
                                                   member: "GetEvents", [.uint64(0), .double(0), .uint32(100)])
             let story = (log.first?.arrayElements ?? []).compactMap(LogEntryValue.init).map { "\($0.source).\($0.type)" }
             #expect(story == ["tracking.tracked", "rule.fired", "profile.changed", "tracking.tracked", "profile.changed", "tracking.tracked",
-                              "tracking.cleared"], "\(story)")
+                              "profile.changed", "profile.changed", "tracking.cleared"], "\(story)")
             await daemon.stop()
         }
     }
@@ -143,7 +154,8 @@ struct ProfileBusTests {
                         "\(result)")
             }
             #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.user", "albert"]).status == 0)
-            #expect(signals.messages.first.map { $0.body[1].stringKeyedDictionary?["hello"]?.string } == "albert")
+            let greeted = try await signals.wait(timeout: .seconds(2), "RuleFired greet") { _ in true }
+            #expect(greeted.body[1].stringKeyedDictionary?["hello"]?.string == "albert")
             try """
                 tracking:
                   heartbeat: 30
@@ -158,6 +170,7 @@ struct ProfileBusTests {
             let rules = try await Self.profile(box, "GetRules").stdout
             #expect(rules.contains("\"bye\"") && !rules.contains("\"greet\"") && rules.contains("\\\"source\\\":\\\"config\\\""), "\(rules)")
             #expect(try await Self.profile(box, "RemoveAttribute", ["s", "a.user"]).status == 0)
+            try await signals.wait(from: 1, timeout: .seconds(2), "RuleFired bye") { _ in true }
             #expect(signals.messages.map { $0.body.first?.string } == ["greet", "bye"])
             await daemon.stop()
 
