@@ -28,6 +28,8 @@ public actor Air {
     /// pair's first packet is sent with bursts on; emptied when `Configure` changes the burst
     /// parameters, so each starts again from time 0 with the new ones.
     var linkBursts: [String: BurstProcess] = [:]
+    /// The realistic model's state of each link (advertiser > listener), when it is on.
+    var realisticLinks: [String: RealisticLink] = [:]
     var connections: [ConnectionKey: Connection] = [:]
     var timers: [Timer] = []
     var token: UInt64 = 0
@@ -279,14 +281,27 @@ public actor Air {
             let distance = position.distance(to: listenerPosition)
             let key = link + ">" + name
             var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
+            // The realistic part, from streams of its own (so the simple model's draw the same).
+            var deviation = 0.0
+            let realistic = radio.parameters.realistic
+            if !realistic.isOff {
+                var link = realisticLinks[key] ?? RealisticLink(radio: realistic, using: SeededGenerator(seed: seed).derived("realistic:" + key))
+                deviation = realistic.deviceOffset(seed: seed, device: transmitter, role: "tx")
+                    + realistic.deviceOffset(seed: seed, device: name, role: "rx")
+                    + realistic.fieldOffset(seed: seed, from: transmitter, to: name, x: listenerPosition.x - position.x,
+                                            y: listenerPosition.y - position.y)
+                    + link.deviation(at: time)
+                realisticLinks[key] = link
+            }
             let sample: Int16?
             if radio.parameters.burstLossRate > 0 {
                 let pair = transmitter + ">" + name
                 var burst = linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name)
-                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, at: time, burst: &burst, using: &rng)
+                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, deviation: deviation, at: time, burst: &burst,
+                                          using: &rng)
                 linkBursts[pair] = burst
             } else {
-                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, deviation: deviation, using: &rng)
             }
             linkRNG[key] = rng
             guard let rssi = sample else { continue }

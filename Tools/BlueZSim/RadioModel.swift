@@ -32,6 +32,9 @@ public struct RadioParameters: Sendable, Hashable {
     /// in, all at once, as a controller that buffers reports delivers them in bunches. 0 (the
     /// default): each report as it is received.
     public var reportBatching: Double
+    /// The parts of real RSSI beyond this model (per-device offsets, a shadowing field, AR(1)
+    /// shadowing, channel offsets, outliers); all off by default (``RealisticRadio``).
+    public var realistic = RealisticRadio()
 
     public init(
         pathLossExponent: Double = 2.0,
@@ -96,7 +99,18 @@ public struct RadioParameters: Sendable, Hashable {
                   "must be 0.01 or more seconds (the mean length of a bad spell), not \(ScenarioError.show(burstDuration))")
         try check((0...Self.maximumReportBatching).contains(reportBatching), "report_batching",
                   "must be 0...10 seconds (0: each report as it is received), not \(ScenarioError.show(reportBatching))")
+        try realistic.validate()
     }
+
+    /// The realistic preset (`preset: realistic`): the simple model's parameters and
+    /// ``RealisticRadio/realistic``, in the ranges measured on real receivers: a small independent
+    /// part (σ 1.5 dB), 10 % independent loss, and bursts covering 20 % of the time with a mean of
+    /// 2 s (holes of 3–5 s common, some much longer).
+    public static let realistic: RadioParameters = {
+        var r = RadioParameters(shadowingSigma: 1.5, packetLoss: 0.1, burstLossRate: 0.2, burstDuration: 2.0)
+        r.realistic = .realistic
+        return r
+    }()
 }
 
 /// The radio link model: log-distance path loss with Gaussian shadowing, independent packet loss,
@@ -144,9 +158,11 @@ public struct RadioModel: Sendable, Hashable {
     ///
     /// RSSI = round(mean + N(0, σ)), clamped to −127...20. Three draws: one for loss, two for the
     /// shadowing deviate.
-    public func sampleRSSI(distance: Double, measuredPower: Double? = nil, using rng: inout SeededGenerator) -> Int16? {
+    /// `deviation` (dB, the realistic model's part) is added to the mean.
+    public func sampleRSSI(distance: Double, measuredPower: Double? = nil, deviation: Double = 0,
+                           using rng: inout SeededGenerator) -> Int16? {
         let lost = rng.chance(parameters.packetLoss)
-        let value = rng.gaussian(mean: meanRSSI(distance: distance, measuredPower: measuredPower),
+        let value = rng.gaussian(mean: meanRSSI(distance: distance, measuredPower: measuredPower) + deviation,
                                  sigma: parameters.shadowingSigma)
         guard !lost else { return nil }
         let rounded = min(max(value.rounded(), Self.rssiRange.lowerBound), Self.rssiRange.upperBound)
@@ -157,10 +173,10 @@ public struct RadioModel: Sendable, Hashable {
     /// One advertisement at time `t` on a link whose burst process is `burst`: lost when the link
     /// is in a bad spell at `t`, else as ``sampleRSSI(distance:measuredPower:using:)``, whose three
     /// draws from `rng` are taken either way (the burst process draws from its own stream).
-    public func sampleRSSI(distance: Double, measuredPower: Double? = nil, at t: SimTime, burst: inout BurstProcess,
+    public func sampleRSSI(distance: Double, measuredPower: Double? = nil, deviation: Double = 0, at t: SimTime, burst: inout BurstProcess,
                            using rng: inout SeededGenerator) -> Int16? {
         let bad = burst.state(at: t) == .bad
-        let sample = sampleRSSI(distance: distance, measuredPower: measuredPower, using: &rng)
+        let sample = sampleRSSI(distance: distance, measuredPower: measuredPower, deviation: deviation, using: &rng)
         return bad ? nil : sample
     }
 

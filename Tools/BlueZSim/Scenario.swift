@@ -454,9 +454,30 @@ private struct ScenarioDecoder {
             ("burst_duration", \.burstDuration),
             ("report_batching", \.reportBatching),
         ]
-        let fields = try object(tree, path, keys: keys.map(\.0))
+        let realisticKeys: [(String, WritableKeyPath<RadioParameters, Double>)] = [
+            ("field_sigma", \.realistic.fieldSigma),
+            ("field_decorrelation", \.realistic.fieldDecorrelation),
+            ("temporal_sigma", \.realistic.temporalSigma),
+            ("temporal_tau", \.realistic.temporalTau),
+            ("channel_sigma", \.realistic.channelSigma),
+            ("outlier_rate", \.realistic.outlierRate),
+            ("outlier_sigma", \.realistic.outlierSigma),
+            ("device_sigma", \.realistic.deviceSigma),
+        ]
+        let fields = try object(tree, path, keys: ["preset"] + keys.map(\.0) + realisticKeys.map(\.0))
         var radio = RadioParameters()
-        for (key, keyPath) in keys {
+        // A preset first; the keys given override its values.
+        if let preset = fields["preset"] {
+            let name = try string(preset, Self.join(path, "preset"))
+            switch name {
+            case "simple": break
+            case "realistic": radio = .realistic
+            default:
+                throw ScenarioError(path: Self.join(path, "preset"), message: "must be simple or realistic, not \"\(name)\"")
+                    .withLine(line(for: Self.join(path, "preset")))
+            }
+        }
+        for (key, keyPath) in keys + realisticKeys {
             if let value = fields[key] { radio[keyPath: keyPath] = try number(value, Self.join(path, key)) }
         }
         return radio
