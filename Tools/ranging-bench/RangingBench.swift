@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueZSim
 import Foundation
 import ProximityCore
 
@@ -28,6 +29,11 @@ struct RangingBench: ParsableCommand {
 
     @Option(help: "Packet loss probability.")
     var loss = 0.1
+
+    @Option(name: .customLong("radio"), help: ArgumentHelp(
+        "Which radio model: simple (each --sigma, with --loss) and realistic (bluez-sim's realistic preset, its own σ and losses). Repeat for several.",
+        valueName: "model"))
+    var radioKinds: [RadioCondition.Kind] = [.simple, .realistic]
 
     @Option(help: "Measured power (RSSI at 1 m) of the walker, dBm.")
     var measuredPower = -59.0
@@ -126,27 +132,33 @@ struct RangingBench: ParsableCommand {
             print(dumpTrace(dump, condition: condition, seed: seedBase, specs: specs))
             return
         }
-        for exponent in exponent {
-            for interval in interval {
-                for sigma in sigma {
-                    let condition = RadioCondition(sigma: sigma, exponent: exponent, interval: interval, loss: loss,
-                                                   measuredPower: measuredPower)
-                    let (tallies, clearTimer) = evaluate(condition: condition, seeds: seedList, specs: specs)
-                    let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1) }
-                    let node = summaries[0]
-                    let verdicts = summaries.filter { $0.role == .baseline }.map { Verdict(node: node, baseline: $0) }
-                    let departures = clearTimer.departures + Array(repeating: TraceSet.departureAfter, count: clearTimer.missedDepartures)
-                    let result = ConditionResult(
-                        condition: condition, seeds: seedList, summaries: summaries,
-                        altBeaconIOSClearTimerDeparture: DepartureOnly(
-                            rule: "AltBeacon iOS 0.2: found-devices list cleared every 10 s by a free-running timer",
-                            median: percentile(departures, 0.5), p90: percentile(departures, 0.9), max: departures.max(),
-                            missed: clearTimer.missedDepartures),
-                        verdicts: verdicts)
-                    results.append(result)
-                    if !json { print(Table.render(result)) }
+        var conditions: [RadioCondition] = []
+        for kind in radioKinds {
+            for exponent in exponent {
+                for interval in interval {
+                    // The realistic preset has its own σ and losses: one condition per exponent and interval.
+                    for sigma in kind == .simple ? sigma : [RadioParameters.realistic.shadowingSigma] {
+                        conditions.append(RadioCondition(sigma: sigma, exponent: exponent, interval: interval, loss: loss,
+                                                         measuredPower: measuredPower, kind: kind))
+                    }
                 }
             }
+        }
+        for condition in conditions {
+            let (tallies, clearTimer) = evaluate(condition: condition, seeds: seedList, specs: specs)
+            let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1) }
+            let node = summaries[0]
+            let verdicts = summaries.filter { $0.role == .baseline }.map { Verdict(node: node, baseline: $0) }
+            let departures = clearTimer.departures + Array(repeating: TraceSet.departureAfter, count: clearTimer.missedDepartures)
+            let result = ConditionResult(
+                condition: condition, seeds: seedList, summaries: summaries,
+                altBeaconIOSClearTimerDeparture: DepartureOnly(
+                    rule: "AltBeacon iOS 0.2: found-devices list cleared every 10 s by a free-running timer",
+                    median: percentile(departures, 0.5), p90: percentile(departures, 0.9), max: departures.max(),
+                    missed: clearTimer.missedDepartures),
+                verdicts: verdicts)
+            results.append(result)
+            if !json { print(Table.render(result)) }
         }
         if json {
             let encoder = JSONEncoder()

@@ -1,21 +1,46 @@
+import ArgumentParser
 import BlueZSim
 import ProximityCore
 
 /// The radio of one benchmark condition: the simulator's parameters for the walker→listener link.
 struct RadioCondition: Hashable, Codable, Sendable {
+    /// Which radio: the simple model (log-distance, independent Gaussian shadowing and loss), or
+    /// bluez-sim's realistic preset (device offsets, a shadowing field, AR(1) shadowing, channel
+    /// offsets, outliers, bursty loss; docs/simulator.md), whose own σ and losses replace `sigma`
+    /// and `loss`.
+    enum Kind: String, Hashable, Codable, Sendable, CaseIterable, ExpressibleByArgument {
+        case simple, realistic
+    }
+
     var sigma: Double
     var exponent: Double
     var interval: Double
     var loss: Double
     var measuredPower: Double
+    var kind: Kind = .simple
 
     var model: RadioModel {
-        RadioModel(RadioParameters(pathLossExponent: exponent, measuredPower: measuredPower, shadowingSigma: sigma,
-                                   advertisingInterval: interval, packetLoss: loss))
+        var parameters: RadioParameters
+        switch kind {
+        case .simple:
+            parameters = RadioParameters(pathLossExponent: exponent, measuredPower: measuredPower, shadowingSigma: sigma,
+                                         advertisingInterval: interval, packetLoss: loss)
+        case .realistic:
+            parameters = .realistic
+            parameters.pathLossExponent = exponent
+            parameters.measuredPower = measuredPower
+            parameters.advertisingInterval = interval
+        }
+        return RadioModel(parameters)
     }
 
     var label: String {
-        "σ=\(format(sigma, 0)) dB, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms, loss \(format(loss * 100, 0))%"
+        switch kind {
+        case .simple:
+            "σ=\(format(sigma, 0)) dB, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms, loss \(format(loss * 100, 0))%"
+        case .realistic:
+            "realistic preset, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms"
+        }
     }
 }
 
@@ -58,18 +83,35 @@ struct Trace: Sendable {
     /// Fills `samples` from the simulator's radio model: advertising events every interval plus the
     /// spec's 0–10 ms advDelay, each lost with the loss probability or received with log-distance
     /// RSSI plus Gaussian shadowing, rounded to whole dBm. Virtual time only.
+    ///
+    /// On the realistic preset each sample also gets the walker's and the listener's device
+    /// offsets, the shadowing field at the walker's position, the link's AR(1) shadowing, channel
+    /// offset and outliers, and bursty loss, each from a stream of its own (bluez-sim's
+    /// `RealisticRadio`); on the simple model the samples are as before.
     mutating func simulate(_ radio: RadioModel, rng: SeededGenerator) {
         var advertising = rng.derived("adv walker")
         var link = rng.derived("link walker->listener")
+        let realistic = radio.parameters.realistic
+        var realisticLink = RealisticLink(radio: realistic, using: rng.derived("realistic walker->listener"))
+        let devices = realistic.deviceOffset(seed: rng.seed, device: "walker", role: "tx")
+            + realistic.deviceOffset(seed: rng.seed, device: "listener", role: "rx")
+        var burst = radio.burstProcess(using: rng.derived("burst walker->listener"))
         let interval = radio.parameters.advertisingInterval
         var t = advertising.uniform(0...interval)
         samples = []
         samples.reserveCapacity(Int(duration / interval) + 1)
         while t < duration {
             if let silentFrom, t >= silentFrom { break }
-            if let rssi = radio.sampleRSSI(distance: distance(at: t), using: &link) {
-                samples.append(Sample(t: t, rssi: Double(rssi)))
+            var deviation = 0.0
+            if !realistic.isOff {
+                let p = trajectory.position(at: t)
+                deviation = devices + realistic.fieldOffset(seed: rng.seed, from: "walker", to: "listener", x: p.x, y: p.y)
+                    + realisticLink.deviation(at: t)
             }
+            let rssi = radio.parameters.burstLossRate > 0
+                ? radio.sampleRSSI(distance: distance(at: t), deviation: deviation, at: t, burst: &burst, using: &link)
+                : radio.sampleRSSI(distance: distance(at: t), deviation: deviation, using: &link)
+            if let rssi { samples.append(Sample(t: t, rssi: Double(rssi))) }
             t = radio.nextAdvertisement(after: t, interval: interval, using: &advertising)
         }
     }
