@@ -246,9 +246,10 @@ import Testing
         ("burst_duration: .inf", "line 1: radio.burst_duration: must be a finite number"),
         ("report_batching: -0.5", "line 1: radio.report_batching: must be 0...10 seconds (0: each report as it is received), not -0.5"),
         ("report_batching: 11", "line 1: radio.report_batching: must be 0...10 seconds (0: each report as it is received), not 11"),
-        ("burst_length: 1", "line 1: radio.burst_length: unknown key; expected one of: path_loss_exponent, measured_power, "
+        ("burst_length: 1", "line 1: radio.burst_length: unknown key; expected one of: preset, path_loss_exponent, measured_power, "
             + "shadowing_sigma, advertising_interval, packet_loss, connection_latency, connection_failure_rate, sensitivity, "
-            + "burst_loss_rate, burst_duration, report_batching"),
+            + "burst_loss_rate, burst_duration, report_batching, field_sigma, field_decorrelation, temporal_sigma, temporal_tau, "
+            + "channel_sigma, outlier_rate, outlier_sigma, device_sigma"),
     ])
     func badKeysAreRejectedWithTheirMessages(radio: String, message: String) {
         do {
