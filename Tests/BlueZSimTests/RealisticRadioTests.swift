@@ -157,5 +157,19 @@ import Testing
         }
         #expect(a == b)
     }
-}
 
+    @Test("a link: its device offsets and its field at the listener's place, fixed; the same link from the same seed, another from another")
+    func linkStatic() {
+        var radio = RealisticRadio()
+        radio.deviceSigma = 6
+        radio.fieldSigma = 4
+        var link = radio.link(seed: 5, stream: "realistic:tag>alpha", from: "tag", to: "alpha")
+        let expected = radio.deviceOffset(seed: 5, device: "tag", role: "tx") + radio.deviceOffset(seed: 5, device: "alpha", role: "rx")
+            + 4 * radio.field(seed: 5, from: "tag", to: "alpha")!.value(x: 2, y: 1)
+        for i in 0..<10 { #expect(abs(link.deviation(at: Double(i), x: 2, y: 1) - expected) < 1e-12) }
+        var again = radio.link(seed: 5, stream: "realistic:tag>alpha", from: "tag", to: "alpha")
+        #expect(again.deviation(at: 0, x: 2, y: 1) == link.deviation(at: 10, x: 2, y: 1))
+        var reverse = radio.link(seed: 5, stream: "realistic:alpha>tag", from: "alpha", to: "tag")
+        #expect(reverse.deviation(at: 0, x: 2, y: 1) != expected)
+    }
+}

@@ -47,15 +47,15 @@ import Testing
         events = engine.update([Self.peer(1, .near, 1.5, at: 2), Self.peer(2, .near, 2.2, at: 2)], at: 2)
         #expect(ready(Self.b1) && ready(Self.b2))
         #expect(Self.offers(events) == [Self.b1])
-        #expect(try engine.accept(Self.b1) == [.status(Self.b1, .inProgress)])
+        #expect(try engine.accept(Self.b1, at: 2) == [.status(Self.b1, .inProgress)])
         #expect(!ready(Self.b1) && ready(Self.b2) && status(Self.b1) == .inProgress)
         events = engine.update([Self.peer(1, .near, 1.5, at: 3), Self.peer(2, .near, 2.2, at: 3)], at: 3)
         #expect(Self.offers(events).isEmpty, "nothing else while Beacon1 is in progress")
 
         // Step 2B: Albert closes the popup: Beacon1 done, Beacon2 offered; its alert is triggered.
-        events = try engine.done(Self.b1)
+        events = try engine.done(Self.b1, at: 3.5)
         #expect(events == [.status(Self.b1, .done), .offered(Self.b2)])
-        _ = try engine.accept(Self.b2)
+        _ = try engine.accept(Self.b2, at: 3.5)
         #expect(!ready(Self.b1) && status(Self.b1) == .done)
         #expect(!ready(Self.b2) && status(Self.b2) == .inProgress)
 
@@ -72,7 +72,7 @@ import Testing
         #expect(status(Self.b2) == .inProgress)
 
         // Step 4: Albert closes Beacon2's popup and walks back near Beacon1: Beacon1 offered.
-        events = try engine.done(Self.b2)
+        events = try engine.done(Self.b2, at: 70.5)
         #expect(events == [.status(Self.b2, .done)], "Beacon1 is far: nothing to offer yet")
         events = engine.update([Self.peer(1, .near, 1.2, at: 71), Self.peer(2, .near, 2.5, at: 71)], at: 71)
         #expect(ready(Self.b1) && !ready(Self.b2) && status(Self.b2) == .done)
@@ -140,12 +140,12 @@ import Testing
         _ = engine.add(Self.alert(2))
         _ = engine.update([Self.peer(1, .near, 1, at: 0), Self.peer(2, .near, 2, at: 0)], at: 0)
         #expect(engine.current == Self.b1)
-        #expect(try engine.decline(Self.b1) == [.offered(Self.b2)])
-        #expect(try engine.done(Self.b2) == [.status(Self.b2, .done)], "Beacon1 was declined: not offered again")
+        #expect(try engine.decline(Self.b1, at: 0.5) == [.offered(Self.b2)])
+        #expect(try engine.done(Self.b2, at: 0.5) == [.status(Self.b2, .done)], "Beacon1 was declined: not offered again")
         _ = engine.update([Self.peer(1, .far, 5, at: 1), Self.peer(2, .near, 2, at: 1)], at: 1)
         let back = engine.update([Self.peer(1, .near, 1, at: 2), Self.peer(2, .near, 2, at: 2)], at: 2)
         #expect(Self.offers(back) == [Self.b1])
-        #expect(throws: AlertCommandError.notOffered(Self.b2)) { try engine.accept(Self.b2) }
+        #expect(throws: AlertCommandError.notOffered(Self.b2)) { try engine.accept(Self.b2, at: 2) }
     }
 
     @Test("an alert in progress is removed and done when its target leaves the report or its condition; an offer is just taken back")
@@ -153,7 +153,7 @@ import Testing
         var engine = AlertEngine()
         _ = engine.add(Self.alert(1))
         _ = engine.update([Self.peer(1, .near, 1, at: 0)], at: 0)
-        _ = try engine.accept(Self.b1)
+        _ = try engine.accept(Self.b1, at: 0.5)
         let gone = engine.update([], at: 1)
         #expect(gone.contains(.removed(Self.b1, reason: .notDetected)) && gone.contains(.status(Self.b1, .done)))
         #expect(engine.current == nil)
@@ -171,8 +171,8 @@ import Testing
         var engine = AlertEngine()
         _ = engine.add(Self.alert(1, parameters: AlertParameters(range: .near, maxTimeBeforeReset: 5)))
         _ = engine.update([Self.peer(1, .near, 1, at: 0)], at: 0)
-        _ = try engine.accept(Self.b1)
-        _ = try engine.done(Self.b1)
+        _ = try engine.accept(Self.b1, at: 0.5)
+        _ = try engine.done(Self.b1, at: 0.5)
         _ = engine.update([Self.peer(1, .far, 5, at: 1)], at: 1)
         _ = engine.update([Self.peer(1, .near, 1, at: 4)], at: 4)
         let events = engine.update([Self.peer(1, .near, 1, at: 10)], at: 10)
@@ -214,7 +214,7 @@ import Testing
         var offered: [AlertTargetKey] = []
         while t <= 62 {
             offered += Self.offers(engine.update(near([1, 2]), at: t))
-            if let c = engine.current { _ = try engine.accept(c); _ = try engine.done(c) }
+            if let c = engine.current { _ = try engine.accept(c, at: t); _ = try engine.done(c, at: t) }
             t += 1
         }
         #expect(offered == [Self.b2, Self.b1], "Beacon2 at once, Beacon1 after its 60 s dwell")
@@ -281,10 +281,10 @@ extension AlertEngineTests {
         _ = engine.add(Self.alert(1))
         _ = engine.add(Self.alert(2))
         _ = engine.update([Self.peer(1, .far, 8, at: 1), Self.peer(2, .far, 9, at: 1)], at: 1)
-        _ = try engine.setStatus(Self.b2, .inProgress)
+        _ = try engine.setStatus(Self.b2, .inProgress, at: 1.5)
         #expect(engine.current == Self.b2)
-        #expect(throws: AlertCommandError.anotherCurrent(Self.b2)) { try engine.setStatus(Self.b1, .inProgress) }
-        #expect(try engine.done(Self.b2) == [.status(Self.b2, .done)])
+        #expect(throws: AlertCommandError.anotherCurrent(Self.b2)) { try engine.setStatus(Self.b1, .inProgress, at: 1.5) }
+        #expect(try engine.done(Self.b2, at: 1.6) == [.status(Self.b2, .done)])
         #expect(engine.current == nil)
     }
 }
@@ -353,8 +353,8 @@ extension AlertEngineTests {
             let events = engine.update([T.peer(1, .near, 1, at: t)], at: t, local: local)
             if T.offers(events) == [T.b1] {
                 offers.append(t)
-                _ = try engine.accept(T.b1)
-                _ = try engine.done(T.b1)
+                _ = try engine.accept(T.b1, at: t)
+                _ = try engine.done(T.b1, at: t)
             }
             _ = engine.update([T.peer(1, .far, 5, at: t + 1)], at: t + 1, local: local)
             _ = engine.update([T.peer(1, .far, 5, at: t + 6)], at: t + 6, local: local)

@@ -285,12 +285,8 @@ public actor Air {
             var deviation = 0.0
             let realistic = radio.parameters.realistic
             if !realistic.isOff {
-                var link = realisticLinks[key] ?? RealisticLink(radio: realistic, using: SeededGenerator(seed: seed).derived("realistic:" + key))
-                deviation = realistic.deviceOffset(seed: seed, device: transmitter, role: "tx")
-                    + realistic.deviceOffset(seed: seed, device: name, role: "rx")
-                    + realistic.fieldOffset(seed: seed, from: transmitter, to: name, x: listenerPosition.x - position.x,
-                                            y: listenerPosition.y - position.y)
-                    + link.deviation(at: time)
+                var link = realisticLinks[key] ?? realistic.link(seed: seed, stream: "realistic:" + key, from: transmitter, to: name)
+                deviation = link.deviation(at: time, x: listenerPosition.x - position.x, y: listenerPosition.y - position.y)
                 realisticLinks[key] = link
             }
             let sample: Int16?

@@ -121,14 +121,22 @@ public struct RealisticLink: Sendable, Hashable {
     public let radio: RealisticRadio
     /// The offsets of channels 37, 38 and 39, dB.
     public let channelOffsets: [Double]
+    /// The transmitter's and the listener's device offsets together, dB.
+    public let deviceOffset: Double
+    /// The link's shadowing field (nil when `fieldSigma` is 0).
+    public let field: ShadowingField?
     /// The channel of the next advertising event, 0...2 (37, 38, 39).
     public private(set) var channel: Int
     private var temporal: Double
     private var lastTime: SimTime?
     private var rng: SeededGenerator
 
-    public init(radio: RealisticRadio, using rng: SeededGenerator) {
+    /// `deviceOffset` and `field` are fixed for the link (``RealisticRadio/link(seed:stream:from:to:)``
+    /// works them out once).
+    public init(radio: RealisticRadio, using rng: SeededGenerator, deviceOffset: Double = 0, field: ShadowingField? = nil) {
         self.radio = radio
+        self.deviceOffset = deviceOffset
+        self.field = field
         var rng = rng
         channelOffsets = (0..<3).map { _ in rng.gaussian(mean: 0, sigma: radio.channelSigma) }
         channel = Int(rng.next() % 3)
@@ -138,6 +146,12 @@ public struct RealisticLink: Sendable, Hashable {
 
     /// The deviation of the sample at `t` (times must not go back): the AR(1) term moved on to
     /// `t`, the offset of this event's channel, and an outlier now and then. Advances the channel.
+    /// The whole deviation of the sample at `t` with the listener at (x, y) from the transmitter:
+    /// the device offsets, the field there, and ``deviation(at:)``.
+    public mutating func deviation(at t: SimTime, x: Double, y: Double) -> Double {
+        deviceOffset + (field.map { radio.fieldSigma * $0.value(x: x, y: y) } ?? 0) + deviation(at: t)
+    }
+
     public mutating func deviation(at t: SimTime) -> Double {
         if let lastTime, radio.temporalSigma > 0 {
             let rho = Foundation.exp(-max(0, t - lastTime) / radio.temporalTau)
@@ -161,11 +175,18 @@ extension RealisticRadio {
         return rng.gaussian(mean: 0, sigma: deviceSigma)
     }
 
-    /// The static offset by position of the link from `transmitter` to `listener` when the
-    /// listener is at (x, y), dB.
-    public func fieldOffset(seed: UInt64, from transmitter: String, to listener: String, x: Double, y: Double) -> Double {
-        guard fieldSigma > 0 else { return 0 }
-        let fieldSeed = SeededGenerator(seed: seed).derived("field:\(transmitter)>\(listener)").seed
-        return fieldSigma * ShadowingField(seed: fieldSeed, decorrelation: fieldDecorrelation).value(x: x, y: y)
+    /// The shadowing field of the link from `transmitter` to `listener` (nil when off).
+    public func field(seed: UInt64, from transmitter: String, to listener: String) -> ShadowingField? {
+        guard fieldSigma > 0 else { return nil }
+        return ShadowingField(seed: SeededGenerator(seed: seed).derived("field:\(transmitter)>\(listener)").seed,
+                              decorrelation: fieldDecorrelation)
+    }
+
+    /// A link's state, with what is fixed for it worked out once: its stream is `stream` of the
+    /// run's seed, its device offsets the transmitter's and the listener's, its field theirs.
+    public func link(seed: UInt64, stream: String, from transmitter: String, to listener: String) -> RealisticLink {
+        RealisticLink(radio: self, using: SeededGenerator(seed: seed).derived(stream),
+                      deviceOffset: deviceOffset(seed: seed, device: transmitter, role: "tx") + deviceOffset(seed: seed, device: listener, role: "rx"),
+                      field: field(seed: seed, from: transmitter, to: listener))
     }
 }

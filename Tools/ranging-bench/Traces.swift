@@ -92,9 +92,7 @@ struct Trace: Sendable {
         var advertising = rng.derived("adv walker")
         var link = rng.derived("link walker->listener")
         let realistic = radio.parameters.realistic
-        var realisticLink = RealisticLink(radio: realistic, using: rng.derived("realistic walker->listener"))
-        let devices = realistic.deviceOffset(seed: rng.seed, device: "walker", role: "tx")
-            + realistic.deviceOffset(seed: rng.seed, device: "listener", role: "rx")
+        var realisticLink = realistic.link(seed: rng.seed, stream: "realistic walker->listener", from: "walker", to: "listener")
         var burst = radio.burstProcess(using: rng.derived("burst walker->listener"))
         let interval = radio.parameters.advertisingInterval
         var t = advertising.uniform(0...interval)
@@ -105,8 +103,7 @@ struct Trace: Sendable {
             var deviation = 0.0
             if !realistic.isOff {
                 let p = trajectory.position(at: t)
-                deviation = devices + realistic.fieldOffset(seed: rng.seed, from: "walker", to: "listener", x: p.x, y: p.y)
-                    + realisticLink.deviation(at: t)
+                deviation = realisticLink.deviation(at: t, x: p.x, y: p.y)
             }
             let rssi = radio.parameters.burstLossRate > 0
                 ? radio.sampleRSSI(distance: distance(at: t), deviation: deviation, at: t, burst: &burst, using: &link)

@@ -275,7 +275,8 @@ public struct AlertEngine: Sendable {
     /// A rule offers `key`'s alert now, whatever its condition: if it is waiting for action and in
     /// the report, and nothing is offered or in progress. Its condition does not take it back
     /// until it is done; leaving the report does.
-    public mutating func offerNow(_ key: AlertTargetKey) -> [AlertEvent] {
+    public mutating func offerNow(_ key: AlertTargetKey, at t: Timestamp) -> [AlertEvent] {
+        now = max(now, t)
         guard current == nil, let target = targets[key], target.actionStatus == .waitingForAction, target.detected else { return [] }
         targets[key]!.forced = true
         current = key
@@ -294,8 +295,9 @@ public struct AlertEngine: Sendable {
     // MARK: - The consumer's commands (the app)
 
     /// The app shows the offered alert: `waitingForAction` → `inProgress`.
-    public mutating func accept(_ key: AlertTargetKey) throws(AlertCommandError) -> [AlertEvent] {
+    public mutating func accept(_ key: AlertTargetKey, at t: Timestamp) throws(AlertCommandError) -> [AlertEvent] {
         guard targets[key] != nil else { throw .unknownTarget(key) }
+        now = max(now, t)
         guard current == key, targets[key]!.actionStatus == .waitingForAction else { throw .notOffered(key) }
         targets[key]!.actionStatus = .inProgress
         acceptedAt[key] = now
@@ -307,8 +309,9 @@ public struct AlertEngine: Sendable {
     }
 
     /// The app does not show the offered alert: the next closest is offered.
-    public mutating func decline(_ key: AlertTargetKey) throws(AlertCommandError) -> [AlertEvent] {
+    public mutating func decline(_ key: AlertTargetKey, at t: Timestamp) throws(AlertCommandError) -> [AlertEvent] {
         guard targets[key] != nil else { throw .unknownTarget(key) }
+        now = max(now, t)
         guard current == key, targets[key]!.actionStatus == .waitingForAction else { throw .notOffered(key) }
         targets[key]!.declined = true
         targets[key]!.forced = false
@@ -317,8 +320,9 @@ public struct AlertEngine: Sendable {
     }
 
     /// The user closed the alert (in progress, or offered): `done`; the next is offered.
-    public mutating func done(_ key: AlertTargetKey) throws(AlertCommandError) -> [AlertEvent] {
+    public mutating func done(_ key: AlertTargetKey, at t: Timestamp) throws(AlertCommandError) -> [AlertEvent] {
         guard targets[key] != nil else { throw .unknownTarget(key) }
+        now = max(now, t)
         guard current == key else { throw .notInProgress(key) }
         targets[key]!.actionStatus = .done
         targets[key]!.forced = false
@@ -328,8 +332,9 @@ public struct AlertEngine: Sendable {
 
     /// Forces a target's status, as the seed allows. Forcing the current one away from its state
     /// takes its offer or action back.
-    public mutating func setStatus(_ key: AlertTargetKey, _ status: ActionStatus) throws(AlertCommandError) -> [AlertEvent] {
+    public mutating func setStatus(_ key: AlertTargetKey, _ status: ActionStatus, at t: Timestamp) throws(AlertCommandError) -> [AlertEvent] {
         guard let target = targets[key] else { throw .unknownTarget(key) }
+        now = max(now, t)
         guard target.actionStatus != status else { return [] }
         // One alert in progress at a time: forcing another in progress while one is offered or in
         // progress is refused; with none, it becomes the current one (Done then closes it).

@@ -153,7 +153,7 @@ extension NodeEngine {
         }
         var events = alerts.update(candidates, at: t, local: localTime(at: t))
         // Offers rules made from this report's region events, now that the targets are known.
-        for key in pendingOffers { events += alerts.offerNow(key) }
+        for key in pendingOffers { events += alerts.offerNow(key, at: t) }
         pendingOffers = []
         settleAlerts(events)
         askStrategies()
@@ -306,28 +306,28 @@ extension NodeEngine {
     public func acceptAlert(_ path: ObjectPath) throws(DBusError) -> UInt64 {
         let key = try targetKey(path)
         return try command { engine throws(DBusError) in
-            do throws(AlertCommandError) { return try engine.accept(key) } catch { throw Self.refusal(error) }
+            do throws(AlertCommandError) { return try engine.accept(key, at: clock.now) } catch { throw Self.refusal(error) }
         }
     }
 
     public func declineAlert(_ path: ObjectPath) throws(DBusError) -> UInt64 {
         let key = try targetKey(path)
         return try command { engine throws(DBusError) in
-            do throws(AlertCommandError) { return try engine.decline(key) } catch { throw Self.refusal(error) }
+            do throws(AlertCommandError) { return try engine.decline(key, at: clock.now) } catch { throw Self.refusal(error) }
         }
     }
 
     public func alertDone(_ path: ObjectPath) throws(DBusError) -> UInt64 {
         let key = try targetKey(path)
         return try command { engine throws(DBusError) in
-            do throws(AlertCommandError) { return try engine.done(key) } catch { throw Self.refusal(error) }
+            do throws(AlertCommandError) { return try engine.done(key, at: clock.now) } catch { throw Self.refusal(error) }
         }
     }
 
     public func setActionStatus(_ path: ObjectPath, _ status: ActionStatus) throws(DBusError) -> UInt64 {
         let key = try targetKey(path)
         return try command { engine throws(DBusError) in
-            do throws(AlertCommandError) { return try engine.setStatus(key, status) } catch { throw Self.refusal(error) }
+            do throws(AlertCommandError) { return try engine.setStatus(key, status, at: clock.now) } catch { throw Self.refusal(error) }
         }
     }
 

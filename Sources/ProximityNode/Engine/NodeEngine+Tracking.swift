@@ -213,7 +213,7 @@ extension NodeEngine {
                                 continue
                             }
                             let key = AlertTargetKey(alert: id, peer: peer)
-                            let made = alerts.offerNow(key)
+                            let made = alerts.offerNow(key, at: t)
                             if made.isEmpty, alerts.targets[key] == nil, alerts.alerts[id] != nil {
                                 // The alert stage has not seen this report yet (region events
                                 // come first): offered once it has, in this report.
