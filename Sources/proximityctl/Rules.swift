@@ -15,8 +15,8 @@ struct Rules: AsyncParsableCommand {
             there.
 
             Exit status: 0 on success (for `test`: the condition holds), 1 when `test` finds it \
-            does not hold, 64 for a bad argument (a rule that cannot be, with its path), 69 when \
-            the node cannot be reached or refuses the call.
+            does not hold, 64 for a bad argument (a rule that cannot be, with its path), 66 for a \
+            rule file that cannot be read, 69 when the node cannot be reached or refuses the call.
             """,
         subcommands: [List.self, Add.self, Remove.self, Test.self])
 
@@ -53,8 +53,11 @@ struct Rules: AsyncParsableCommand {
             let text: String
             if rule == "-" {
                 text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            } else if !rule.hasPrefix("{"), FileManager.default.fileExists(atPath: rule) {
-                guard let contents = FileManager.default.contents(atPath: rule) else { fail("cannot read \(rule)", status: 66) }
+            } else if !rule.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
+                // Not JSON: a file.
+                guard let contents = FileManager.default.contents(atPath: rule) else {
+                    fail("cannot read \(rule)\(FileManager.default.fileExists(atPath: rule) ? "" : ": no such file") (RULE is JSON, a file, or -)", status: 66)
+                }
                 text = String(decoding: contents, as: UTF8.self)
             } else {
                 text = rule

@@ -76,7 +76,11 @@ public indirect enum RuleValue: Sendable, Hashable, Codable {
     /// From JSON text (the bus's form).
     public static func json(_ text: String) throws(RuleDefinitionError) -> RuleValue {
         do { return try JSONDecoder().decode(RuleValue.self, from: Data(text.utf8)) } catch {
-            throw RuleDefinitionError([], "is not valid JSON (\(error))")
+            var reason = "\(error)"
+            if case DecodingError.dataCorrupted(let context) = error {
+                reason = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription
+            }
+            throw RuleDefinitionError([], "is not valid JSON (\(reason))")
         }
     }
 
