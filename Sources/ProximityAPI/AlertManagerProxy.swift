@@ -82,13 +82,22 @@ extension NodeProxy {
         let manager = try await connection.subscribe(MatchRule(sender: name, interface: Manager1.interface))
         let changes = try await connection.subscribe(MatchRule(sender: name, pathNamespace: ProximityBus.alertsPath,
                                                                interface: .properties, member: "PropertiesChanged"))
-        return AsyncStream { continuation in
+        return Self.decoded([manager, changes], AlertSignal.init)
+    }
+}
+
+extension NodeProxy {
+    /// The signals of several subscriptions as one stream, each decoded by `decode` (nil: skipped);
+    /// ends when the first subscription ends (the connection closed).
+    static func decoded<Signal: Sendable>(_ streams: [DBusSignalStream],
+                                          _ decode: @escaping @Sendable (DBusMessage) -> Signal?) -> AsyncStream<Signal> {
+        AsyncStream { continuation in
             let task = Task {
                 await withTaskGroup(of: Void.self) { group in
-                    for stream in [manager, changes] {
+                    for stream in streams {
                         group.addTask {
                             for await message in stream {
-                                if let signal = AlertSignal(message) { continuation.yield(signal) }
+                                if let signal = decode(message) { continuation.yield(signal) }
                             }
                         }
                     }

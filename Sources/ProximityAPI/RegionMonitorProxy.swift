@@ -53,15 +53,7 @@ extension NodeProxy {
     /// The regions' signals from now on, decoded; ends when the connection closes.
     public func regionSignals() async throws -> AsyncStream<RegionSignal> {
         let signals = try await connection.subscribe(MatchRule(sender: name, interface: ProximityBus.Region1.interface))
-        return AsyncStream { continuation in
-            let task = Task {
-                for await message in signals {
-                    if let signal = RegionSignal(message) { continuation.yield(signal) }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        return Self.decoded([signals], RegionSignal.init)
     }
 }
 

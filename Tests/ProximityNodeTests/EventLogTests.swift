@@ -1,4 +1,5 @@
 import Foundation
+import ProximityAPI
 @testable import ProximityNode
 import Testing
 
@@ -12,11 +13,11 @@ import Testing
     func appendAndReopen() throws {
         let state = try Self.state()
         var log: EventLog? = try EventLog(state: state)
-        for i in 1...5 { try log!.append(LoggedEvent(time: Double(i), source: "tracking", type: "tracked", data: ["i": "\(i)"])) }
+        for i in 1...5 { try log!.append(LogEntryValue(time: Double(i), source: "tracking", type: "tracked", data: ["i": "\(i)"])) }
         log = nil
         let again = try EventLog(state: state)
         #expect(again.lastSeq == 5)
-        try again.append(LoggedEvent(time: 6, source: "rule", type: "fired", data: ["rule": "r"]))
+        try again.append(LogEntryValue(time: 6, source: "rule", type: "fired", data: ["rule": "r"]))
         let entries = again.read()
         #expect(entries.map(\.seq) == [1, 2, 3, 4, 5, 6])
         #expect(entries.last?.data == ["rule": "r"] && entries[2].data == ["i": "3"])
@@ -28,7 +29,7 @@ import Testing
     func tornLine() throws {
         let state = try Self.state()
         let log = try EventLog(state: state)
-        for i in 1...3 { try log.append(LoggedEvent(time: Double(i), source: "region", type: "entered", data: ["region": "r\(i)"])) }
+        for i in 1...3 { try log.append(LogEntryValue(time: Double(i), source: "region", type: "entered", data: ["region": "r\(i)"])) }
         let file = state.file(EventLog.fileName)
         let before = try Data(contentsOf: file)
         // What a crash in the middle of a write leaves: part of a line, no newline.
@@ -39,7 +40,7 @@ import Testing
         #expect(EventLog.entries(in: state.url).map(\.seq) == [1, 2, 3], "the reader skips it")
         let reopened = try EventLog(state: state)
         #expect(try Data(contentsOf: file) == before, "cut back to the last whole line")
-        try reopened.append(LoggedEvent(time: 4, source: "region", type: "exited"))
+        try reopened.append(LogEntryValue(time: 4, source: "region", type: "exited"))
         #expect(EventLog.entries(in: state.url).map(\.seq) == [1, 2, 3, 4])
         #expect(try Data(contentsOf: file).prefix(before.count) == before)
     }
@@ -48,7 +49,7 @@ import Testing
     func rotation() throws {
         let state = try Self.state()
         let log = try EventLog(state: state, maxBytes: 1000, keep: 2)
-        for i in 1...100 { try log.append(LoggedEvent(time: Double(i), source: "tracking", type: "tracked", data: ["i": "\(i)"])) }
+        for i in 1...100 { try log.append(LogEntryValue(time: Double(i), source: "tracking", type: "tracked", data: ["i": "\(i)"])) }
         let files = try FileManager.default.contentsOfDirectory(atPath: state.url.path).filter { $0.hasPrefix("events") }.sorted()
         #expect(files == ["events.jsonl", "events.jsonl.1", "events.jsonl.2"])
         for name in files {

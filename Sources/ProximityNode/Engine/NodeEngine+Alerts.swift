@@ -85,12 +85,7 @@ extension NodeEngine {
             happened += fresh
         }
         for event in happened { log(event) }
-        var targets: [ObjectPath: AlertProperties] = [:]
-        for (key, target) in alerts.targets {
-            guard let alert = alerts.alerts[key.alert] else { continue }
-            let properties = AlertProperties(alert, key, target)
-            targets[properties.path] = properties
-        }
+        let targets = alertTargetProperties
         var signals: [AlertSignal] = []
         for event in happened {
             switch event {
@@ -103,9 +98,8 @@ extension NodeEngine {
             }
         }
         changeSequence += 1
-        let current = alerts.current.map { ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue) }
-        events.publish(.alerts(AlertChanges(sequence: changeSequence, targets: targets, signals: signals, current: current,
-                                            strategies: Set(alerts.strategyKeys + [AlertEngine.defaultStrategyKey]).sorted())))
+        events.publish(.alerts(AlertChanges(sequence: changeSequence, targets: targets, signals: signals, current: currentAlertPath,
+                                            strategies: strategyKeysShown)))
         return changeSequence
     }
 
@@ -125,16 +119,23 @@ extension NodeEngine {
 
     /// Every alert target as it is now, for the exporter to show before the node takes its name.
     public var alertSnapshot: AlertChanges {
+        AlertChanges(sequence: changeSequence, targets: alertTargetProperties, current: currentAlertPath, strategies: strategyKeysShown)
+    }
+
+    /// Every alert target as `Alert1` shows it, by path.
+    var alertTargetProperties: [ObjectPath: AlertProperties] {
         var targets: [ObjectPath: AlertProperties] = [:]
         for (key, target) in alerts.targets {
             guard let alert = alerts.alerts[key.alert] else { continue }
             let properties = AlertProperties(alert, key, target)
             targets[properties.path] = properties
         }
-        return AlertChanges(sequence: changeSequence, targets: targets,
-                            current: alerts.current.map { ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue) },
-                            strategies: Set(alerts.strategyKeys + [AlertEngine.defaultStrategyKey]).sorted())
+        return targets
     }
+
+    var currentAlertPath: ObjectPath? { alerts.current.map { ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue) } }
+    /// The keys alerts may name now: the default strategies', the built-in and the registered.
+    var strategyKeysShown: [String] { Set(alerts.strategyKeys + [AlertEngine.defaultStrategyKey]).sorted() }
 
     // MARK: - Each report
 

@@ -14,7 +14,7 @@ extension NodeEngine {
     /// signal of its own (`Tracked`, `Cleared`) if any.
     struct Happening {
         /// Nil: nothing to log (a profile change the tracking event already holds).
-        var log: LoggedEvent?
+        var log: LogEntryValue?
         var rules: RuleEvent
         var signal: ProfileSignal?
     }
@@ -82,7 +82,7 @@ extension NodeEngine {
 
     /// Appends to the event log; nil when it cannot be written (logged; the event still goes on,
     /// without its `Logged` signal).
-    func record(_ event: LoggedEvent) -> LoggedEvent? {
+    func record(_ event: LogEntryValue) -> LogEntryValue? {
         do { return try eventLog.append(event) } catch {
             logger.error("cannot write the event log", metadata: ["error": "\(error)"])
             return nil
@@ -111,7 +111,7 @@ extension NodeEngine {
             var data = contextData
             if let peer { data["peer"] = peer.rawValue }
             logger.info("tracked", metadata: ["peer.id": "\(peer?.rawValue ?? "manual")", "prox": "\(contextData[TrackingKeys.beaconProx] ?? contextData[TrackingKeys.nodeProx] ?? contextData[TrackingKeys.eddystoneProx] ?? "")"])
-            var out = [Happening(log: LoggedEvent(time: epoch, source: "tracking", type: "tracked", data: data),
+            var out = [Happening(log: LogEntryValue(time: epoch, source: "tracking", type: "tracked", data: data),
                                  rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "tracked"]) { _, type in type }, peer: peer),
                                  signal: .tracked(contextData))]
             if !changed.isEmpty { out.append(profileHappening(changed, by: "tracker", at: t, logged: false)) }
@@ -120,7 +120,7 @@ extension NodeEngine {
             let changed = (try? profile.apply(Dictionary(uniqueKeysWithValues: TrackingKeys.all.map { ($0, nil) }))) ?? [:]
             let data = peer.map { ["peer": $0.rawValue] } ?? [:]
             logger.info("cleared the current beacon", metadata: ["peer.id": "\(peer?.rawValue ?? "manual")"])
-            var out = [Happening(log: LoggedEvent(time: epoch, source: "tracking", type: "cleared", data: data),
+            var out = [Happening(log: LogEntryValue(time: epoch, source: "tracking", type: "cleared", data: data),
                                  rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "cleared"]) { _, type in type }, peer: peer),
                                  signal: .cleared)]
             if !changed.isEmpty { out.append(profileHappening(changed, by: "tracker", at: t, logged: false)) }
@@ -136,7 +136,7 @@ extension NodeEngine {
         if !removed.isEmpty { data["removed"] = removed.joined(separator: ",") }
         var fields = data
         fields["type"] = "changed"
-        return Happening(log: logged ? LoggedEvent(time: clock.epoch(t), source: "profile", type: "changed", data: data) : nil,
+        return Happening(log: logged ? LogEntryValue(time: clock.epoch(t), source: "profile", type: "changed", data: data) : nil,
                          rules: RuleEvent(trigger: .profile, fields: fields), signal: nil)
     }
 
@@ -152,7 +152,7 @@ extension NodeEngine {
             }
             let peer = nearest[event.region]
             if let peer { data["peer"] = peer.rawValue }
-            return Happening(log: LoggedEvent(time: epoch, source: "region", type: type, data: data),
+            return Happening(log: LogEntryValue(time: epoch, source: "region", type: type, data: data),
                              rules: RuleEvent(trigger: .region, fields: data.merging(["type": type]) { _, type in type }, peer: peer), signal: nil)
         }
     }
@@ -167,7 +167,7 @@ extension NodeEngine {
             case .condition, .target, .unknownStrategy: return nil
             }
             let data = ["alert": key.alert, "target": key.peer.rawValue].merging(extra) { a, _ in a }
-            return Happening(log: LoggedEvent(time: epoch, source: "alert", type: type, data: data),
+            return Happening(log: LogEntryValue(time: epoch, source: "alert", type: type, data: data),
                              rules: RuleEvent(trigger: .alert, fields: data.merging(["type": type]) { _, type in type }, peer: key.peer),
                              signal: nil)
         }
@@ -188,7 +188,7 @@ extension NodeEngine {
         var round = 0
         // First the rules and the profile; then the log and the signals, in order, once the
         // state is saved.
-        var ordered: [(signal: ProfileSignal?, log: LoggedEvent?)] = []
+        var ordered: [(signal: ProfileSignal?, log: LogEntryValue?)] = []
         var firedAny = false
         while !queue.isEmpty, round < Self.maxRuleRounds {
             var next: [Happening] = []
@@ -198,7 +198,7 @@ extension NodeEngine {
                 for firing in rules.evaluate(happening.rules, profile: profile, at: t) {
                     firedAny = true
                     logger.info("rule fired", metadata: ["rule": "\(firing.rule)", "on": "\(on)"])
-                    ordered.append((nil, LoggedEvent(time: clock.epoch(t), source: "rule", type: "fired", data: ["rule": firing.rule, "on": on])))
+                    ordered.append((nil, LogEntryValue(time: clock.epoch(t), source: "rule", type: "fired", data: ["rule": firing.rule, "on": on])))
                     for action in firing.actions {
                         switch action {
                         case .signal(let data):
@@ -224,7 +224,7 @@ extension NodeEngine {
                             }
                             offers += made
                         case .log(let data):
-                            ordered.append((nil, LoggedEvent(time: clock.epoch(t), source: "rule", type: "log",
+                            ordered.append((nil, LogEntryValue(time: clock.epoch(t), source: "rule", type: "log",
                                                              data: data.merging(["rule": firing.rule]) { _, rule in rule })))
                         }
                     }
@@ -247,9 +247,7 @@ extension NodeEngine {
         }
         for (signal, log) in ordered {
             if let signal { signals.append(signal) }
-            if let log, let entry = record(log) {
-                signals.append(.logged(LogEntryValue(seq: entry.seq, time: entry.time, source: entry.source, type: entry.type, data: entry.data)))
-            }
+            if let log, let entry = record(log) { signals.append(.logged(entry)) }
         }
         changeSequence += 1
         events.publish(.profile(ProfileChanges(sequence: changeSequence, attributes: profile.attributes != before ? profile.attributes : nil,
@@ -372,7 +370,7 @@ extension NodeEngine {
     }
 
     /// `GetEvents`.
-    public func loggedEvents(after seq: UInt64, since time: Double, limit: Int) -> [LoggedEvent] {
+    public func loggedEvents(after seq: UInt64, since time: Double, limit: Int) -> [LogEntryValue] {
         eventLog.read(after: seq, since: time > 0 ? time : nil, limit: limit)
     }
 

@@ -23,13 +23,7 @@ enum AlertManagerInterface {
             DBusMethod(Manager1.addAlert, inputs: [DBusArgument("identifier", .string),
                                                   DBusArgument("alert", .dictionary(key: .string, value: .variant))]) { call in
                 let identifier = try identifier(call.arguments[0])
-                var values: [String: DBusValue] = [:]
-                for entry in call.arguments[1].dictEntries ?? [] {
-                    let key = entry.key.string ?? ""
-                    guard values.updateValue(entry.value, forKey: key) == nil else {
-                        throw DBusError(Errors.invalidArguments, "alert: \(key.debugDescription) is given twice")
-                    }
-                }
+                let values = try BusArguments.uniqueEntries(call.arguments[1], "alert")
                 let alert: Alert
                 do { alert = try Alert(identifier: identifier, busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")

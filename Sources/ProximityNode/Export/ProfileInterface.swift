@@ -86,9 +86,7 @@ enum ProfileInterface {
                 }
                 // 0, or more than a page: a page (10,000).
                 let entries = await engine.loggedEvents(after: after, since: since, limit: limit == 0 ? 10_000 : Int(min(limit, 10_000)))
-                return [.array(element: L1.entryType, entries.map {
-                    LogEntryValue(seq: $0.seq, time: $0.time, source: $0.source, type: $0.type, data: $0.data).value
-                })]
+                return [.array(element: L1.entryType, entries.map(\.value))]
             },
         ], signals: [
             DBusSignal(L1.logged, arguments: [DBusArgument("seq", .uint64), DBusArgument("time", .double), DBusArgument("source", .string),

@@ -15,13 +15,7 @@ enum RegionMonitorInterface {
             DBusMethod(Monitor1.startMonitoring, inputs: [DBusArgument("identifier", .string),
                                                          DBusArgument("matcher", .dictionary(key: .string, value: .variant))]) { call in
                 let identifier = try identifier(call.arguments[0])
-                var values: [String: DBusValue] = [:]
-                for entry in call.arguments[1].dictEntries ?? [] {
-                    let key = entry.key.string ?? ""
-                    guard values.updateValue(entry.value, forKey: key) == nil else {
-                        throw DBusError(Errors.invalidArguments, "matcher: \(key.debugDescription) is given twice")
-                    }
-                }
+                let values = try BusArguments.uniqueEntries(call.arguments[1], "matcher")
                 let matcher: RegionMatcher
                 do { matcher = try RegionMatcher(busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")

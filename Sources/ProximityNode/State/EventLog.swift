@@ -1,26 +1,6 @@
 import Foundation
+import ProximityAPI
 import ProximityCore
-
-/// One entry of the event log.
-public struct LoggedEvent: Codable, Sendable, Hashable {
-    /// Increases by one with each entry, across rotations and restarts.
-    public var seq: UInt64
-    /// Seconds since the Unix epoch.
-    public var time: Double
-    /// What produced it: `tracking`, `profile`, `region`, `alert`, `rule`.
-    public var source: String
-    /// What happened: `tracked`, `cleared`, `entered`, `offered`, `fired`, …
-    public var type: String
-    public var data: [String: String]
-
-    public init(seq: UInt64 = 0, time: Double, source: String, type: String, data: [String: String] = [:]) {
-        self.seq = seq
-        self.time = time
-        self.source = source
-        self.type = type
-        self.data = data
-    }
-}
 
 /// The durable event log: JSON Lines in the state directory (`events.jsonl`), one entry a line,
 /// appended with one `write(2)` each before the signal that announces the event goes out.
@@ -85,7 +65,7 @@ public final class EventLog: @unchecked Sendable {
     /// Appends `event` (numbered here) and returns it as written. Throws when it cannot be written;
     /// the log stays usable.
     @discardableResult
-    public func append(_ event: LoggedEvent) throws(StateError) -> LoggedEvent {
+    public func append(_ event: LogEntryValue) throws(StateError) -> LogEntryValue {
         lock.lock()
         defer { lock.unlock() }
         var entry = event
@@ -154,21 +134,21 @@ public final class EventLog: @unchecked Sendable {
 
     /// Every readable entry, oldest first, from the rotated files and the current one. Lines that
     /// cannot be read (a torn last line) are skipped.
-    public static func entries(in directory: URL, keep: Int = defaultKeep) -> [LoggedEvent] {
-        var out: [LoggedEvent] = []
+    public static func entries(in directory: URL, keep: Int = defaultKeep) -> [LogEntryValue] {
+        var out: [LogEntryValue] = []
         let names = stride(from: keep, through: 1, by: -1).map { "\(fileName).\($0)" } + [fileName]
         let decoder = JSONDecoder()
         for name in names {
             guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)) else { continue }
             for line in data.split(separator: UInt8(ascii: "\n")) {
-                if let entry = try? decoder.decode(LoggedEvent.self, from: line) { out.append(entry) }
+                if let entry = try? decoder.decode(LogEntryValue.self, from: line) { out.append(entry) }
             }
         }
         return out
     }
 
     /// The entries after `seq`, or since `time` (epoch seconds), at most `limit`, oldest first.
-    public func read(after seq: UInt64 = 0, since time: Double? = nil, limit: Int = .max) -> [LoggedEvent] {
+    public func read(after seq: UInt64 = 0, since time: Double? = nil, limit: Int = .max) -> [LogEntryValue] {
         lock.lock()
         defer { lock.unlock() }
         var entries = Self.entries(in: directory, keep: keep).filter { $0.seq > seq }
