@@ -102,7 +102,7 @@ struct FoundDevicesTests {
         #expect(c.clearInterval == 10)
         #expect(c.thresholds == ZoneThresholds(immediate: 0.5, near: 3))
         #expect(c.hysteresisMargin == 0.125 && c.dwell == 0)
-        #expect(c.staleGaps == 4.5 && c.minimumStale == 3)
+        #expect(c.staleGaps == 4.5 && c.minimumStale == 3 && c.staleShare == 0.005 && c.gapMemory == 300)
         #expect(c.makeFilter() is KalmanRSSIFilter)
     }
 

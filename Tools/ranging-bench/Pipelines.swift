@@ -19,7 +19,8 @@ enum ZoneTruth: String, Codable, Sendable {
 }
 
 enum PipelineRole: String, Codable, Sendable {
-    case node, baseline, filterOnly
+    /// `reference`: the node as it was before a change, for comparison in the same run.
+    case node, baseline, reference, filterOnly
 }
 
 /// A pipeline and how to judge it.
@@ -222,7 +223,8 @@ enum Pipelines {
         let c = configuration()
         return PipelineSpec(
             name: name, role: role, truth: .metres, hasDistance: true,
-            departureRule: "unknown once stale: unheard for max(\(format(c.minimumStale, 0)) s, \(format(c.staleGaps, 1)) × its usual gap); "
+            departureRule: "unknown once stale: unheard for max(\(format(c.minimumStale, 0)) s, \(format(c.staleGaps, 1)) × its usual gap, "
+                + "the silence its holes say a present peer outlasts \(format(c.staleShare * 100, 1))% of the time); "
                 + "removed after \(format(c.clearInterval, 0)) s (clearInterval)",
             make: { NodePipeline(configuration: configuration(), measuredPower: $0.measuredPower) },
             noiseFreeZone: { rssi, power in c.thresholds.zone(forDistance: c.distanceModel.distance(rssi: rssi, measuredPower: power)) })

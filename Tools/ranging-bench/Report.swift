@@ -42,6 +42,9 @@ struct Summary: Codable, Sendable {
     var departureMax: Double?
     var missedDepartures: Int
     var falseUnknownPerHour: Double
+    /// The share of report ticks, in percent, that say unknown while the walker advertises (after
+    /// its first report).
+    var unknownWhilePresentPercent: Double
     var wrongZoneTicksAfterChange: Int
     var wrongZoneTicksSteady: Int
     var wrongZoneTicksByKind: [String: Int]
@@ -82,6 +85,7 @@ struct Summary: Codable, Sendable {
         wrongZoneTicksByKind = t.wrongByKind
         zoneAccuracyBySeed = t.accuracyBySeed
         falseUnknownPerHour = t.presentTicks == 0 ? 0 : Double(t.falseUnknownTicks) / Double(t.presentTicks) * 3600
+        unknownWhilePresentPercent = t.presentTicks == 0 ? 0 : Double(t.falseUnknownTicks) / Double(t.presentTicks) * 100
     }
 }
 
@@ -159,7 +163,7 @@ enum Table {
         out += padRight("pipeline", 20) + pad("err mean", 9) + pad("med", 6) + pad("p90", 6) + pad("log10", 7)
             + pad("zone%", 7) + pad("flap/min 3m", 12) + pad("0.5m", 6) + pad("own", 6)
             + pad("lag med", 8) + pad("p90", 6) + pad("miss", 5) + pad("depart med", 11) + pad("max", 6)
-            + pad("falseU/h", 9) + "\n"
+            + pad("unk%", 6) + "\n"
         for s in result.summaries {
             out += padRight(s.pipeline, 20)
             out += cell(s.distanceErrorMean, 2, width: 9) + cell(s.distanceErrorMedian, 2, width: 6)
@@ -169,7 +173,7 @@ enum Table {
                 + cell(s.flapsPerMinuteOwn, 2, width: 6)
             out += cell(s.lagMedian, 1, width: 8) + cell(s.lagP90, 1, width: 6) + pad("\(s.missedChanges)", 5)
             out += cell(s.departureMedian, 1, width: 11) + cell(s.departureMax, 1, width: 6)
-            out += cell(s.falseUnknownPerHour, 1, width: 9)
+            out += cell(s.unknownWhilePresentPercent, 2, width: 6)
             out += "\n"
         }
         let c = result.altBeaconIOSClearTimerDeparture
@@ -191,5 +195,39 @@ enum Table {
     static func seedRange(_ seeds: [UInt64]) -> String {
         guard let first = seeds.first, let last = seeds.last else { return "none" }
         return seeds.count == 1 ? "\(first)" : "\(first)…\(last) (\(seeds.count))"
+    }
+}
+
+/// Issue 13's goals for the realistic preset, for one condition: the node against the best
+/// baseline in each figure, and against its own old stale rule for departure.
+struct Goals {
+    var zones: (node: Double, best: Double, name: String)
+    var flaps: (node: Double, best: Double, name: String)
+    var unknown: Double
+    var departure: (node: Double?, old: Double?)
+
+    init(_ r: ConditionResult) {
+        let node = r.summaries.first { $0.role == .node }!
+        let baselines = r.summaries.filter { $0.role == .baseline }
+        let byZones = baselines.max { $0.zoneAccuracy < $1.zoneAccuracy }!
+        let byFlaps = baselines.min { $0.flapsPerMinuteOwn < $1.flapsPerMinuteOwn }!
+        zones = (node.zoneAccuracy * 100, byZones.zoneAccuracy * 100, byZones.pipeline)
+        flaps = (node.flapsPerMinuteOwn, byFlaps.flapsPerMinuteOwn, byFlaps.pipeline)
+        unknown = node.unknownWhilePresentPercent
+        departure = (node.departureMedian, r.summaries.first { $0.role == .reference }?.departureMedian)
+    }
+
+    var line: String {
+        func mark(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
+        let gain = zones.node - zones.best
+        var parts = [
+            "zones \(format(zones.node, 1)) vs \(zones.name) \(format(zones.best, 1)) (\(gain >= 0 ? "+" : "")\(format(gain, 1)) pt: \(mark(gain >= 3)))",
+            "flaps \(format(flaps.node, 2))/min vs \(flaps.name) \(format(flaps.best, 2)) (\(mark(flaps.node <= flaps.best / 4)))",
+            "unknown \(format(unknown, 2)) % (\(mark(unknown < 2)))",
+        ]
+        if let mine = departure.node, let old = departure.old {
+            parts.append("departure \(format(mine, 1)) s vs \(format(old, 1)) s before (\(mark(mine <= old)))")
+        }
+        return parts.joined(separator: "; ")
     }
 }

@@ -4,13 +4,20 @@ public struct RangingConfiguration: Sendable {
     /// "clearFoundDevicesInterval"). It has been reported unknown before: when it went stale, or at
     /// the latest in the report before its removal.
     public var clearInterval: Double
-    /// A peer is stale, and its zone unknown, once unheard for `staleGaps` times its usual gap
-    /// between samples (an average learnt per peer), but never before `minimumStale` seconds nor
-    /// later than one report before `clearInterval` (so a departing peer is reported unknown once,
-    /// then removed within `clearInterval` plus one report interval of its last sample). Heard
+    /// A peer is stale, and its zone unknown, once unheard for the longest of: `minimumStale`
+    /// seconds; `staleGaps` times its usual gap between samples (an average learnt per peer); and
+    /// the silence that its holes in reception (``GapHistory``: gaps over `holeGaps` usual gaps and
+    /// over `minimumHole` seconds, weighted over `gapMemory` seconds) say a present peer outlasts
+    /// for at most `staleShare` of the time.
+    /// Never later than one report before `clearInterval` (so a departing peer is reported unknown
+    /// once, then removed within `clearInterval` plus one report interval of its last sample). Heard
     /// again before `clearInterval`, it comes back with its filter.
     public var staleGaps: Double
     public var minimumStale: Double
+    public var staleShare: Double
+    public var gapMemory: Double
+    public var holeGaps: Double
+    public var minimumHole: Double
     /// How often ``FoundDevicesTable/tick(at:)`` is called (the ranging report), seconds.
     public var reportInterval: Double
     /// The most peers the table holds. When it is full a new peer takes the place of a stale one
@@ -27,17 +34,23 @@ public struct RangingConfiguration: Sendable {
     public var makeFilter: @Sendable () -> any RSSIFilter
 
     /// The defaults are the ones `ranging-bench` chose (docs/ranging.md).
-    public init(clearInterval: Double = 10, staleGaps: Double = 4.5, minimumStale: Double = 3, reportInterval: Double = 1,
+    public init(clearInterval: Double = 10, staleGaps: Double = 4.5, minimumStale: Double = 3, staleShare: Double = 0.005,
+                gapMemory: Double = 300, holeGaps: Double = 3, minimumHole: Double = 0.5, reportInterval: Double = 1,
                 maxPeers: Int = 1024,
                 thresholds: ZoneThresholds = ZoneThresholds(),
                 hysteresisMargin: Double = 0.125, dwell: Double = 0, distanceModel: any DistanceModel = LogDistanceModel(),
                 defaultMeasuredPower: Double = -59, makeFilter: @escaping @Sendable () -> any RSSIFilter = { KalmanRSSIFilter() }) {
         precondition(clearInterval > 0 && maxPeers > 0, "clear interval and peer cap must be positive")
-        precondition(staleGaps > 0 && minimumStale > 0 && reportInterval > 0, "stale limits must be positive")
+        precondition(staleGaps > 0 && minimumStale > 0 && reportInterval > 0 && gapMemory > 0, "stale limits must be positive")
+        precondition((0...1).contains(staleShare), "the stale share is a fraction")
         self.clearInterval = clearInterval
         self.reportInterval = reportInterval
         self.staleGaps = staleGaps
         self.minimumStale = minimumStale
+        self.staleShare = staleShare
+        self.gapMemory = gapMemory
+        self.holeGaps = holeGaps
+        self.minimumHole = minimumHole
         self.maxPeers = maxPeers
         self.thresholds = thresholds
         self.hysteresisMargin = hysteresisMargin
@@ -46,6 +59,11 @@ public struct RangingConfiguration: Sendable {
         self.defaultMeasuredPower = defaultMeasuredPower
         self.makeFilter = makeFilter
     }
+}
+
+extension RangingConfiguration {
+    /// A gap longer than this is a hole in reception (``GapHistory``).
+    func holeThreshold(typicalGap: Double) -> Double { max(minimumHole, holeGaps * typicalGap) }
 }
 
 /// How a peer is known, besides its samples: what kind it is, the address and name it was last
@@ -79,6 +97,8 @@ public struct PeerRanging: Sendable {
     /// The usual time between two of its samples: an exponentially weighted mean, each gap capped
     /// at twice the mean so far (nil until the second sample).
     public internal(set) var typicalGap: Double?
+    /// Its recent gaps, for the stale rule.
+    var gaps: GapHistory
     var filter: any RSSIFilter
     var tracker: ZoneTracker
     /// The zone the last report gave it (nil before its first report).
@@ -94,10 +114,11 @@ public struct PeerRanging: Sendable {
     /// latest limit. The latest is one report before the clear interval, so the report that
     /// says "unknown" comes before the one that removes it (for clear intervals of 1.5 reports
     /// and more; below that, half a report).
-    func staleLimit(_ c: RangingConfiguration) -> Double {
+    public func staleLimit(_ c: RangingConfiguration) -> Double {
         let latest = max(c.clearInterval - c.reportInterval, c.reportInterval / 2)
         guard let typicalGap else { return latest }
-        return min(max(c.minimumStale, c.staleGaps * typicalGap), latest)
+        let holes = c.staleShare < 1 ? c.holeThreshold(typicalGap: typicalGap) + gaps.silence(forShare: c.staleShare) : 0
+        return min(max(c.minimumStale, c.staleGaps * typicalGap, holes), latest)
     }
 }
 
@@ -170,7 +191,7 @@ public struct FoundDevicesTable: Sendable {
             }
             peer = PeerRanging(identifier: identifier, firstSeen: t, lastSeen: t, rssi: rssi, smoothedRSSI: rssi,
                                distance: 0, measuredPower: configuration.defaultMeasuredPower,
-                               filter: configuration.makeFilter(),
+                               gaps: GapHistory(memory: configuration.gapMemory), filter: configuration.makeFilter(),
                                tracker: ZoneTracker(thresholds: configuration.thresholds, margin: configuration.hysteresisMargin,
                                                     dwell: configuration.dwell))
         }
@@ -182,6 +203,7 @@ public struct FoundDevicesTable: Sendable {
         if peer.lastSeen < t {
             let gap = t - peer.lastSeen
             if let typical = peer.typicalGap {
+                peer.gaps.add(gap, threshold: configuration.holeThreshold(typicalGap: typical))
                 peer.typicalGap = typical + PeerRanging.gapWeight * (min(gap, 2 * typical) - typical)
             } else {
                 peer.typicalGap = gap
