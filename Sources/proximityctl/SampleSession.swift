@@ -64,16 +64,24 @@ enum SampleSession {
         try await started()
         if let seconds {
             tasks.append(Task {
-                // The length of the recording the user asked for.
+                // The length of the recording the user asked for; then the report that carries
+                // the samples of the last moments, unless it takes more than 2 s.
                 try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+                if !Task.isCancelled { sink.yield(.ended(.timeUp)) }
+                try? await Task.sleep(for: .seconds(2))
                 if !Task.isCancelled { sink.yield(.ended(.timeUp)) }
             })
         }
         var end = End.disconnected
+        var draining = false
         for await event in events {
             switch event {
             case .batch(let batch):
                 try handle(batch)
+                guard draining else { continue }
+                end = .timeUp
+            case .ended(.timeUp) where !draining:
+                draining = true
                 continue
             case .ended(let reason):
                 end = reason

@@ -33,12 +33,15 @@ struct RecordedTrace: Sendable {
     var peer: String
     var samples: [Sample] = []
     var reports: [Report] = []
+    /// Rows that give a truth and nothing else.
+    var marks: [(t: Double, truth: Truth)] = []
 
     /// The times of the reports: the recorded ones, else one a second from a second after the
-    /// first sample to a second after the last.
+    /// first sample to a second after the last row.
     var tickTimes: [Double] {
         if !reports.isEmpty { return reports.map(\.t) }
-        guard let first = samples.first?.t, let last = samples.last?.t else { return [] }
+        guard let first = samples.first?.t else { return [] }
+        let last = max(samples.last?.t ?? first, marks.last?.t ?? first)
         return Array(stride(from: first + 1, through: last + 1, by: 1))
     }
 
@@ -59,6 +62,7 @@ struct RecordedTrace: Sendable {
         }
         for s in samples { consider(s.t, s.truth) }
         for r in reports { consider(r.t, r.truth) }
+        for m in marks { consider(m.t, m.truth) }
         return best?.truth
     }
 
@@ -165,7 +169,8 @@ struct Recording: Sendable {
             case (_?, _?):
                 throw problem("a row is a sample (rssi) or a report (zone), not both")
             case (nil, nil):
-                throw problem("rssi is empty (a sample row needs it; a report row has a zone)")
+                guard let truth else { throw problem("a row needs rssi (a sample), zone (a report) or truth (a truth mark)") }
+                traces[peer]!.marks.append((t, truth))
             }
         }
         guard columns != nil else { throw ParseError(description: "\(path): no header (\(required.joined(separator: ",")), …)") }
@@ -174,6 +179,7 @@ struct Recording: Sendable {
             // In time order; rows of one time keep the file's order.
             trace.samples = trace.samples.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }.map(\.element)
             trace.reports = trace.reports.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }.map(\.element)
+            trace.marks = trace.marks.enumerated().sorted { ($0.element.t, $0.offset) < ($1.element.t, $1.offset) }.map(\.element)
             return trace
         }
         guard recording.traces.contains(where: { !$0.samples.isEmpty }) else {
@@ -370,12 +376,15 @@ enum Replay {
                         tally.presentTicks += 1
                         if tick.zone == .unknown { tally.unknownPresent += 1 }
                     }
-                    if present == true && !isPresent && truth == .absent { departedAt = tick.t }
+                    // A departure: the truth turns absent after the peer was present (ticks with
+                    // neither between do not count); timed to the first unknown.
+                    if present == true && truth == .absent { departedAt = tick.t }
+                    if isPresent { departedAt = nil }
                     if let since = departedAt, tick.zone == .unknown {
                         tally.departures.append(tick.t - since)
                         departedAt = nil
                     }
-                    present = isPresent
+                    if isPresent || truth != nil { present = isPresent }
                 }
                 if let first = column.first, let last = column.last { tally.minutes += (last.t - first.t + 1) / 60 }
                 tallies[k] = tally
