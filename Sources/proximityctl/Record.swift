@@ -31,7 +31,7 @@ struct Record: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The CSV file to write (replaced if it exists), or - for standard output.", valueName: "file"))
     var out: String
 
-    @Option(name: .long, help: ArgumentHelp("Stop after this many seconds (default: until SIGINT or SIGTERM).", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp("Stop after this many seconds, and the report that carries their last samples (default: until SIGINT or SIGTERM).", valueName: "seconds"))
     var seconds: Double?
 
     func validate() throws {

@@ -89,6 +89,13 @@ public struct RecordingBatch: Sendable, Hashable {
     public var reports: [RecordedReport]
     public var recorders: [Recorder]
 
+    public init(time: Double, samples: [RecordedSample], reports: [RecordedReport], recorders: [Recorder]) {
+        self.time = time
+        self.samples = samples
+        self.reports = reports
+        self.recorders = recorders
+    }
+
     /// What `recorder` gets.
     public func batch(for recorder: Recorder) -> RecordedBatch {
         RecordedBatch(time: time, samples: samples.filter { $0.time >= recorder.since && recorder.wants($0.peer) },
