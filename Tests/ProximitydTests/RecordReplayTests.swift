@@ -99,7 +99,8 @@ struct RecordReplayTests {
             #expect(zoneRows.compactMap { $0["recorded"] as? String } == recordedZones)
             // Every pipeline ran; without truth no pipeline has a zone accuracy.
             let summaries = try #require(result["summaries"] as? [[String: Any]])
-            #expect(summaries.compactMap { $0["pipeline"] as? String } == ["node", "altbeacon-ios", "android-beacon-lib", "room-assistant"])
+            let names = summaries.compactMap { $0["pipeline"] as? String }
+            #expect(names.first == "node" && Set(["altbeacon-ios", "android-beacon-lib", "room-assistant"]).isSubset(of: names), "\(names)")
             #expect(summaries.allSatisfy { $0["zoneAccuracy"] == nil && $0["ticksWithTruth"] as? Int == 0 }, "\(summaries)")
             #expect(summaries.allSatisfy { ($0["ticks"] as? Int) == reports.count })
 

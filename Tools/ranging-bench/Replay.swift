@@ -499,7 +499,9 @@ enum ReplayTable {
 
     /// `--zones`: a line per peer and report, the recorded zone and every pipeline's.
     static func zones(_ r: ReplayFileResult, specs: [PipelineSpec]) -> String {
-        var out = "# \(r.file)\n" + (["time", "peer", "recorded"] + specs.map(\.name)).joined(separator: " ") + "\n"
+        // One word a column: a name's spaces as _.
+        let names = specs.map { $0.name.replacingOccurrences(of: " ", with: "_") }
+        var out = "# \(r.file)\n" + (["time", "peer", "recorded"] + names).joined(separator: " ") + "\n"
         for row in r.zones ?? [] {
             out += ([RecordingNumber.text(row.t), row.peer, row.recorded ?? "-"] + row.zones).joined(separator: " ") + "\n"
         }
