@@ -24,10 +24,12 @@ public struct NodeProperties: Sendable, Hashable {
     public var clearInterval: Double
     /// This node's RSSI at 1 m, dBm.
     public var measuredPower: Int16
+    /// n of the node's log-distance model.
+    public var pathLossExponent: Double
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
-                clearInterval: Double = 10, measuredPower: Int16 = -59) {
+                clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2) {
         self.identifier = identifier
         self.serviceUUID = serviceUUID
         self.name = name
@@ -36,6 +38,7 @@ public struct NodeProperties: Sendable, Hashable {
         self.discovering = discovering
         self.clearInterval = clearInterval
         self.measuredPower = measuredPower
+        self.pathLossExponent = pathLossExponent
     }
 
     /// The properties, in the order of the interface's declaration.
@@ -48,6 +51,7 @@ public struct NodeProperties: Sendable, Hashable {
         case discovering = "Discovering"
         case clearInterval = "ClearInterval"
         case measuredPower = "MeasuredPower"
+        case pathLossExponent = "PathLossExponent"
 
         public var descriptor: PropertyDescriptor {
             switch self {
@@ -55,6 +59,7 @@ public struct NodeProperties: Sendable, Hashable {
             case .advertising, .discovering: PropertyDescriptor(rawValue, .boolean)
             case .clearInterval: PropertyDescriptor(rawValue, .double, writable: true)
             case .measuredPower: PropertyDescriptor(rawValue, .int16, const: true)
+            case .pathLossExponent: PropertyDescriptor(rawValue, .double, const: true)
             }
         }
     }
@@ -70,6 +75,7 @@ public struct NodeProperties: Sendable, Hashable {
         discovering = Lenient.bool(v(.discovering)) ?? false
         clearInterval = Lenient.double(v(.clearInterval)) ?? 0
         measuredPower = Lenient.integer(v(.measuredPower)) ?? 0
+        pathLossExponent = Lenient.double(v(.pathLossExponent)) ?? 0
     }
 
     /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
@@ -87,6 +93,7 @@ public struct NodeProperties: Sendable, Hashable {
         case .discovering: .boolean(discovering)
         case .clearInterval: .double(clearInterval)
         case .measuredPower: .int16(measuredPower)
+        case .pathLossExponent: .double(pathLossExponent)
         }
     }
 }

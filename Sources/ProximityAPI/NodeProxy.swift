@@ -122,6 +122,27 @@ public struct NodeProxy: Sendable {
         _ = try await call(ProximityBus.Node1.resetMeasuredPower, [.string(identifier)])
     }
 
+    /// `StartRecording`: from the next report on, this connection receives a `Samples` signal at
+    /// each report with every sample of `peers` (none: every peer). Subscribe with
+    /// ``recordedBatches()`` first. Calling it again replaces the peers.
+    public func startRecording(_ peers: [String]) async throws {
+        _ = try await call(ProximityBus.Node1.startRecording, [.array(element: .string, peers.map { .string($0) })])
+    }
+
+    /// `StopRecording`: `org.proximityd.Error.DoesNotExist` if this connection was not recording.
+    public func stopRecording() async throws {
+        _ = try await call(ProximityBus.Node1.stopRecording)
+    }
+
+    /// The `Samples` signals the node sends this connection, from now on (call before
+    /// ``startRecording(_:)``).
+    public func recordedBatches() async throws -> AsyncStream<RecordedBatch> {
+        let samples = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath,
+                                                               interface: ProximityBus.Node1.interface,
+                                                               member: ProximityBus.Node1.samples))
+        return Self.decoded([samples], RecordedBatch.init)
+    }
+
     /// Sets `ClearInterval` (seconds, above 0 and at most 3600; root and group `proximityd`).
     public func setClearInterval(_ seconds: Double) async throws {
         try await connection.setProperty(destination: name, path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,

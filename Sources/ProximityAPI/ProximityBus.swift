@@ -68,6 +68,21 @@ public enum ProximityBus {
         public static let reload: MemberName = "Reload"
         /// The signal `FoundDevices(a{ss})`, once a second.
         public static let foundDevices: MemberName = "FoundDevices"
+        /// `StartRecording(as peers)`: the caller receives `Samples` for these peers (none: every
+        /// peer) until it calls `StopRecording()` or leaves the bus.
+        public static let startRecording: MemberName = "StartRecording"
+        /// `StopRecording()`
+        public static let stopRecording: MemberName = "StopRecording"
+        /// The signal `Samples(d time, a(sddd) samples, a(ssdd) reports)`, sent once a report to
+        /// each recording client only (unicast).
+        public static let samples: MemberName = "Samples"
+        /// The types of `Samples`' arguments: (peer, time, RSSI, measured power) and (peer, zone,
+        /// distance, measured power).
+        public static let samplesType: DBusType = .array(.structure([.string, .double, .double, .double]))
+        public static let reportsType: DBusType = .array(.structure([.string, .string, .double, .double]))
+        /// The most peers one `StartRecording` may name, and the most clients recording at once.
+        public static let maxRecordedPeers = 64
+        public static let maxRecorders = 16
     }
 
     /// `org.proximityd.RegionMonitor1` at ``rootPath``: region monitoring commands.

@@ -249,7 +249,8 @@ public actor Air {
         b.nextEvent = radio.nextAdvertisement(after: time, interval: interval, using: &b.rng)
         beacons[name] = b
         transmit(address: b.spec.address, report: b.report, from: b.spec.trajectory.position(at: time),
-                 measuredPower: b.spec.frame.measuredPowerAt1m, transmitter: name, link: "beacon:" + name, at: time)
+                 measuredPower: b.spec.frame.measuredPowerAt1m, txOffset: b.spec.txOffset, transmitter: name, link: "beacon:" + name,
+                 at: time)
     }
 
     private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
@@ -258,8 +259,8 @@ public actor Air {
         boxes[box]!.advertisements[index].nextEvent = radio.nextAdvertisement(
             after: time, interval: interval, using: &boxes[box]!.advertisements[index].rng)
         guard let (address, report, position, instance) = advertised(box, index: index, at: time) else { return }
-        transmit(address: address, report: report, from: position, measuredPower: nil, transmitter: box,
-                 link: "box:\(box):\(instance)", at: time)
+        transmit(address: address, report: report, from: position, measuredPower: nil, txOffset: boxes[box]?.spec.txOffset ?? 0,
+                 transmitter: box, link: "box:\(box):\(instance)", at: time)
     }
 
     private func advertised(_ box: String, index: Int, at time: SimTime) -> (String, AdvertisingReport, Position, Int)? {
@@ -272,9 +273,10 @@ public actor Air {
     /// One advertising event, heard (or not) by every discovering adapter. `link` names the
     /// advertiser (a box's advertisement instance, or a beacon) for its RSSI stream; `transmitter`
     /// names the device (the box or beacon, by name: names are unique across both) for the burst
-    /// process, which all of a box's advertisements share on the way to one listener.
+    /// process, which all of a box's advertisements share on the way to one listener. `txOffset`
+    /// (the transmitter's `tx_offset`) is added to every sample's mean.
     private func transmit(address: String, report: AdvertisingReport, from position: Position, measuredPower: Double?,
-                          transmitter: String, link: String, at time: SimTime) {
+                          txOffset: Double, transmitter: String, link: String, at time: SimTime) {
         stats.transmissions += 1
         for name in boxOrder {
             guard let (merged, listenerPosition) = listening(name, notAt: address, at: time), merged.scansLE else { continue }
@@ -282,11 +284,11 @@ public actor Air {
             let key = link + ">" + name
             var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
             // The realistic part, from streams of its own (so the simple model's draw the same).
-            var deviation = 0.0
+            var deviation = txOffset
             let realistic = radio.parameters.realistic
             if !realistic.isOff {
                 var link = realisticLinks[key] ?? realistic.link(seed: seed, stream: "realistic:" + key, from: transmitter, to: name)
-                deviation = link.deviation(at: time, x: listenerPosition.x - position.x, y: listenerPosition.y - position.y)
+                deviation += link.deviation(at: time, x: listenerPosition.x - position.x, y: listenerPosition.y - position.y)
                 realisticLinks[key] = link
             }
             let sample: Int16?

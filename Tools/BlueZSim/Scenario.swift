@@ -177,20 +177,34 @@ public struct BoxSpec: Sendable, Hashable {
     /// The adapter's name, `hciN`.
     public var adapter: String
     public var trajectory: Trajectory
+    /// A fixed offset of everything this box transmits, dB (`tx_offset`): its RSSI at 1 m is the
+    /// radio's measured power plus this. 0: none.
+    public var txOffset: Double
 
     /// `address` is stored uppercase; ``Scenario/validate()`` checks the rest.
-    public init(name: String, address: String, adapter: String = "hci0", trajectory: Trajectory) {
+    public init(name: String, address: String, adapter: String = "hci0", trajectory: Trajectory, txOffset: Double = 0) {
         self.name = name
         self.address = address.uppercased()
         self.adapter = adapter
         self.trajectory = trajectory
+        self.txOffset = txOffset
     }
 
-    /// Checks the name, address and adapter; paths are relative (`address`).
+    /// Checks the name, address, adapter and TX offset; paths are relative (`address`).
     public func validate() throws(ScenarioError) {
         try Self.validate(name: name, address: address)
         guard Self.isValidAdapter(adapter) else {
             throw ScenarioError(path: "adapter", message: "\"\(adapter)\" is not an adapter name like hci0")
+        }
+        try Self.validate(txOffset: txOffset)
+    }
+
+    /// The range of `tx_offset`, dB.
+    public static let txOffsetRange: ClosedRange<Double> = -60...60
+
+    static func validate(txOffset: Double) throws(ScenarioError) {
+        guard txOffset.isFinite, txOffsetRange.contains(txOffset) else {
+            throw ScenarioError(path: "tx_offset", message: "must be -60...60 dB, not \(ScenarioError.show(txOffset))")
         }
     }
 
@@ -242,14 +256,19 @@ public struct BeaconSpec: Sendable, Hashable {
     public var trajectory: Trajectory
     /// Seconds between advertising events; nil means the scenario radio's.
     public var advertisingInterval: Double?
+    /// A fixed offset of what the beacon transmits, dB (`tx_offset`): its RSSI at 1 m is its
+    /// frame's calibration plus this (a beacon whose frame claims more than it sends). 0: none.
+    public var txOffset: Double
 
     /// `address` is stored uppercase; ``Scenario/validate()`` checks the rest.
-    public init(name: String, address: String, frame: BeaconFrame, trajectory: Trajectory, advertisingInterval: Double? = nil) {
+    public init(name: String, address: String, frame: BeaconFrame, trajectory: Trajectory, advertisingInterval: Double? = nil,
+                txOffset: Double = 0) {
         self.name = name
         self.address = address.uppercased()
         self.frame = frame
         self.trajectory = trajectory
         self.advertisingInterval = advertisingInterval
+        self.txOffset = txOffset
     }
 
     /// Checks the name, address, frame and interval; paths are relative (`eddystone_uid`).
@@ -264,6 +283,7 @@ public struct BeaconSpec: Sendable, Hashable {
             throw ScenarioError(path: "advertising_interval",
                                 message: "must be 0.02...10.24 s (Bluetooth's advertising interval range), not \(ScenarioError.show(interval))")
         }
+        try BoxSpec.validate(txOffset: txOffset)
     }
 
     /// Parses one entry of a scenario's `beacons` list on its own (for the control interface).
@@ -484,19 +504,21 @@ private struct ScenarioDecoder {
     }
 
     private mutating func box(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> BoxSpec {
-        let fields = try object(tree, path, keys: ["name", "address", "adapter", "position", "waypoints"])
+        let fields = try object(tree, path, keys: ["name", "address", "adapter", "position", "waypoints", "tx_offset"])
         let name = try string(try required(fields, "name", in: path, tree), Self.join(path, "name"))
         let address = try address(try required(fields, "address", in: path, tree), Self.join(path, "address"))
         var adapter = "hci0"
         if let value = fields["adapter"] { adapter = try string(value, Self.join(path, "adapter")) }
         let trajectory = try trajectory(fields, path, tree)
-        return BoxSpec(name: name, address: address, adapter: adapter, trajectory: trajectory)
+        var txOffset = 0.0
+        if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
+        return BoxSpec(name: name, address: address, adapter: adapter, trajectory: trajectory, txOffset: txOffset)
     }
 
     mutating func beacon(_ tree: ScenarioTree, _ path: String, radio: RadioParameters) throws(ScenarioError) -> BeaconSpec {
         let frameKeys = ["ibeacon", "altbeacon", "eddystone_uid", "eddystone_url"]
         let fields = try object(
-            tree, path, keys: ["name", "address"] + frameKeys + ["position", "waypoints", "advertising_interval"])
+            tree, path, keys: ["name", "address"] + frameKeys + ["position", "waypoints", "advertising_interval", "tx_offset"])
         let name = try string(try required(fields, "name", in: path, tree), Self.join(path, "name"))
         let address = try address(try required(fields, "address", in: path, tree), Self.join(path, "address"))
         let given = frameKeys.filter { fields[$0] != nil }
@@ -509,7 +531,10 @@ private struct ScenarioDecoder {
         let trajectory = try trajectory(fields, path, tree)
         var interval: Double?
         if let value = fields["advertising_interval"] { interval = try number(value, Self.join(path, "advertising_interval")) }
-        return BeaconSpec(name: name, address: address, frame: frame, trajectory: trajectory, advertisingInterval: interval)
+        var txOffset = 0.0
+        if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
+        return BeaconSpec(name: name, address: address, frame: frame, trajectory: trajectory, advertisingInterval: interval,
+                          txOffset: txOffset)
     }
 
     private func address(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> String {

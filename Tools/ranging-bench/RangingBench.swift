@@ -52,6 +52,14 @@ struct RangingBench: ParsableCommand {
     @Option(help: ArgumentHelp("Print the ticks of one trace kind (walk, steps, boundary, departure) for the first seed and σ, then stop.", visibility: .hidden))
     var dump: TraceKind?
 
+    @Option(parsing: .upToNextOption, help: ArgumentHelp(
+        "Run every pipeline on these recordings (proximityctl record's CSV; docs/ranging.md, \"Record and replay\") instead of simulated traces.",
+        valueName: "file.csv"))
+    var replay: [String] = []
+
+    @Flag(help: "With --replay: also print every pipeline's zone at each report, beside the live node's.")
+    var zones = false
+
     func validate() throws {
         guard seeds > 0 else { throw ValidationError("--seeds must be positive") }
         guard sigma.allSatisfy({ $0 >= 0 && $0.isFinite }) else { throw ValidationError("--sigma must be 0 or more") }
@@ -59,6 +67,7 @@ struct RangingBench: ParsableCommand {
         guard interval.allSatisfy({ (0.02...10.24).contains($0) }) else { throw ValidationError("--interval must be in 0.02...10.24 s") }
         guard (0..<1).contains(loss) else { throw ValidationError("--loss must be in 0..<1") }
         _ = try Self.nodeConfiguration(nodeOverrides)
+        if zones && replay.isEmpty { throw ValidationError("--zones goes with --replay") }
     }
 
     var specs: [PipelineSpec] {
@@ -135,6 +144,7 @@ struct RangingBench: ParsableCommand {
     }
 
     func run() throws {
+        if !replay.isEmpty { return try runReplay() }
         let seedList = (0..<UInt64(seeds)).map { seedBase + $0 }
         var results: [ConditionResult] = []
         let specs = specs

@@ -34,3 +34,43 @@ extension BeaconIdentity {
         }
     }
 }
+
+extension PeerID {
+    /// Why `text` is not a peer identifier in the form the node writes them, or nil: a node's
+    /// identity (a UUID, lowercase), `ibeacon:UUID:MAJOR:MINOR`, `altbeacon:MFG:ID1:ID2:ID3` (the
+    /// company id as 4 hex digits), `eddystone:NAMESPACE:INSTANCE` (20 and 12 hex digits) or
+    /// `eddystone-url:URL`; UUIDs and hex in lowercase, numbers in decimal without leading zeros.
+    /// ``canonical(_:)`` puts one typed with capitals right.
+    public static func formProblem(_ text: String) -> String? {
+        if let problem = identifierProblem(text, called: "the peer identifier") { return problem }
+        guard !isWellFormed(text) else { return nil }
+        return "\(text.debugDescription) is not a peer identifier: a node's UUID, ibeacon:UUID:MAJOR:MINOR, "
+            + "altbeacon:MFG:ID1:ID2:ID3, eddystone:NAMESPACE:INSTANCE or eddystone-url:URL, in lowercase, as GetRanging lists them"
+    }
+
+    /// `text` with its UUIDs and hex digits in lowercase (an Eddystone-URL's URL as given), so a
+    /// peer typed with capitals names the node's.
+    public static func canonical(_ text: String) -> String {
+        text.hasPrefix("eddystone-url:") ? text : text.lowercased()
+    }
+
+    private static func isWellFormed(_ text: String) -> Bool {
+        func isUUID(_ s: Substring) -> Bool { UUID(uuidString: String(s))?.uuidString.lowercased() == String(s) }
+        func isNumber(_ s: Substring) -> Bool {
+            guard let n = UInt16(s), s.allSatisfy({ $0.isASCII && $0.isNumber }) else { return false }
+            return String(n) == s
+        }
+        func isHex(_ s: Substring, _ count: Int) -> Bool {
+            s.utf8.count == count && s.allSatisfy { ("0"..."9").contains($0) || ("a"..."f").contains($0) }
+        }
+        if isUUID(text[...]) { return true }
+        if text.hasPrefix("eddystone-url:") { return text.count > "eddystone-url:".count }
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        switch parts.first {
+        case "ibeacon": return parts.count == 4 && isUUID(parts[1]) && isNumber(parts[2]) && isNumber(parts[3])
+        case "altbeacon": return parts.count == 5 && isHex(parts[1], 4) && isUUID(parts[2]) && isNumber(parts[3]) && isNumber(parts[4])
+        case "eddystone": return parts.count == 3 && isHex(parts[1], 20) && isHex(parts[2], 12)
+        default: return false
+        }
+    }
+}

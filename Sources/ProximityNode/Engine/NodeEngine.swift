@@ -33,7 +33,7 @@ public actor NodeEngine {
     private var link: AdapterLink
     private var resolver: IdentityResolver
     private var scheduler: IdentificationScheduler
-    private var table: FoundDevicesTable
+    var table: FoundDevicesTable
     private var settings: NodeSettings
     private let directory: PeerDirectory
     /// The region monitor, fed by each report, and where its regions are kept.
@@ -66,6 +66,8 @@ public actor NodeEngine {
     /// The strategies clients registered, by key.
     var strategyAgents: [String: StrategyAgent] = [:]
     var strategyGeneration = 0
+    /// The clients recording samples, and the samples since the last report.
+    var recording = RecordingState()
     private var advertisement: Advertisement?
     private var application: GattApplication?
 
@@ -403,6 +405,7 @@ public actor NodeEngine {
             // A full table may have no place for it (it keeps the nearest).
             table.observe(id, rssi: Double(rssi), at: t, measuredPower: power,
                           details: PeerDetails(kind: kind, address: info.address, name: name, beacon: beacon))
+            if recording.wants(id) { recordSample(id, at: t) }
         case .identify:
             start(scheduler.heard(info.address, at: t))
         case .ignore, .needsFrame:
@@ -513,6 +516,7 @@ public actor NodeEngine {
         }
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         events.publish(.report(NodeReport(time: t, peers: peers, silenced: report.silenced, removed: report.removed)))
+        publishRecording(removed: report.removed, at: t)
         monitorRegions(candidates, at: t)
         runAlerts(candidates, at: t)
         runTracking(candidates, at: t)

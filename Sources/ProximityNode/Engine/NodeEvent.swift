@@ -57,6 +57,50 @@ public enum NodeEvent: Sendable, Hashable {
     /// Tracking, the profile, the rules and the event log after a step: the whole profile when it
     /// changed, and the signals in order (each `Logged` once its entry is on disk).
     case profile(ProfileChanges)
+    /// With each report while clients record (`Node1.StartRecording`): the samples of the recorded
+    /// peers since the report before, what the report said of them, and who gets which.
+    case recording(RecordingBatch)
+}
+
+/// What the recording clients get with one report: each its own peers' samples and reports, as a
+/// `Node1.Samples` signal sent to it alone.
+public struct RecordingBatch: Sendable, Hashable {
+    /// A client recording, and the peers it asked for (nil: every peer).
+    public struct Recorder: Sendable, Hashable {
+        public var client: BusName
+        public var peers: Set<PeerID>?
+        /// When it started, seconds since the Unix epoch: it gets no sample from before.
+        public var since: Double
+
+        public init(client: BusName, peers: Set<PeerID>?, since: Double = 0) {
+            self.client = client
+            self.peers = peers
+            self.since = since
+        }
+
+        public func wants(_ peer: String) -> Bool { peers?.contains(PeerID(peer)) ?? true }
+    }
+
+    /// The report's time, seconds since the Unix epoch.
+    public var time: Double
+    /// Every recorded peer's samples since the report before, in the order the table took them.
+    public var samples: [RecordedSample]
+    /// Every recorded peer the report holds or removed.
+    public var reports: [RecordedReport]
+    public var recorders: [Recorder]
+
+    public init(time: Double, samples: [RecordedSample], reports: [RecordedReport], recorders: [Recorder]) {
+        self.time = time
+        self.samples = samples
+        self.reports = reports
+        self.recorders = recorders
+    }
+
+    /// What `recorder` gets.
+    public func batch(for recorder: Recorder) -> RecordedBatch {
+        RecordedBatch(time: time, samples: samples.filter { $0.time >= recorder.since && recorder.wants($0.peer) },
+                      reports: reports.filter { recorder.wants($0.peer) })
+    }
 }
 
 /// What one step did to the profile: its attributes when they changed, and the step's signals.

@@ -72,6 +72,21 @@ public actor BusExporter {
             await show(changes)
         case .profile(let changes):
             show(changes)
+        case .recording(let batch):
+            send(batch)
+        }
+    }
+
+    /// `Node1.Samples` to each recording client, its own peers only, sent to it alone.
+    private func send(_ batch: RecordingBatch) {
+        for recorder in batch.recorders {
+            do {
+                try connection.emitSignal(path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
+                                          member: ProximityBus.Node1.samples, batch.batch(for: recorder).arguments,
+                                          destination: recorder.client)
+            } catch {
+                logger.error("cannot send Samples", metadata: ["dbus.destination": "\(recorder.client)", "error": "\(error)"])
+            }
         }
     }
 

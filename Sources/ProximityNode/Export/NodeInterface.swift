@@ -45,6 +45,17 @@ enum NodeInterface {
                 try await reload.reload()
                 return []
             },
+            DBusMethod(Node1.startRecording, inputs: [DBusArgument("peers", .array(.string))]) { call in
+                guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
+                let peers = try recordedPeers(call.arguments[0])
+                try await engine.startRecording(peers, for: sender)
+                return []
+            },
+            DBusMethod(Node1.stopRecording) { call in
+                guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
+                try await engine.stopRecording(for: sender)
+                return []
+            },
         ], properties: NodeProperties.Key.allCases.map { key in
             let d = key.descriptor
             let value = properties.value(of: key)
@@ -58,6 +69,23 @@ enum NodeInterface {
             }
         }, signals: [
             DBusSignal(Node1.foundDevices, arguments: [DBusArgument("zones", stringMap)]),
+            DBusSignal(Node1.samples, arguments: [DBusArgument("time", .double), DBusArgument("samples", Node1.samplesType),
+                                                  DBusArgument("reports", Node1.reportsType)]),
         ])
+    }
+
+    /// `StartRecording`'s peers: each a peer identifier in the node's form, at most
+    /// ``ProximityBus/Node1/maxRecordedPeers`` of them (a name given twice counts once).
+    static func recordedPeers(_ value: DBusValue) throws(DBusError) -> [PeerID] {
+        let names = (value.arrayElements ?? []).compactMap(\.string)
+        var seen = Set<String>()
+        let unique = names.filter { seen.insert($0).inserted }
+        guard unique.count <= Node1.maxRecordedPeers else {
+            throw DBusError(Errors.invalidArguments, "at most \(Node1.maxRecordedPeers) peers may be recorded at once, not \(unique.count)")
+        }
+        for name in unique {
+            if let problem = PeerID.formProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
+        }
+        return unique.map { PeerID($0) }
     }
 }

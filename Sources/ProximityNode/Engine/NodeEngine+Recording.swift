@@ -1,0 +1,140 @@
+import DBusKit
+import Foundation
+import Logging
+import ProximityAPI
+import ProximityCore
+
+/// Who records samples (`Node1.StartRecording`), and the samples taken since the last report.
+struct RecordingState: Sendable {
+    struct Client: Sendable {
+        /// Nil: every peer.
+        var peers: Set<PeerID>?
+        /// Seconds since the Unix epoch when it (last) started: it gets no sample from before.
+        var since: Double
+    }
+
+    var clients: [BusName: Client] = [:]
+    /// The clients whose leaving the bus is watched (a unique name is never used again, so one
+    /// watch per client is enough however often it starts and stops).
+    var watched: Set<BusName> = []
+    /// The peers some client records, and whether one records every peer.
+    private(set) var peers: Set<PeerID> = []
+    private(set) var everyPeer = false
+    /// The recorded peers' samples since the last report, in the order the table took them.
+    var samples: [RecordedSample] = []
+    /// Samples left out of this report's batch because it was full.
+    var dropped = 0
+
+    /// Whether a sample of `id` is recorded: the check on every sample, cheap when nobody records.
+    func wants(_ id: PeerID) -> Bool { !clients.isEmpty && (everyPeer || peers.contains(id)) }
+
+    mutating func recompute() {
+        everyPeer = clients.values.contains { $0.peers == nil }
+        peers = clients.values.reduce(into: Set<PeerID>()) { $0.formUnion($1.peers ?? []) }
+    }
+}
+
+/// Recording: the samples the ranging table takes for the peers clients asked for, sent to those
+/// clients alone with each report (`Node1.Samples`, by the exporter), so a user can measure the
+/// node on their own radio (`proximityctl record`, `ranging-bench --replay`) and calibrate a peer
+/// (`proximityctl calibrate`).
+extension NodeEngine {
+    /// The most samples one report's batch holds (all clients together); the rest are dropped
+    /// and the drop is logged.
+    static let maxRecordedSamplesPerReport = 50_000
+
+    /// Keeps the sample the table just took for `id` at `t`, as the table took it (its RSSI and
+    /// measured power); nothing if the table had no place for it.
+    func recordSample(_ id: PeerID, at t: Timestamp) {
+        guard let peer = table.peers[id], peer.lastSeen == t else { return }
+        guard recording.samples.count < Self.maxRecordedSamplesPerReport else {
+            recording.dropped += 1
+            return
+        }
+        recording.samples.append(RecordedSample(peer: id.rawValue, time: clock.epoch(t), rssi: peer.rssi,
+                                                measuredPower: peer.measuredPower))
+    }
+
+    /// After the report of `t` is published: the batch for the recording clients (every report,
+    /// also when nothing was heard, so a client knows the report times).
+    func publishRecording(removed: [PeerID], at t: Timestamp) {
+        guard !recording.clients.isEmpty else {
+            recording.samples = []
+            return
+        }
+        var reports: [RecordedReport] = []
+        for (id, peer) in table.peers where peer.details != nil && recording.wants(id) {
+            reports.append(RecordedReport(peer: id.rawValue, zone: peer.proximity.rawValue, distance: peer.distance,
+                                          measuredPower: peer.measuredPower))
+        }
+        for id in removed where recording.wants(id) {
+            reports.append(RecordedReport(peer: id.rawValue, zone: RecordedReport.removed, distance: -1, measuredPower: 0))
+        }
+        reports.sort { $0.peer < $1.peer }
+        if recording.dropped > 0 {
+            logger.warning("too many samples to record in one report: some were left out",
+                           metadata: ["dropped": "\(recording.dropped)", "limit": "\(Self.maxRecordedSamplesPerReport)"])
+            recording.dropped = 0
+        }
+        let recorders = recording.clients.map { RecordingBatch.Recorder(client: $0.key, peers: $0.value.peers, since: $0.value.since) }
+        events.publish(.recording(RecordingBatch(time: clock.epoch(t), samples: recording.samples, reports: reports,
+                                                 recorders: recorders.sorted { $0.client.rawValue < $1.client.rawValue })))
+        recording.samples = []
+    }
+
+    // MARK: - Commands (Node1)
+
+    /// `StartRecording` by `client` (its unique name): `peers` (checked by the caller; empty: every
+    /// peer) from now on. Again: the new peers replace the old.
+    public func startRecording(_ peers: [PeerID], for client: BusName) throws(DBusError) {
+        if recording.clients[client] == nil, recording.clients.count >= ProximityBus.Node1.maxRecorders {
+            throw DBusError(Errors.limitReached, "at most \(ProximityBus.Node1.maxRecorders) clients may record at once")
+        }
+        recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: clock.epoch(clock.now))
+        recording.recompute()
+        logger.info("recording samples", metadata: [
+            "dbus.sender": "\(client)", "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])
+        if recording.watched.insert(client).inserted { watchRecorder(client) }
+    }
+
+    /// `StopRecording` by `client`.
+    public func stopRecording(for client: BusName) throws(DBusError) {
+        guard recording.clients.removeValue(forKey: client) != nil else {
+            throw DBusError(Errors.doesNotExist, "\(client) is not recording")
+        }
+        recording.recompute()
+        logger.info("stopped recording samples", metadata: ["dbus.sender": "\(client)"])
+    }
+
+    /// Stops `client`'s recording: it left the bus (or cannot be watched).
+    func recorderLeft(_ client: BusName, because reason: String) {
+        recording.watched.remove(client)
+        guard recording.clients.removeValue(forKey: client) != nil else { return }
+        recording.recompute()
+        logger.info("stopped recording samples", metadata: ["dbus.sender": "\(client)", "why": "\(reason)"])
+    }
+
+    /// Stops the recording when its client leaves the bus.
+    private func watchRecorder(_ client: BusName) {
+        let connection = self.connection
+        enqueue { [self] in
+            let changes: DBusSignalStream
+            do {
+                changes = try await connection.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged",
+                                                                   arg0: client.rawValue))
+            } catch {
+                await self.recorderLeft(client, because: "cannot watch its client: \(error)")
+                return
+            }
+            // It may have left before the subscription was in place.
+            if (try? await connection.nameOwner(of: client)) == nil {
+                await self.recorderLeft(client, because: "its client left the bus")
+                return
+            }
+            for await message in changes where message.body.count == 3 && message.body[2].string == "" {
+                await self.recorderLeft(client, because: "its client left the bus")
+                return
+            }
+        }
+    }
+}
