@@ -22,12 +22,14 @@ public struct NodeProperties: Sendable, Hashable {
     public var discovering: Bool
     /// Seconds a peer may stay silent before it is dropped (writable: ``NodeProxy/setClearInterval(_:)``).
     public var clearInterval: Double
-    /// This node's RSSI at 1 m, dBm.
+    /// This node's RSSI at 1 m, dBm (advertised to peers).
     public var measuredPower: Int16
+    /// dB added to every RSSI sample the node receives, before ranging.
+    public var rssiOffset: Double
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
-                clearInterval: Double = 10, measuredPower: Int16 = -59) {
+                clearInterval: Double = 10, measuredPower: Int16 = -59, rssiOffset: Double = 0) {
         self.identifier = identifier
         self.serviceUUID = serviceUUID
         self.name = name
@@ -36,6 +38,7 @@ public struct NodeProperties: Sendable, Hashable {
         self.discovering = discovering
         self.clearInterval = clearInterval
         self.measuredPower = measuredPower
+        self.rssiOffset = rssiOffset
     }
 
     /// The properties, in the order of the interface's declaration.
@@ -48,6 +51,7 @@ public struct NodeProperties: Sendable, Hashable {
         case discovering = "Discovering"
         case clearInterval = "ClearInterval"
         case measuredPower = "MeasuredPower"
+        case rssiOffset = "RSSIOffset"
 
         public var descriptor: PropertyDescriptor {
             switch self {
@@ -55,6 +59,7 @@ public struct NodeProperties: Sendable, Hashable {
             case .advertising, .discovering: PropertyDescriptor(rawValue, .boolean)
             case .clearInterval: PropertyDescriptor(rawValue, .double, writable: true)
             case .measuredPower: PropertyDescriptor(rawValue, .int16, const: true)
+            case .rssiOffset: PropertyDescriptor(rawValue, .double)
             }
         }
     }
@@ -70,6 +75,7 @@ public struct NodeProperties: Sendable, Hashable {
         discovering = Lenient.bool(v(.discovering)) ?? false
         clearInterval = Lenient.double(v(.clearInterval)) ?? 0
         measuredPower = Lenient.integer(v(.measuredPower)) ?? 0
+        rssiOffset = Lenient.double(v(.rssiOffset)) ?? 0
     }
 
     /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
@@ -87,6 +93,7 @@ public struct NodeProperties: Sendable, Hashable {
         case .discovering: .boolean(discovering)
         case .clearInterval: .double(clearInterval)
         case .measuredPower: .int16(measuredPower)
+        case .rssiOffset: .double(rssiOffset)
         }
     }
 }

@@ -124,7 +124,7 @@ public final class NodeDaemon: Service, Sendable {
         let properties = NodeProperties(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
                                         name: configuration.name, adapter: configuration.adapter, advertising: false,
                                         discovering: false, clearInterval: NodeEngine.clearInterval(configuration, settings),
-                                        measuredPower: configuration.measuredPower)
+                                        measuredPower: configuration.measuredPower, rssiOffset: configuration.rssiOffset)
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
             let nodeObject = try await connection.export([

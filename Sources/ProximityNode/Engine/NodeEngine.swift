@@ -35,6 +35,8 @@ public actor NodeEngine {
     private var scheduler: IdentificationScheduler
     private var table: FoundDevicesTable
     private var settings: NodeSettings
+    /// dB added to every RSSI sample before ranging (`--rssi-offset`; a reload changes it).
+    private var rssiOffset: Double
     private let directory: PeerDirectory
     /// The region monitor, fed by each report, and where its regions are kept.
     var regions: RegionMonitor
@@ -98,6 +100,7 @@ public actor NodeEngine {
         self.state = state
         self.logger = logger
         self.settings = settings
+        self.rssiOffset = configuration.rssiOffset
         self.adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
         self.serviceUUID = configuration.serviceUUID.lowercased
         self.link = AdapterLink(powerOn: configuration.powerOn)
@@ -141,9 +144,15 @@ public actor NodeEngine {
     public func run() async {
         let callers = BlueZCallers(connection: connection)
         do {
+            // The node's measured power goes with its advertisement, for peers to range it with.
             advertisement = try await Advertisement.export(
-                on: connection, content: AdvertisementContent(serviceUUID: serviceUUID, localName: configuration.name, identity: identity),
+                on: connection, content: AdvertisementContent(
+                    serviceUUID: serviceUUID, localName: configuration.name,
+                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower), identity: identity),
                 callers: callers, logger: logger)
+            if advertisement?.plan.carriesManufacturerData == false {
+                logger.warning("the advertisement has no room for the measured power: peers will assume their own")
+            }
             application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, identity: identity,
                                                            callers: callers)
         } catch {
@@ -224,6 +233,14 @@ public actor NodeEngine {
     /// the one set over D-Bus, else the default.
     func reconfigureClearInterval(_ configured: Double?) {
         applyClearInterval(configured ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
+    }
+
+    /// The RSSI offset when the configuration's changes (a reload): from the next sample on.
+    func reconfigureRSSIOffset(_ dB: Double) {
+        guard dB != rssiOffset else { return }
+        rssiOffset = dB
+        logger.notice("the RSSI offset changed", metadata: ["rssi.offset": "\(dB)"])
+        events.publish(.rssiOffset(dB))
     }
 
     public func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
@@ -398,16 +415,25 @@ public actor NodeEngine {
         switch resolution {
         case .range(let id, let kind, let beacon):
             guard let rssi = observation.rssi else { return }
-            let power = settings.measuredPower[id.rawValue].map(Double.init) ?? beacon?.measuredPower ?? table.configuration.defaultMeasuredPower
+            // An override, else what the beacon's frame or the peer node's advertisement says, else ours.
+            let power = settings.measuredPower[id.rawValue].map(Double.init) ?? beacon?.measuredPower
+                ?? advertisedPower(info, kind) ?? table.configuration.defaultMeasuredPower
             let name = kind == .node ? info.name ?? info.alias : info.name
-            // A full table may have no place for it (it keeps the nearest).
-            table.observe(id, rssi: Double(rssi), at: t, measuredPower: power,
+            // A full table may have no place for it (it keeps the nearest). The receiver's offset first.
+            table.observe(id, rssi: Double(rssi) + rssiOffset, at: t, measuredPower: power,
                           details: PeerDetails(kind: kind, address: info.address, name: name, beacon: beacon))
         case .identify:
             start(scheduler.heard(info.address, at: t))
         case .ignore, .needsFrame:
             break
         }
+    }
+
+    /// The measured power a peer node advertises (``NodePowerFrame``), read only from a device
+    /// that advertises the general service.
+    private func advertisedPower(_ info: DeviceInfo, _ kind: PeerKind) -> Double? {
+        guard kind == .node, !info.manufacturerData.isEmpty, info.uuids.contains(serviceUUID) else { return nil }
+        return NodePowerFrame.measuredPower(in: info.manufacturerData).map(Double.init)
     }
 
     private static func frame(_ info: DeviceInfo) -> AdvertisedFrame {
