@@ -125,6 +125,15 @@ public actor NodeEngine {
         (tracker, profile, rules, ruleSources) = Self.startProfile(configuration, savedProfile, at: clock.now, logger: logger)
     }
 
+    /// What the node advertises: the general service UUID, its name, its measured power
+    /// (``NodePowerFrame``, for peers to range it with) and its identity (when it fits: with a
+    /// 128-bit service UUID it does not).
+    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID) -> AdvertisementContent {
+        AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: configuration.name,
+                             manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
+                             identity: identity)
+    }
+
     /// Runs `job` in a task of its own (a call to another process, whose answer comes back to the
     /// engine as a command).
     func enqueue(_ job: @escaping Job) {
@@ -144,12 +153,8 @@ public actor NodeEngine {
     public func run() async {
         let callers = BlueZCallers(connection: connection)
         do {
-            // The node's measured power goes with its advertisement, for peers to range it with.
             advertisement = try await Advertisement.export(
-                on: connection, content: AdvertisementContent(
-                    serviceUUID: serviceUUID, localName: configuration.name,
-                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower), identity: identity),
-                callers: callers, logger: logger)
+                on: connection, content: Self.advertisementContent(configuration, identity: identity), callers: callers, logger: logger)
             if advertisement?.plan.carriesManufacturerData == false {
                 logger.warning("the advertisement has no room for the measured power: peers will assume their own")
             }
