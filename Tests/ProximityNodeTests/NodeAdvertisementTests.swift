@@ -49,6 +49,32 @@ import Testing
         #expect(BeaconParser.parse(manufacturerData: NodePowerFrame.manufacturerData(measuredPower: -59), serviceData: [:]) == nil)
     }
 
+    @Test("a peer's advertised power is read only from a node that advertises the general service, and only a valid frame")
+    func readFromPeerNodes() throws {
+        let general = NodeConfiguration.defaultServiceUUID.lowercased
+        func device(uuids: [String], _ data: [UInt16: [UInt8]]) -> DeviceInfo {
+            var properties: [String: DBusValue] = ["Address": .string("AA:00:00:00:00:02"), "UUIDs": .strings(uuids), "RSSI": .int16(-60)]
+            if !data.isEmpty {
+                properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, data.keys.sorted().map {
+                    .init(.uint16($0), .variant(.bytes(data[$0]!)))
+                })
+            }
+            return DeviceInfo(path: "/org/bluez/hci0/dev_AA_00_00_00_00_02", properties: properties)
+        }
+        let frame = NodePowerFrame.manufacturerData(measuredPower: -70)
+        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame), .node, serviceUUID: general) == -70)
+        // With other manufacturer data beside it.
+        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame.merging([0x004C: [1, 2]]) { a, _ in a }), .node,
+                                           serviceUUID: general) == -70)
+        // A node that advertises none: the node's own default applies (nil here).
+        #expect(NodeEngine.advertisedPower(device(uuids: [general], [:]), .node, serviceUUID: general) == nil)
+        #expect(NodeEngine.advertisedPower(device(uuids: [general], [0xFFFF: [1, 2, 3, 4]]), .node, serviceUUID: general) == nil)
+        // Not from a device without the general service, nor from a beacon.
+        #expect(NodeEngine.advertisedPower(device(uuids: [], frame), .node, serviceUUID: general) == nil)
+        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame), .node, serviceUUID: "b89491c9-43dd-4d75-bf16-dff381aed968") == nil)
+        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame), .ibeacon, serviceUUID: general) == nil)
+    }
+
     @Test("the node's advertisement carries its power and fits 31 bytes with the flags; bluez-sim parses it and reports the power")
     func nodeAdvertisementFits() throws {
         for power: Int16 in [-127, -70, -59, 20] {

@@ -422,7 +422,7 @@ public actor NodeEngine {
             guard let rssi = observation.rssi else { return }
             // An override, else what the beacon's frame or the peer node's advertisement says, else ours.
             let power = settings.measuredPower[id.rawValue].map(Double.init) ?? beacon?.measuredPower
-                ?? advertisedPower(info, kind) ?? table.configuration.defaultMeasuredPower
+                ?? Self.advertisedPower(info, kind, serviceUUID: serviceUUID) ?? table.configuration.defaultMeasuredPower
             let name = kind == .node ? info.name ?? info.alias : info.name
             // A full table may have no place for it (it keeps the nearest). The receiver's offset first.
             table.observe(id, rssi: Double(rssi) + rssiOffset, at: t, measuredPower: power,
@@ -434,9 +434,10 @@ public actor NodeEngine {
         }
     }
 
-    /// The measured power a peer node advertises (``NodePowerFrame``), read only from a device
-    /// that advertises the general service.
-    private func advertisedPower(_ info: DeviceInfo, _ kind: PeerKind) -> Double? {
+    /// The measured power a peer node advertises (``NodePowerFrame``), read only from a node that
+    /// advertises the general service (`serviceUUID`, lowercase); nil for anything else, and for a
+    /// node that advertises none (the node's own `--measured-power` applies then).
+    static func advertisedPower(_ info: DeviceInfo, _ kind: PeerKind, serviceUUID: String) -> Double? {
         guard kind == .node, !info.manufacturerData.isEmpty, info.uuids.contains(serviceUUID) else { return nil }
         return NodePowerFrame.measuredPower(in: info.manufacturerData).map(Double.init)
     }
