@@ -59,7 +59,7 @@ struct Run: AsyncParsableCommand {
 
     // Unconditional: the value is the next argument even when it looks like an option (-70).
     @Option(name: .customLong("measured-power"), parsing: .unconditional, help: ArgumentHelp(
-        "This node's RSSI at 1 m in dBm, also assumed for peer nodes without an override (-127...20). Default: -59.",
+        "This node's RSSI at 1 m in dBm (-127...20), advertised so that peer nodes range this node with it; also assumed for peer nodes that advertise none. Default: -59.",
         valueName: "dBm"))
     var measuredPower: Int?
 
