@@ -60,8 +60,9 @@ public enum AdvertisementError: Error, Sendable, Hashable, CustomStringConvertib
 ///
 /// A connectable (`peripheral`) advertisement with the general service UUID in `ServiceUUIDs`,
 /// the local name (in the scan response, shortened to 29 bytes), `ManufacturerData` (the node's
-/// measured power) when it fits, and the identity in `ServiceData` only when it still fits. Properties never change while exported (BlueZ reads them
-/// once at registration); export a new one to change them.
+/// measured power) when it fits, and the identity in `ServiceData` only when it still fits.
+/// Properties never change while exported (BlueZ reads them once at registration); export a new
+/// one to change them.
 ///
 /// BlueZ calls `Release` when it drops the advertisement itself (bluetoothd stopping or
 /// restarting, a `Timeout` running out); each call yields one element on ``releases``, so the
