@@ -2,10 +2,14 @@ import DBusKit
 import Foundation
 import Logging
 
-/// What a node advertises: the general service UUID, a local name, and optionally its identity.
+/// What a node advertises: the general service UUID, a local name, optionally manufacturer data
+/// (the node's measured power) and its identity.
 public struct AdvertisementContent: Sendable, Hashable {
     /// The general service UUID every node advertises (peers filter their scan on it).
     public var serviceUUID: String
+    /// `ManufacturerData`, company identifier → the bytes after it: the node's measured power
+    /// (`NodePowerFrame`). Carried when it fits, before the identity.
+    public var manufacturerData: [UInt16: [UInt8]]
     /// Shown by scanners; shortened to fit the scan response.
     public var localName: String?
     /// The node's identity, offered in `ServiceData` when it fits (peers that read it there need
@@ -15,8 +19,10 @@ public struct AdvertisementContent: Sendable, Hashable {
     /// 14 bytes less.
     public var identityServiceDataUUID: String?
 
-    public init(serviceUUID: String, localName: String? = nil, identity: UUID? = nil, identityServiceDataUUID: String? = nil) {
+    public init(serviceUUID: String, localName: String? = nil, manufacturerData: [UInt16: [UInt8]] = [:], identity: UUID? = nil,
+                identityServiceDataUUID: String? = nil) {
         self.serviceUUID = serviceUUID
+        self.manufacturerData = manufacturerData
         self.localName = localName
         self.identity = identity
         self.identityServiceDataUUID = identityServiceDataUUID
@@ -29,6 +35,8 @@ public struct AdvertisementPlan: Sendable, Hashable {
     public var properties: [String: DBusValue]
     /// The name as advertised (shortened), nil if none.
     public var localName: String?
+    /// Whether `ManufacturerData` is carried (all of the content's, or none).
+    public var carriesManufacturerData: Bool
     /// Whether `ServiceData` carries the identity.
     public var carriesIdentity: Bool
     /// The payload as BlueZ will size it.
@@ -51,9 +59,10 @@ public enum AdvertisementError: Error, Sendable, Hashable, CustomStringConvertib
 /// The node's exported `org.bluez.LEAdvertisement1`.
 ///
 /// A connectable (`peripheral`) advertisement with the general service UUID in `ServiceUUIDs`,
-/// the local name (in the scan response, shortened to 29 bytes), and the identity in
-/// `ServiceData` only when it fits. Properties never change while exported (BlueZ reads them
-/// once at registration); export a new one to change them.
+/// the local name (in the scan response, shortened to 29 bytes), `ManufacturerData` (the node's
+/// measured power) when it fits, and the identity in `ServiceData` only when it still fits.
+/// Properties never change while exported (BlueZ reads them once at registration); export a new
+/// one to change them.
 ///
 /// BlueZ calls `Release` when it drops the advertisement itself (bluetoothd stopping or
 /// restarting, a `Timeout` running out); each call yields one element on ``releases``, so the
@@ -75,8 +84,9 @@ public final class Advertisement: Sendable {
         self.object = object
     }
 
-    /// Fits `content` into the legacy budget: the service UUID always; the identity in
-    /// `ServiceData` only if it still fits; the name shortened for the scan response.
+    /// Fits `content` into the legacy budget: the service UUID always; the manufacturer data if it
+    /// fits; the identity in `ServiceData` only if it still fits; the name shortened for the scan
+    /// response.
     ///
     /// `adapterDiscoverable` true (the default) keeps the 3 bytes of flags the kernel adds when
     /// the adapter is discoverable, which it may become at any time.
@@ -89,6 +99,18 @@ public final class Advertisement: Sendable {
             "Type": .string("peripheral"),
             "ServiceUUIDs": .strings([content.serviceUUID.lowercased()]),
         ]
+        var carriesManufacturerData = false
+        if !content.manufacturerData.isEmpty {
+            var candidate = payload
+            candidate.manufacturerData = content.manufacturerData
+            if candidate.fits(adapterDiscoverable: adapterDiscoverable) {
+                payload = candidate
+                carriesManufacturerData = true
+                properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, content.manufacturerData.keys.sorted().map {
+                    .init(.uint16($0), .variant(.bytes(content.manufacturerData[$0]!)))
+                })
+            }
+        }
         var carriesIdentity = false
         if let identity = content.identity {
             let keyText = content.identityServiceDataUUID ?? content.serviceUUID
@@ -105,7 +127,8 @@ public final class Advertisement: Sendable {
         }
         let name = content.localName.flatMap { LegacyAdvertisingPayload.truncatedLocalName($0) }
         if let name { properties["LocalName"] = .string(name) }
-        return AdvertisementPlan(properties: properties, localName: name, carriesIdentity: carriesIdentity, payload: payload)
+        return AdvertisementPlan(properties: properties, localName: name, carriesManufacturerData: carriesManufacturerData,
+                                 carriesIdentity: carriesIdentity, payload: payload)
     }
 
     /// Plans `content` and exports it at `path` on `connection`. Register it with

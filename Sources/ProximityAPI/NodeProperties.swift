@@ -22,14 +22,16 @@ public struct NodeProperties: Sendable, Hashable {
     public var discovering: Bool
     /// Seconds a peer may stay silent before it is dropped (writable: ``NodeProxy/setClearInterval(_:)``).
     public var clearInterval: Double
-    /// This node's RSSI at 1 m, dBm.
+    /// This node's RSSI at 1 m, dBm (advertised to peers).
     public var measuredPower: Int16
     /// n of the node's log-distance model.
     public var pathLossExponent: Double
+    /// dB added to every RSSI sample the node receives, before ranging.
+    public var rssiOffset: Double
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
-                clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2) {
+                clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0) {
         self.identifier = identifier
         self.serviceUUID = serviceUUID
         self.name = name
@@ -39,6 +41,7 @@ public struct NodeProperties: Sendable, Hashable {
         self.clearInterval = clearInterval
         self.measuredPower = measuredPower
         self.pathLossExponent = pathLossExponent
+        self.rssiOffset = rssiOffset
     }
 
     /// The properties, in the order of the interface's declaration.
@@ -52,6 +55,7 @@ public struct NodeProperties: Sendable, Hashable {
         case clearInterval = "ClearInterval"
         case measuredPower = "MeasuredPower"
         case pathLossExponent = "PathLossExponent"
+        case rssiOffset = "RSSIOffset"
 
         public var descriptor: PropertyDescriptor {
             switch self {
@@ -60,6 +64,7 @@ public struct NodeProperties: Sendable, Hashable {
             case .clearInterval: PropertyDescriptor(rawValue, .double, writable: true)
             case .measuredPower: PropertyDescriptor(rawValue, .int16, const: true)
             case .pathLossExponent: PropertyDescriptor(rawValue, .double, const: true)
+            case .rssiOffset: PropertyDescriptor(rawValue, .double)
             }
         }
     }
@@ -76,6 +81,7 @@ public struct NodeProperties: Sendable, Hashable {
         clearInterval = Lenient.double(v(.clearInterval)) ?? 0
         measuredPower = Lenient.integer(v(.measuredPower)) ?? 0
         pathLossExponent = Lenient.double(v(.pathLossExponent)) ?? 0
+        rssiOffset = Lenient.double(v(.rssiOffset)) ?? 0
     }
 
     /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
@@ -94,6 +100,7 @@ public struct NodeProperties: Sendable, Hashable {
         case .clearInterval: .double(clearInterval)
         case .measuredPower: .int16(measuredPower)
         case .pathLossExponent: .double(pathLossExponent)
+        case .rssiOffset: .double(rssiOffset)
         }
     }
 }

@@ -32,6 +32,9 @@ public struct NodeConfiguration: Sendable {
     /// `--path-loss-exponent`: the distance model's exponent, 2 in free space (the default, the
     /// one `ranging-bench` chose it with), 2.5–4 in rooms with walls and people.
     public var pathLossExponent: Double = 2
+    /// `--rssi-offset`: dB added to every RSSI sample this node receives before ranging, for an
+    /// adapter that reads high (negative) or low (positive). Applied again at a reload.
+    public var rssiOffset: Double = 0
     /// `--max-peers`: the found-devices table's cap.
     public var maxPeers: Int = 1024
     /// `--no-beacons` clears it: range iBeacon, AltBeacon and Eddystone beacons too.

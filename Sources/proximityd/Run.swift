@@ -57,14 +57,20 @@ struct Run: AsyncParsableCommand {
         valueName: "seconds"))
     var clearInterval: Double?
 
-    @Option(name: .customLong("measured-power"), help: ArgumentHelp(
-        "This node's RSSI at 1 m in dBm, also assumed for peer nodes without an override (-127...20). Default: -59.",
+    // Unconditional: the value is the next argument even when it looks like an option (-70).
+    @Option(name: .customLong("measured-power"), parsing: .unconditional, help: ArgumentHelp(
+        "This node's RSSI at 1 m in dBm (-127...20), advertised so that peer nodes range this node with it; also assumed for peer nodes that advertise none. Default: -59.",
         valueName: "dBm"))
     var measuredPower: Int?
 
     @Option(name: .customLong("path-loss-exponent"), help: ArgumentHelp(
         "The distance model's path-loss exponent: 2 in free space, 2.5-4 indoors (1.5...6). Default: 2.", valueName: "n"))
     var pathLossExponent: Double?
+
+    @Option(name: .customLong("rssi-offset"), parsing: .unconditional, help: ArgumentHelp(
+        "dB added to every RSSI sample this node receives, before ranging: positive for an adapter that reads low, negative for one that reads high (-40...40). SIGHUP applies a new value from the config file. Default: 0.",
+        valueName: "dB"))
+    var rssiOffset: Double?
 
     @Option(name: .customLong("max-peers"), help: ArgumentHelp("The most peers the found-devices table holds (1...100000). Default: 1024.",
                                                                 valueName: "n"))
@@ -94,6 +100,7 @@ struct Run: AsyncParsableCommand {
         options.clearInterval = try checked("clear-interval", clearInterval, RunOptions.checked(clearInterval:))
         options.measuredPower = try checked("measured-power", measuredPower, RunOptions.checked(measuredPower:))
         options.pathLossExponent = try checked("path-loss-exponent", pathLossExponent, RunOptions.checked(pathLossExponent:))
+        options.rssiOffset = try checked("rssi-offset", rssiOffset, RunOptions.checked(rssiOffset:))
         options.maxPeers = try checked("max-peers", maxPeers, RunOptions.checked(maxPeers:))
         options.stateDirectory = try checked("state-dir", stateDirectory, RunOptions.checked(stateDirectory:))
         options.powerOn = powerOn

@@ -66,6 +66,39 @@ import Testing
         }
     }
 
+    /// A box's advertised `ManufacturerData` (a node's measured power under 0xFFFF) reaches the
+    /// other box's `Device1` with the service UUID, and is announced again at every report under
+    /// `DuplicateData`, as BlueZ does.
+    @Test func manufacturerDataBetweenBoxes() async throws {
+        try await withSimBoxes(twoBoxes(distance: 2, shadowing: 2), time: .simulated) { sim in
+            let beta = try await sim.client("beta")
+            var properties = peripheralAdvertisement(name: "beta-node")
+            properties["ManufacturerData"] = .dictionary(key: .uint16, value: .variant, [
+                .init(.uint16(0xFFFF), .variant(.bytes([0x50, 0x58, 0x01, 0xBA]))),
+            ])
+            let ad = try await TestAdvertisement(on: beta, properties: properties)
+            try await ad.register(beta)
+
+            let alpha = try await sim.client("alpha")
+            let log = try await SignalLog.bluez(alpha)
+            try await alpha.adapter("SetDiscoveryFilter", [.vardict([
+                "UUIDs": .strings([serviceUUID]), "Transport": .string("le"), "DuplicateData": .boolean(true),
+            ])])
+            try await alpha.adapter("StartDiscovery")
+            await sim.advance(2)
+            let added = try await log.wait { $0.isInterfacesAdded(betaPath) }
+            let device = try #require(added.added(BlueZ.deviceInterface))
+            #expect(device["UUIDs"] == .strings([serviceUUID]))
+            let expected = DBusValue.dictionary(key: .uint16, value: .variant, [.init(.uint16(0xFFFF), .variant(.bytes([0x50, 0x58, 0x01, 0xBA])))])
+            #expect(device["ManufacturerData"] == expected)
+            let before = log.count
+            await sim.advance(1)
+            try await log.wait(from: before) { $0.isChange(betaPath) && $0.changed["ManufacturerData"] == expected }
+            await alpha.close()
+            await beta.close()
+        }
+    }
+
     /// Without a discovery filter BlueZ announces an RSSI change only past 8 dBm; with one, every
     /// report, even with the same value.
     @Test func rssiThreshold() async throws {

@@ -76,6 +76,33 @@ import Testing
         }
     }
 
+    @Test("manufacturer data is kept when it fits, before the identity, and dropped whole when it does not")
+    func manufacturerData() throws {
+        let power: [UInt16: [UInt8]] = [0xFFFF: [0x50, 0x58, 0x01, 0xBA]]
+        let plan = try Advertisement.plan(.init(serviceUUID: generalUUID, localName: "alpha", manufacturerData: power,
+                                                identity: Self.identity))
+        #expect(plan.carriesManufacturerData && !plan.carriesIdentity)
+        #expect(plan.payload.length == 18 + 2 + 2 + 4)
+        #expect(plan.properties["ManufacturerData"] == .dictionary(key: .uint16, value: .variant, [
+            .init(.uint16(0xFFFF), .variant(.bytes([0x50, 0x58, 0x01, 0xBA]))),
+        ]))
+        let spec = try AdvertisementSpec.parse(plan.properties, adapterDiscoverable: true)
+        #expect(spec.payloadLength == plan.payload.length && spec.manufacturerData == power)
+
+        // Seven bytes need 18 + 11 = 29: over the 28 of a discoverable adapter, within 31 otherwise.
+        let big: [UInt16: [UInt8]] = [0xFFFF: Array(repeating: 1, count: 7)]
+        let dropped = try Advertisement.plan(.init(serviceUUID: generalUUID, manufacturerData: big))
+        #expect(!dropped.carriesManufacturerData && dropped.properties["ManufacturerData"] == nil && dropped.payload.length == 18)
+        let kept = try Advertisement.plan(.init(serviceUUID: generalUUID, manufacturerData: big), adapterDiscoverable: false)
+        #expect(kept.carriesManufacturerData && kept.payload.length == 29)
+        #expect(try AdvertisementSpec.parse(kept.properties, adapterDiscoverable: false).payloadLength == 29)
+
+        // The manufacturer data goes first: with a 16-bit service (4) it takes 8, and the identity
+        // (20) no longer fits the 28.
+        let both = try Advertisement.plan(.init(serviceUUID: "fd00", manufacturerData: power, identity: Self.identity))
+        #expect(both.carriesManufacturerData && !both.carriesIdentity && both.payload.length == 12)
+    }
+
     @Test func invalidServiceUUID() {
         #expect(throws: AdvertisementError.invalidUUID("not-a-uuid")) {
             try Advertisement.plan(.init(serviceUUID: "not-a-uuid"))

@@ -109,6 +109,15 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                      "1:17: measured-power: a measured power of -40000 dBm is outside -127…20"),
         BrokenConfig("an integer beyond 64 bits", "max-peers: 99999999999999999999\n", "1:12: max-peers: 99999999999999999999 is out of range"),
         BrokenConfig("a path-loss exponent of 1", "path-loss-exponent: 1\n", "1:21: path-loss-exponent: 1 is not between 1.5 and 6"),
+        BrokenConfig("an RSSI offset over 40 dB", "rssi-offset: 40.5\n", "1:14: rssi-offset: an offset of 40.5 dB is outside -40…40"),
+        BrokenConfig("an RSSI offset under -40 dB", "rssi-offset: -41\n", "1:14: rssi-offset: an offset of -41 dB is outside -40…40"),
+        BrokenConfig("an RSSI offset that is not a number", "rssi-offset: .nan\n",
+                     "1:14: rssi-offset: an offset must be a finite number of dB, not nan"),
+        BrokenConfig("an infinite RSSI offset", "rssi-offset: -.inf\n", "1:14: rssi-offset: an offset must be a finite number of dB, not -inf"),
+        BrokenConfig("an RSSI offset in words", "rssi-offset: high\n", "1:14: rssi-offset: must be a number (dB), not the string \"high\""),
+        BrokenConfig("a quoted RSSI offset", "rssi-offset: \"3\"\n", "1:14: rssi-offset: must be a number (dB), not the string \"3\""),
+        BrokenConfig("an empty RSSI offset, reported at its key", "rssi-offset:\n", "1:1: rssi-offset: must be a number (dB), not an empty value"),
+        BrokenConfig("a misspelt RSSI offset", "rssi-ofset: 3\n", "1:1: unknown key 'rssi-ofset' (did you mean 'rssi-offset'?)"),
         BrokenConfig("no peers", "max-peers: 0\n", "1:12: max-peers: 0 is not between 1 and 100000"),
         BrokenConfig("too many peers", "max-peers: 100001\n", "1:12: max-peers: 100001 is not between 1 and 100000"),
         BrokenConfig("a log level that is not one", "log-level: loud\n",
@@ -455,6 +464,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             clear-interval: 2.5
             measured-power: -70
             path-loss-exponent: 3
+            rssi-offset: -6.5
             max-peers: 50
             beacons: false
             log-level: debug
@@ -496,6 +506,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         options.clearInterval = 2.5
         options.measuredPower = -70
         options.pathLossExponent = 3
+        options.rssiOffset = -6.5
         options.maxPeers = 50
         options.beacons = false
         options.logLevel = .debug
@@ -807,6 +818,23 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(!mergedOff.trackBeacons && mergedOff.powerOn)
     }
 
+    @Test("rssi-offset: the command line's over the file's, else 0; a reload applies it (it is no restart-only key)")
+    func rssiOffset() throws {
+        let file = try ConfigFile.parse("rssi-offset: 3\n", path: Self.file)
+        #expect(NodeConfiguration(commandLine: RunOptions(), file: file, environment: [:]).rssiOffset == 3)
+        var commandLine = RunOptions()
+        commandLine.rssiOffset = try RunOptions.checked(rssiOffset: -2.5)
+        let merged = NodeConfiguration(commandLine: commandLine, file: file, environment: [:])
+        #expect(merged.rssiOffset == -2.5)
+        #expect(NodeConfiguration(commandLine: RunOptions(), file: nil, environment: [:]).rssiOffset == 0)
+        #expect(ConfigurationReload.restartOnly(NodeConfiguration(commandLine: RunOptions(), file: file, environment: [:]), merged).isEmpty)
+        // The command line's words are the file's.
+        for (value, message) in [(40.5, "an offset of 40.5 dB is outside -40…40"), (-.infinity, "an offset must be a finite number of dB, not -inf")] {
+            #expect(throws: OptionProblem(message)) { try RunOptions.checked(rssiOffset: value) }
+        }
+        #expect(try RunOptions.checked(rssiOffset: -40) == -40 && RunOptions.checked(rssiOffset: 40) == 40)
+    }
+
     // MARK: - The reloader
 
     @Test("the reloader reads the named file, or the default one if it is there, each time afresh")
@@ -866,13 +894,15 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         let options = full.options
         #expect([options.bus == nil, options.busName == nil, options.stateDirectory == nil, options.name == nil,
                  options.serviceUUID == nil, options.adapter == nil, options.powerOn == nil, options.clearInterval == nil,
-                 options.measuredPower == nil, options.pathLossExponent == nil, options.maxPeers == nil, options.beacons == nil,
+                 options.measuredPower == nil, options.pathLossExponent == nil, options.rssiOffset == nil, options.maxPeers == nil,
+                 options.beacons == nil,
                  options.logLevel == nil].allSatisfy { !$0 }, "every option is in the example")
         let shown = NodeConfiguration(commandLine: options, file: nil, environment: [:])
         let defaults = NodeConfiguration(commandLine: RunOptions(), file: nil, environment: [:])
         #expect(shown.bus == defaults.bus && shown.busName == defaults.busName && shown.serviceUUID == defaults.serviceUUID)
         #expect(shown.stateDirectory == defaults.stateDirectory && shown.adapter == defaults.adapter && shown.powerOn == defaults.powerOn)
         #expect(shown.measuredPower == defaults.measuredPower && shown.pathLossExponent == defaults.pathLossExponent)
+        #expect(shown.rssiOffset == defaults.rssiOffset && defaults.rssiOffset == 0)
         #expect(shown.maxPeers == defaults.maxPeers && shown.trackBeacons == defaults.trackBeacons && shown.logLevel == defaults.logLevel)
         #expect(shown.clearInterval == 10, "the clear interval's own default")
         #expect(full.regionMonitor == RegionMonitor.Configuration())

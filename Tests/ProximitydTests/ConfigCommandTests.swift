@@ -140,6 +140,41 @@ struct ConfigCommandTests {
         }
     }
 
+    @Test("rssi-offset: a bad value names the option on the command line (64) and the place in the file (check-config 65, run 78)")
+    func rssiOffset() async throws {
+        let proximityd = BuiltProducts.path("proximityd")
+        for (argument, message) in [("41", "an offset of 41 dB is outside -40…40"), ("-40.5", "an offset of -40.5 dB is outside -40…40"),
+                                    ("nan", "an offset must be a finite number of dB, not nan"),
+                                    ("-inf", "an offset must be a finite number of dB, not -inf")] {
+            let result = try await runCommand(proximityd, ["run", "--rssi-offset", argument])
+            #expect(result.status == 64, "\(argument): \(result)")
+            #expect(result.stderr.hasPrefix("Error: --rssi-offset: \(message)\n"), "\(argument): \(result.stderr)")
+        }
+        let words = try await runCommand(proximityd, ["run", "--rssi-offset", "high"])
+        #expect(words.status == 64 && words.stderr.hasPrefix("Error: The value 'high' is invalid for '--rssi-offset <dB>'"), "\(words)")
+        let help = try await runCommand(proximityd, ["run", "--help"])
+        #expect(help.stdout.contains("--rssi-offset <dB>"), "\(help)")
+
+        try await withDirectory { directory in
+            let file = directory.appendingPathComponent("offset.yaml").path
+            try "measured-power: -70\nrssi-offset: -41\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let check = try await runCommand(proximityd, ["check-config", file])
+            #expect(check.status == 65, "\(check)")
+            #expect(check.stderr == "\(file):2:14: rssi-offset: an offset of -41 dB is outside -40…40\n", "\(check)")
+            let state = directory.appendingPathComponent("state")
+            let run = try await runCommand(proximityd, ["run", "--config", file, "--state-dir", state.path])
+            #expect(run.status == 78, "\(run)")
+            #expect(run.stderr == "proximityd: error: \(file):2:14: rssi-offset: an offset of -41 dB is outside -40…40\n", "\(run)")
+            #expect(!FileManager.default.fileExists(atPath: state.path))
+            try "rssi-offset: [3]\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let list = try await runCommand(proximityd, ["check-config", file])
+            #expect(list.status == 65 && list.stderr == "\(file):1:14: rssi-offset: must be a number (dB), not a list\n", "\(list)")
+            try "rssi-offset: -7.5\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let ok = try await runCommand(proximityd, ["check-config", file])
+            #expect(ok.status == 0 && ok.stdout == "\(file): ok (0 regions, 0 alerts, 0 rules)\n", "\(ok)")
+        }
+    }
+
     @Test("run --config uses the file's options, and the command line's over them")
     func runPrecedence() async throws {
         try await withDirectory { directory in

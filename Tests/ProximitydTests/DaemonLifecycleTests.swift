@@ -66,7 +66,8 @@ struct DaemonLifecycleTests {
         #expect(usage.stderr.contains("--bus: 'nonsense' is not 'system', 'session' or a D-Bus address"))
         for bad in [["--service-uuid", "not-a-uuid"], ["--log-level", "loud"], ["--bus-name", "org..x"], ["--name", ""],
                     ["--clear-interval", "0"], ["--clear-interval", "3601"], ["--clear-interval", "nan"], ["--clear-interval", "x"],
-                    ["--measured-power", "21"], ["--measured-power=-128"], ["--max-peers", "0"], ["--adapter", "hci 0"], ["--path-loss-exponent", "1"], ["--path-loss-exponent", "nan"]] {
+                    ["--measured-power", "21"], ["--measured-power=-128"], ["--max-peers", "0"], ["--adapter", "hci 0"], ["--path-loss-exponent", "1"], ["--path-loss-exponent", "nan"],
+                    ["--rssi-offset", "40.5"], ["--rssi-offset", "-inf"]] {
             let result = try await runCommand(BuiltProducts.path("proximityd"), ["run"] + bad)
             #expect(result.status == 64, "\(bad): \(result)")
         }

@@ -6,7 +6,7 @@
 #
 #   1. three nodes, one per adapter (hci0..hci2) on one bus, identify each other: each learns each
 #      peer once, by one GATT read or from the peer's hello (one link per pair); time-to-identify
-#      is measured
+#      is measured; each advertises its measured power, which bluetoothd shows the others
 #   2. bluetoothd stopped and started: every node registers again, the peers are found again, and
 #      nobody connects again
 #   3. a node killed with SIGKILL and restarted keeps its identity and connects to nobody
@@ -142,6 +142,19 @@ for i in "${NODES[@]}"; do
         || fail "node$i learnt $reads + $hellos identities"
     wait_for 60 "node$i advertises" bash -c "busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Advertising | grep -q true" &&
         pass "node$i advertises"
+done
+# Each node advertises its measured power, -59 (0xFFFF: 50 58 01 c5, docs/ranging.md), and the
+# others' bluetoothd show it in Device1.ManufacturerData.
+shows_power() { # NODE ADDRESS
+    busctl --system get-property org.bluez "/org/bluez/hci$1/dev_${2//:/_}" org.bluez.Device1 ManufacturerData 2>/dev/null |
+        grep -q "65535 ay 4 80 88 1 197"
+}
+for i in "${NODES[@]}"; do
+    for j in "${NODES[@]}"; do
+        [ "$i" = "$j" ] && continue
+        wait_for 60 "hci$j shows node$i's measured power" shows_power "$j" "${ADDR[$i]}" &&
+            pass "hci$j shows node$i's advertised measured power (0xFFFF: 50 58 01 c5)"
+    done
 done
 if [ -n "${REAL_BLUEZ_RESULTS:-}" ]; then
     for key in "${!IDENTIFIED_AT[@]}"; do echo "time_to_identify $key ${IDENTIFIED_AT[$key]}"; done >>"$REAL_BLUEZ_RESULTS"

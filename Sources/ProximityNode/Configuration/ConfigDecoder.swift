@@ -36,6 +36,7 @@ struct ConfigDecoder {
             case "clear-interval": options.clearInterval = number(entry, "a number of seconds", RunOptions.checked(clearInterval:))
             case "measured-power": options.measuredPower = integer(entry, "an integer (dBm)", RunOptions.checked(measuredPower:))
             case "path-loss-exponent": options.pathLossExponent = number(entry, "a number", RunOptions.checked(pathLossExponent:))
+            case "rssi-offset": options.rssiOffset = number(entry, "a number (dB)", RunOptions.checked(rssiOffset:))
             case "max-peers": options.maxPeers = integer(entry, "an integer", RunOptions.checked(maxPeers:))
             case "beacons": options.beacons = boolean(entry)
             case "log-level": options.logLevel = text(entry, RunOptions.checked(logLevel:))

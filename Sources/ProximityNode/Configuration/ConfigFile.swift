@@ -23,7 +23,8 @@ public struct ConfigFile: Sendable, Hashable {
     /// The top-level keys: the `run` options' long names, then the sections.
     public static let keys = [
         "bus", "bus-name", "state-dir", "name", "service-uuid", "adapter", "power-on", "clear-interval", "measured-power",
-        "path-loss-exponent", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts", "tracking", "rules",
+        "path-loss-exponent", "rssi-offset", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts", "tracking",
+        "rules",
     ]
     /// The keys of `region-monitor:`.
     public static let regionMonitorKeys = ["exit-period", "max-regions", "restore-limit"]
@@ -143,6 +144,7 @@ extension NodeConfiguration {
         clearInterval = options.clearInterval
         if let v = options.measuredPower { measuredPower = v }
         if let v = options.pathLossExponent { pathLossExponent = v }
+        if let v = options.rssiOffset { rssiOffset = v }
         if let v = options.maxPeers { maxPeers = v }
         if let v = options.beacons { trackBeacons = v }
         if let v = options.logLevel { logLevel = v }

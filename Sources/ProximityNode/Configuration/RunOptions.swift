@@ -29,6 +29,8 @@ public struct RunOptions: Sendable, Hashable {
     public var measuredPower: Int16?
     /// `path-loss-exponent`. Default 2.
     public var pathLossExponent: Double?
+    /// `rssi-offset`, dB added to every RSSI sample the node receives. Default 0.
+    public var rssiOffset: Double?
     /// `max-peers`. Default 1024.
     public var maxPeers: Int?
     /// `beacons`: range third-party beacons too. Default true.
@@ -52,6 +54,7 @@ public struct RunOptions: Sendable, Hashable {
         if let v = other.clearInterval { merged.clearInterval = v }
         if let v = other.measuredPower { merged.measuredPower = v }
         if let v = other.pathLossExponent { merged.pathLossExponent = v }
+        if let v = other.rssiOffset { merged.rssiOffset = v }
         if let v = other.maxPeers { merged.maxPeers = v }
         if let v = other.beacons { merged.beacons = v }
         if let v = other.logLevel { merged.logLevel = v }
@@ -62,6 +65,8 @@ public struct RunOptions: Sendable, Hashable {
 
     /// The path-loss exponents the distance model takes.
     public static let pathLossExponentRange: ClosedRange<Double> = 1.5...6
+    /// The receiver offsets that may be set, dB: more than any adapter is off by.
+    public static let rssiOffsetRange: ClosedRange<Double> = -40...40
     /// The found-devices table's caps that may be set.
     public static let maxPeersRange: ClosedRange<Int> = 1...100_000
     /// The longest node name: what a Bluetooth name holds.
@@ -123,6 +128,14 @@ public struct RunOptions: Sendable, Hashable {
             throw OptionProblem("\(show(n)) is not between \(show(pathLossExponentRange.lowerBound)) and \(show(pathLossExponentRange.upperBound))")
         }
         return n
+    }
+
+    public static func checked(rssiOffset dB: Double) throws(OptionProblem) -> Double {
+        guard dB.isFinite else { throw OptionProblem("an offset must be a finite number of dB, not \(show(dB))") }
+        guard rssiOffsetRange.contains(dB) else {
+            throw OptionProblem("an offset of \(show(dB)) dB is outside \(show(rssiOffsetRange.lowerBound))…\(show(rssiOffsetRange.upperBound))")
+        }
+        return dB
     }
 
     public static func checked(maxPeers n: Int) throws(OptionProblem) -> Int {

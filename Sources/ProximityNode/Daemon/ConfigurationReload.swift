@@ -8,7 +8,7 @@ import UnixSignals
 /// change, or changes nothing. One reload at a time.
 ///
 /// Applied at once: the regions and the alerts of the config file, `region-monitor`,
-/// `clear-interval`, `log-level`. The
+/// `clear-interval`, `rssi-offset`, `log-level`. The
 /// others (the bus, the name, the adapter, the radio model …) need a restart: a reload that
 /// changes them logs a warning and keeps the running value.
 public actor ConfigurationReload {
@@ -56,6 +56,7 @@ public actor ConfigurationReload {
         current.alerts = next.alerts
         current.regionMonitor = next.regionMonitor
         current.clearInterval = next.clearInterval
+        current.rssiOffset = next.rssiOffset
         current.configFile = next.configFile
         logger.notice("configuration reloaded", metadata: ["regions": "\(next.regions.count)", "alerts": "\(next.alerts.count)"])
     }

@@ -125,7 +125,7 @@ public final class NodeDaemon: Service, Sendable {
                                         name: configuration.name, adapter: configuration.adapter, advertising: false,
                                         discovering: false, clearInterval: NodeEngine.clearInterval(configuration, settings),
                                         measuredPower: configuration.measuredPower,
-                                        pathLossExponent: configuration.pathLossExponent)
+                                        pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset)
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
             let nodeObject = try await connection.export([

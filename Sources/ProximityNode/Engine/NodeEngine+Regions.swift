@@ -203,6 +203,7 @@ extension NodeEngine {
         let alertSequence = commitAlerts(nextAlerts)
         let profileSequence = commitProfile(nextProfile)
         reconfigureClearInterval(configuration.clearInterval)
+        reconfigureRSSIOffset(configuration.rssiOffset)
         if !removed.isEmpty || !defined.isEmpty {
             logger.info("regions of the config file applied", metadata: ["defined": "\(defined.count)", "removed": "\(removed.count)"])
         }

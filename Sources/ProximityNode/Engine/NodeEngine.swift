@@ -35,6 +35,8 @@ public actor NodeEngine {
     private var scheduler: IdentificationScheduler
     var table: FoundDevicesTable
     private var settings: NodeSettings
+    /// dB added to every RSSI sample before ranging (`--rssi-offset`; a reload changes it).
+    private var rssiOffset: Double
     private let directory: PeerDirectory
     /// The region monitor, fed by each report, and where its regions are kept.
     var regions: RegionMonitor
@@ -100,6 +102,7 @@ public actor NodeEngine {
         self.state = state
         self.logger = logger
         self.settings = settings
+        self.rssiOffset = configuration.rssiOffset
         self.adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
         self.serviceUUID = configuration.serviceUUID.lowercased
         self.link = AdapterLink(powerOn: configuration.powerOn)
@@ -124,6 +127,15 @@ public actor NodeEngine {
         (tracker, profile, rules, ruleSources) = Self.startProfile(configuration, savedProfile, at: clock.now, logger: logger)
     }
 
+    /// What the node advertises: the general service UUID, its name, its measured power
+    /// (``NodePowerFrame``, for peers to range it with) and its identity (when it fits: with a
+    /// 128-bit service UUID it does not).
+    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID) -> AdvertisementContent {
+        AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: configuration.name,
+                             manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
+                             identity: identity)
+    }
+
     /// Runs `job` in a task of its own (a call to another process, whose answer comes back to the
     /// engine as a command).
     func enqueue(_ job: @escaping Job) {
@@ -144,8 +156,10 @@ public actor NodeEngine {
         let callers = BlueZCallers(connection: connection)
         do {
             advertisement = try await Advertisement.export(
-                on: connection, content: AdvertisementContent(serviceUUID: serviceUUID, localName: configuration.name, identity: identity),
-                callers: callers, logger: logger)
+                on: connection, content: Self.advertisementContent(configuration, identity: identity), callers: callers, logger: logger)
+            if advertisement?.plan.carriesManufacturerData == false {
+                logger.warning("the advertisement has no room for the measured power: peers will assume their own")
+            }
             application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, identity: identity,
                                                            callers: callers)
         } catch {
@@ -226,6 +240,14 @@ public actor NodeEngine {
     /// the one set over D-Bus, else the default.
     func reconfigureClearInterval(_ configured: Double?) {
         applyClearInterval(configured ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
+    }
+
+    /// The RSSI offset when the configuration's changes (a reload): from the next sample on.
+    func reconfigureRSSIOffset(_ dB: Double) {
+        guard dB != rssiOffset else { return }
+        rssiOffset = dB
+        logger.notice("the RSSI offset changed", metadata: ["rssi.offset": "\(dB)"])
+        events.publish(.rssiOffset(dB))
     }
 
     public func setMeasuredPower(_ power: Int16, for identifier: String) throws(DBusError) {
@@ -400,10 +422,12 @@ public actor NodeEngine {
         switch resolution {
         case .range(let id, let kind, let beacon):
             guard let rssi = observation.rssi else { return }
-            let power = settings.measuredPower[id.rawValue].map(Double.init) ?? beacon?.measuredPower ?? table.configuration.defaultMeasuredPower
+            // An override, else what the beacon's frame or the peer node's advertisement says, else ours.
+            let power = settings.measuredPower[id.rawValue].map(Double.init) ?? beacon?.measuredPower
+                ?? Self.advertisedPower(info, kind, serviceUUID: serviceUUID) ?? table.configuration.defaultMeasuredPower
             let name = kind == .node ? info.name ?? info.alias : info.name
-            // A full table may have no place for it (it keeps the nearest).
-            table.observe(id, rssi: Double(rssi), at: t, measuredPower: power,
+            // A full table may have no place for it (it keeps the nearest). The receiver's offset first.
+            table.observe(id, rssi: Double(rssi) + rssiOffset, at: t, measuredPower: power,
                           details: PeerDetails(kind: kind, address: info.address, name: name, beacon: beacon))
             if recording.wants(id) { recordSample(id, at: t) }
         case .identify:
@@ -411,6 +435,14 @@ public actor NodeEngine {
         case .ignore, .needsFrame:
             break
         }
+    }
+
+    /// The measured power a peer node advertises (``NodePowerFrame``), read only from a node that
+    /// advertises the general service (`serviceUUID`, lowercase); nil for anything else, and for a
+    /// node that advertises none (the node's own `--measured-power` applies then).
+    static func advertisedPower(_ info: DeviceInfo, _ kind: PeerKind, serviceUUID: String) -> Double? {
+        guard kind == .node, !info.manufacturerData.isEmpty, info.uuids.contains(serviceUUID) else { return nil }
+        return NodePowerFrame.measuredPower(in: info.manufacturerData).map(Double.init)
     }
 
     private static func frame(_ info: DeviceInfo) -> AdvertisedFrame {

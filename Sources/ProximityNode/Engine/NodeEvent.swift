@@ -47,6 +47,8 @@ public enum NodeEvent: Sendable, Hashable {
     case link(advertising: Bool, discovering: Bool)
     /// `ClearInterval` changed (set over the bus, or by a reload).
     case clearInterval(Double)
+    /// `RSSIOffset` changed (by a reload).
+    case rssiOffset(Double)
     /// Region monitoring changed: regions defined or removed, states determined, entered and
     /// exited, and with each report the ranging per region. One event per step of the engine, so
     /// thousands of regions changing at once are one event in a subscriber's buffer.

@@ -64,6 +64,8 @@ public actor BusExporter {
                              NodeProperties.Key.discovering.rawValue: .boolean(discovering)], interface: ProximityBus.Node1.interface)
         case .clearInterval(let seconds):
             nodeObject?.set(NodeProperties.Key.clearInterval.rawValue, .double(seconds), interface: ProximityBus.Node1.interface)
+        case .rssiOffset(let dB):
+            nodeObject?.set(NodeProperties.Key.rssiOffset.rawValue, .double(dB), interface: ProximityBus.Node1.interface)
         case .peerIdentified:
             break
         case .regions(let changes):
