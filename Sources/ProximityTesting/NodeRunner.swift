@@ -42,7 +42,8 @@ public final class CapturedLog: Sendable {
         var next: UInt64 = 0
     }
     private let state = Mutex(State())
-    let clock: any NodeClock
+    /// The node's clock (in this process: the simulation's, with its epoch).
+    public let clock: any NodeClock
 
     public init(clock: any NodeClock) { self.clock = clock }
 
