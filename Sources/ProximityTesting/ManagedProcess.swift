@@ -125,6 +125,8 @@ public final class ManagedProcess: Sendable {
     private static func pump(stdout: Int32, stderr: Int32, into shared: Shared) {
         var open: [(fd: Int32, isStdout: Bool)] = [(stdout, true), (stderr, false)]
         var buffer = [UInt8](repeating: 0, count: 65536)
+        // A read can end inside a UTF-8 sequence: its first bytes wait here for the rest.
+        var pending: [Bool: [UInt8]] = [true: [], false: []]
         while !open.isEmpty {
             var fds = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             if poll(&fds, nfds_t(fds.count), -1) < 0 {
@@ -136,7 +138,11 @@ public final class ManagedProcess: Sendable {
                 guard fds[i].revents != 0 else { stillOpen.append(entry); continue }
                 let n = read(entry.fd, &buffer, buffer.count)
                 if n > 0 {
-                    let text = String(decoding: buffer[0..<n], as: UTF8.self)
+                    var bytes = pending[entry.isStdout]! + buffer[0..<n]
+                    let complete = completeUTF8Prefix(bytes)
+                    pending[entry.isStdout] = Array(bytes[complete...])
+                    bytes.removeSubrange(complete...)
+                    let text = String(decoding: bytes, as: UTF8.self)
                     let ready = shared.mutex.withLock { s -> [CheckedContinuation<Void, Never>] in
                         if entry.isStdout { s.stdout += text } else { s.stderr += text }
                         return takeSatisfied(&s)
@@ -147,10 +153,29 @@ public final class ManagedProcess: Sendable {
                     stillOpen.append(entry)
                 } else {
                     close(entry.fd)
+                    if let rest = pending[entry.isStdout], !rest.isEmpty {
+                        let text = String(decoding: rest, as: UTF8.self)
+                        shared.mutex.withLock { s in if entry.isStdout { s.stdout += text } else { s.stderr += text } }
+                    }
                 }
             }
             open = stillOpen
         }
+    }
+
+    /// The length of the longest prefix of `bytes` that does not end inside a UTF-8 sequence.
+    static func completeUTF8Prefix(_ bytes: [UInt8]) -> Int {
+        // Look back at most three bytes for the lead byte of the last sequence.
+        var i = bytes.count - 1
+        while i >= 0 && i >= bytes.count - 4 {
+            let b = bytes[i]
+            if b & 0xC0 != 0x80 {
+                let length = b < 0x80 ? 1 : b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : b >= 0xC0 ? 2 : 1
+                return bytes.count - i < length ? i : bytes.count
+            }
+            i -= 1
+        }
+        return bytes.count
     }
 
     private static func takeSatisfied(_ s: inout State) -> [CheckedContinuation<Void, Never>] {

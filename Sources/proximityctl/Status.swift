@@ -23,6 +23,8 @@ struct Status: AsyncParsableCommand {
             ("discovering", "Discovering", properties.discovering),
             ("clear_interval", "Clear after", properties.clearInterval),
             ("measured_power", "1 m RSSI", Int(properties.measuredPower)),
+            ("path_loss_exponent", "Path loss n", properties.pathLossExponent),
+            ("rssi_offset", "RSSI offset", properties.rssiOffset),
             ("peers", "Peers", peers),
         ]
         if json {
@@ -38,6 +40,8 @@ struct Status: AsyncParsableCommand {
                 case (_, let b as Bool): b ? "yes" : "no"
                 case ("Clear after", let d as Double): "\(d.formatted()) s"
                 case ("1 m RSSI", let p as Int): "\(p) dBm"
+                case ("RSSI offset", let d as Double): "\(d.formatted()) dB"
+                case ("Path loss n", let d as Double): d.formatted()
                 default: "\(value)"
                 }
                 print("\((label + ":").padding(toLength: 14, withPad: " ", startingAt: 0))\(shown)")

@@ -145,6 +145,7 @@ struct DaemonBusTests {
             #expect(text.stdout.contains("Identifier:   \(identity)"), "\(text)")
             #expect(text.stdout.contains("Peers:        0"))
             #expect(text.stdout.contains("Clear after:  10 s") && text.stdout.contains("1 m RSSI:     -59 dBm"), "\(text)")
+            #expect(text.stdout.contains("Path loss n:  2\n") && text.stdout.contains("RSSI offset:  0 dB"), "\(text)")
             let json = try await runCommand(BuiltProducts.path("proximityctl"), ["status", "--bus", box.address, "--json"])
             let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
             #expect(object["identifier"] as? String == identity)
