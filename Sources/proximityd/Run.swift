@@ -64,7 +64,7 @@ struct Run: AsyncParsableCommand {
     var measuredPower: Int?
 
     @Option(name: .customLong("path-loss-exponent"), help: ArgumentHelp(
-        "The distance model's path-loss exponent: 2 in free space, 2.5-4 indoors (1.5...6). Default: 2.", valueName: "n"))
+        "The distance model's path-loss exponent (1.5...6). Default: 2; keep it unless the site was measured over a wide range of distances, and calibrate measured powers instead (docs/ranging.md).", valueName: "n"))
     var pathLossExponent: Double?
 
     @Option(name: .customLong("rssi-offset"), parsing: .unconditional, help: ArgumentHelp(
