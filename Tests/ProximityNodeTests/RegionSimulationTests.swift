@@ -118,8 +118,11 @@ struct RegionSimulationTests {
             // air delivered while the simulated clock moves on (under load, a second or more);
             // the strict bound from the walk-out, exit period plus one second, is checked end to
             // end in real time (RegionEndToEndTests).
+            // The report itself can run late on the simulated clock too (the clock does not wait
+            // for the node's tick): up to half a second allowed for that.
+            let lateReport = 0.5
             for (region, time, lastHeard) in exits {
-                #expect(time - lastHeard <= 10 + 1, "\(region) exited \(time - lastHeard) s after the node last heard its peers")
+                #expect(time - lastHeard <= 10 + 1 + lateReport, "\(region) exited \(time - lastHeard) s after the node last heard its peers")
                 #expect(time - left >= 10 - 1, "\(region) exited early: \(time - left) s after its peers left")
             }
         }
