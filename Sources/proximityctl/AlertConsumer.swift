@@ -82,25 +82,16 @@ final class AlertConsumer {
     /// Follows the node until it leaves, the notification server leaves, or a signal.
     func run() async -> Ending {
         // SIGINT and SIGTERM become events, so that the notification is closed before exiting.
-        for s in [SIGINT, SIGTERM] {
-            signal(s, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
-            let continuation = continuation
-            source.setEventHandler { continuation.yield(.interrupted(s)) }
-            source.resume()
-            signalSources.append(source)
-        }
+        let continuation = continuation
+        signalSources = interruptionSources { continuation.yield(.interrupted($0)) }
         defer { for task in tasks { task.cancel() } }
 
         // Subscriptions first, so that every signal sent from now on is seen: the node leaving,
         // its alert signals, the notification server's.
         do {
-            let ownerChanges = try await node.connection.subscribe(MatchRule(
-                sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged", arg0: node.name.rawValue))
+            let departure = try await node.departure()
             let alertSignals = try await node.alertSignals()
-            forward(ownerChanges) { [node] change in
-                change.body.count == 3 && change.body[1].string == node.owner.rawValue ? .nodeLeft : nil
-            }
+            forward(departure) { _ in .nodeLeft }
             forward(alertSignals, ending: .disconnected) { .alert($0) }
             if let notifications {
                 let (signals, left) = try await notifications.signals()
@@ -111,7 +102,7 @@ final class AlertConsumer {
                 }
             }
             // Either may have left before its subscription.
-            guard try await node.connection.nameOwner(of: node.name) == node.owner else {
+            guard try await node.isStillThere() else {
                 return .failed("\(NodeConnectionError.nodeLeft(bus: node.bus, name: node.name))")
             }
         } catch {

@@ -2,6 +2,7 @@ import ArgumentParser
 import DBusKit
 import Foundation
 import ProximityAPI
+import ProximityCore
 
 /// `proximityctl calibrate`: measures a peer's RSSI at a known distance (the median of every
 /// sample, channels mixed) and sets its measured power with `SetMeasuredPower`.
@@ -84,8 +85,9 @@ struct Calibrate: AsyncParsableCommand {
             let stats = Spread(values)
             let exact = stats.median + 10 * exponent * log10(distance)
             let power = Int16(exact.rounded())
-            guard (-127...20).contains(power) else {
-                throw CalibrationError("the measured power works out at \(Self.dbm(exact)) dBm, outside -127…20: is --distance right?")
+            let range = NodePowerFrame.powerRange
+            guard range.contains(power) else {
+                throw CalibrationError("the measured power works out at \(Self.dbm(exact)) dBm, outside \(range.lowerBound)…\(range.upperBound): is --distance right?")
             }
             print("""
                 \(peer) at \(RecordingFile.number(distance)) m: \(values.count) samples

@@ -28,17 +28,13 @@ extension NodeOptions {
                                   subscribe: @escaping @Sendable (NodeProxy) async throws -> AsyncStream<Signal>,
                                   line: @escaping @Sendable (Signal, String) -> String?) async {
         let outcome = await withNode(what) { node -> FollowOutcome in
-            let ownerChanges = try await node.connection.subscribe(MatchRule(
-                sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged", arg0: node.name.rawValue))
+            let departure = try await node.departure()
             let signals = try await subscribe(node)
             // It may have left before the first subscription.
-            guard try await node.connection.nameOwner(of: node.name) == node.owner else { return .nodeLeft }
+            guard try await node.isStillThere() else { return .nodeLeft }
             return await withTaskGroup(of: FollowOutcome.self) { group in
                 group.addTask {
-                    for await change in ownerChanges where change.body.count == 3 && change.body[0].string == node.name.rawValue
-                        && change.body[1].string == node.owner.rawValue {
-                        return .nodeLeft
-                    }
+                    for await _ in departure { return .nodeLeft }
                     return .disconnected
                 }
                 group.addTask {

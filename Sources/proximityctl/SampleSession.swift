@@ -32,23 +32,15 @@ enum SampleSession {
                     handle: (RecordedBatch) throws -> Void) async throws -> End {
         let (events, sink) = AsyncStream<Event>.makeStream()
         // SIGINT and SIGTERM end the session, so the last batch is written and the node told.
-        var sources: [any DispatchSourceSignal] = []
-        for s in [SIGINT, SIGTERM] {
-            signal(s, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
-            source.setEventHandler { sink.yield(.ended(.interrupted(s))) }
-            source.resume()
-            sources.append(source)
-        }
+        let sources = interruptionSources { sink.yield(.ended(.interrupted($0))) }
         defer { for source in sources { source.cancel() } }
 
-        let ownerChanges = try await node.connection.subscribe(MatchRule(
-            sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged", arg0: node.name.rawValue))
+        let departure = try await node.departure()
         let batches = try await node.recordedBatches()
         var tasks: [Task<Void, Never>] = []
         defer { for task in tasks { task.cancel() } }
         tasks.append(Task {
-            for await change in ownerChanges where change.body.count == 3 && change.body[1].string == node.owner.rawValue {
+            for await _ in departure {
                 sink.yield(.ended(.nodeLeft))
                 return
             }
@@ -59,7 +51,7 @@ enum SampleSession {
             sink.yield(.ended(.disconnected))
         })
         // It may have left before the subscriptions.
-        guard try await node.connection.nameOwner(of: node.name) == node.owner else { return .nodeLeft }
+        guard try await node.isStillThere() else { return .nodeLeft }
         try await node.startRecording(peers)
         try await started()
         if let seconds {

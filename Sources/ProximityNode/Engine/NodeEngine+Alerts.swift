@@ -368,7 +368,11 @@ extension NodeEngine {
         strategyAgents[key] = StrategyAgent(key: key, owner: owner, path: path, generation: strategyGeneration)
         alerts.register(.external(key: key))
         logger.info("strategy registered", metadata: ["strategy": "\(key)", "dbus.sender": "\(owner)", "dbus.path": "\(path)"])
-        watchOwner(of: key, generation: strategyGeneration, owner: owner)
+        let generation = strategyGeneration
+        // Dropped when its client leaves the bus; the watch ends with the registration.
+        watchClient(owner, stillWatched: { await $0.strategyAgents[key]?.generation == generation }) {
+            await $0.dropStrategy(key, generation: generation, because: $1, release: false)
+        }
         return publishAlerts([])
     }
 
@@ -381,27 +385,6 @@ extension NodeEngine {
         alerts.unregister(agent.key)
         logger.info("strategy unregistered", metadata: ["strategy": "\(agent.key)"])
         return publishAlerts([])
-    }
-
-    /// Drops the strategy when its client leaves the bus.
-    private func watchOwner(of key: String, generation: Int, owner: BusName) {
-        let connection = self.connection
-        enqueue { [self] in
-            guard let changes = try? await connection.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged",
-                                                                          arg0: owner.rawValue)) else { return }
-            // It may have left before the subscription was in place.
-            if (try? await connection.nameOwner(of: owner)) == nil {
-                await self.dropStrategy(key, generation: generation, because: "its client left the bus", release: false)
-                return
-            }
-            for await message in changes {
-                if message.body.count == 3, message.body[2].string == "" {
-                    await self.dropStrategy(key, generation: generation, because: "its client left the bus", release: false)
-                    return
-                }
-                guard await self.strategyAgents[key]?.generation == generation else { return }
-            }
-        }
     }
 
     // MARK: - Reload

@@ -94,7 +94,9 @@ extension NodeEngine {
         recording.recompute()
         logger.info("recording samples", metadata: [
             "dbus.sender": "\(client)", "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])
-        if recording.watched.insert(client).inserted { watchRecorder(client) }
+        if recording.watched.insert(client).inserted {
+            watchClient(client) { await $0.recorderLeft(client, because: $1) }
+        }
     }
 
     /// `StopRecording` by `client`.
@@ -112,29 +114,5 @@ extension NodeEngine {
         guard recording.clients.removeValue(forKey: client) != nil else { return }
         recording.recompute()
         logger.info("stopped recording samples", metadata: ["dbus.sender": "\(client)", "why": "\(reason)"])
-    }
-
-    /// Stops the recording when its client leaves the bus.
-    private func watchRecorder(_ client: BusName) {
-        let connection = self.connection
-        enqueue { [self] in
-            let changes: DBusSignalStream
-            do {
-                changes = try await connection.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged",
-                                                                   arg0: client.rawValue))
-            } catch {
-                await self.recorderLeft(client, because: "cannot watch its client: \(error)")
-                return
-            }
-            // It may have left before the subscription was in place.
-            if (try? await connection.nameOwner(of: client)) == nil {
-                await self.recorderLeft(client, because: "its client left the bus")
-                return
-            }
-            for await message in changes where message.body.count == 3 && message.body[2].string == "" {
-                await self.recorderLeft(client, because: "its client left the bus")
-                return
-            }
-        }
     }
 }

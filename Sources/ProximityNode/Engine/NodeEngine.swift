@@ -142,6 +142,37 @@ public actor NodeEngine {
         jobSink.yield(job)
     }
 
+    /// Calls `left` once `client` (a unique name: never used again) leaves the bus, at once if it
+    /// already has, or if it cannot be watched. `stillWatched` is asked after each change of its
+    /// owner and ends the watch when false. For clients whose state the node keeps: alert
+    /// strategies, recordings.
+    func watchClient(_ client: BusName, stillWatched: @escaping @Sendable (NodeEngine) async -> Bool = { _ in true },
+                     left: @escaping @Sendable (NodeEngine, _ reason: String) async -> Void) {
+        let connection = self.connection
+        enqueue { [self] in
+            let changes: DBusSignalStream
+            do {
+                changes = try await connection.subscribe(MatchRule(sender: .bus, interface: .bus, member: "NameOwnerChanged",
+                                                                   arg0: client.rawValue))
+            } catch {
+                await left(self, "cannot watch its client: \(error)")
+                return
+            }
+            // It may have left before the subscription was in place.
+            if (try? await connection.nameOwner(of: client)) == nil {
+                await left(self, "its client left the bus")
+                return
+            }
+            for await message in changes {
+                if message.body.count == 3, message.body[2].string == "" {
+                    await left(self, "its client left the bus")
+                    return
+                }
+                guard await stillWatched(self) else { return }
+            }
+        }
+    }
+
     /// The clear interval to start with: the command line's, else the one set over D-Bus, else
     /// the default.
     public static func clearInterval(_ configuration: NodeConfiguration, _ settings: NodeSettings) -> Double {

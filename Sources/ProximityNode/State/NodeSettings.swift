@@ -64,7 +64,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
     /// `ClearInterval` and `--clear-interval`: more than 0 s, at most an hour.
     public static let clearIntervalRange: ClosedRange<Double> = Double.leastNonzeroMagnitude...3600
     /// A measured power (RSSI at 1 m) a radio can have, dBm.
-    public static let measuredPowerRange: ClosedRange<Int16> = -127...20
+    public static let measuredPowerRange = NodePowerFrame.powerRange
     /// The most overrides kept (each is a few dozen bytes).
     public static let maxOverrides = 4096
 
