@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "ranging-bench", targets: ["ranging-bench"]),
         .executable(name: "region-bench", targets: ["region-bench"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
+        .library(name: "MQTTKit", targets: ["MQTTKit"]),
         .library(name: "ProximityTesting", targets: ["ProximityTesting"]),
     ],
     dependencies: [
@@ -27,6 +28,12 @@ let package = Package(
             pkgConfig: "dbus-1",
             providers: [.apt(["libdbus-1-dev"])]
         ),
+        // libmosquitto, reached only through MQTTKit.
+        .systemLibrary(
+            name: "CMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
         // libbluetooth, for proximityctl doctor's kernel-level checks.
         .systemLibrary(
             name: "CBluetooth",
@@ -36,6 +43,11 @@ let package = Package(
         .target(
             name: "DBusKit",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]
+        ),
+        // An MQTT client on libmosquitto: connections, QoS 1 publishing, subscriptions, wills, TLS.
+        .target(
+            name: "MQTTKit",
+            dependencies: ["CMosquitto", .product(name: "Logging", package: "swift-log")]
         ),
         // A typed client of org.bluez, and the objects a node exports to BlueZ.
         .target(
@@ -109,7 +121,7 @@ let package = Package(
         .target(
             name: "ProximityTesting",
             dependencies: [
-                "DBusKit", "BlueZSim", "ProximityNode", "ProximityCore",
+                "DBusKit", "BlueZSim", "ProximityNode", "ProximityCore", "MQTTKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -149,6 +161,10 @@ let package = Package(
         .testTarget(
             name: "BlueZSimTests",
             dependencies: ["BlueZSim", "DBusKit", "ProximityTesting"]
+        ),
+        .testTarget(
+            name: "MQTTKitTests",
+            dependencies: ["MQTTKit", "ProximityTesting"]
         ),
         .testTarget(
             name: "ProximityNodeTests",

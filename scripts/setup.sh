@@ -13,6 +13,8 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   python3 python3-venv python3-dbus python3-gi # Python baselines and fidelity clients (bleak: .venv-tests)
   dunst xvfb espeak-ng                        # proximityctl alerts consume's tests: a real notification server
                                               # (dunst on Xvfb, dunstctl) and speech to WAV files (--speak-to)
+  libmosquitto-dev mosquitto mosquitto-clients # MQTT: libmosquitto (CMosquitto), a real broker and
+                                              # mosquitto_sub/mosquitto_pub, independent clients in the tests
 )
 
 missing=()

@@ -1,0 +1,389 @@
+import CMosquitto
+import Foundation
+import Synchronization
+
+/// An error of libmosquitto: the function that returned it, its code and libmosquitto's words.
+public struct MQTTError: Error, CustomStringConvertible, Sendable, Hashable {
+    public let function: String
+    public let code: Int32
+    public let message: String
+
+    init(_ function: String, _ code: Int32) {
+        self.function = function
+        self.code = code
+        message = String(cString: mosquitto_strerror(code))
+    }
+
+    init(_ function: String, message: String) {
+        self.function = function
+        code = -1
+        self.message = message
+    }
+
+    public var description: String { "\(function): \(message)" }
+
+    /// An acknowledgement awaited when the connection went.
+    public static let connectionLost = MQTTError("publish", message: "the connection to the broker was lost before the acknowledgement")
+    /// The client was disconnected (``MQTTClient/disconnect()``).
+    public static let closed = MQTTError("publish", message: "the client was disconnected")
+}
+
+/// One message received on a subscription.
+public struct MQTTMessage: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var qos: Int
+    public var retain: Bool
+
+    public var string: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// What happened to the connection. The client reconnects by itself (backing off between the
+/// `reconnectDelay` bounds) until ``MQTTClient/disconnect()``.
+public enum MQTTConnectionEvent: Sendable, Hashable {
+    /// The broker accepted the connection (CONNACK 0).
+    case connected
+    /// The broker refused it: the CONNACK code and libmosquitto's words for it (e.g. 5, "not
+    /// authorised"). libmosquitto tries again after the reconnect delay.
+    case refused(code: Int32, reason: String)
+    /// The connection was lost (code ≠ 0) or closed by ``MQTTClient/disconnect()`` (code 0).
+    case disconnected(code: Int32, reason: String)
+}
+
+/// How to reach the broker and who to be there.
+public struct MQTTOptions: Sendable {
+    public struct Will: Sendable, Hashable {
+        public var topic: String
+        public var payload: [UInt8]
+        public var qos: Int
+        public var retain: Bool
+        public init(topic: String, payload: String, qos: Int = 1, retain: Bool = true) {
+            self.topic = topic
+            self.payload = Array(payload.utf8)
+            self.qos = qos
+            self.retain = retain
+        }
+    }
+
+    public struct TLS: Sendable, Hashable {
+        /// PEM file of the CA that signed the broker's certificate.
+        public var caFile: String
+        /// PEM files of a client certificate and its key, when the broker asks for one.
+        public var certificateFile: String?
+        public var keyFile: String?
+        public init(caFile: String, certificateFile: String? = nil, keyFile: String? = nil) {
+            self.caFile = caFile
+            self.certificateFile = certificateFile
+            self.keyFile = keyFile
+        }
+    }
+
+    public var host: String
+    public var port: Int
+    public var clientID: String
+    /// Seconds between PINGREQs when nothing else is sent (the broker drops a client silent for
+    /// 1.5 times this, and publishes its will).
+    public var keepalive: Int
+    public var cleanSession: Bool
+    public var username: String?
+    public var password: String?
+    public var will: Will?
+    public var tls: TLS?
+    /// Seconds before a reconnect, doubled after each attempt that fails up to the second bound,
+    /// and back to the first after a successful connection.
+    public var reconnectDelay: ClosedRange<Int>
+
+    public init(host: String = "localhost", port: Int = 1883, clientID: String, keepalive: Int = 30, cleanSession: Bool = true,
+                username: String? = nil, password: String? = nil, will: Will? = nil, tls: TLS? = nil,
+                reconnectDelay: ClosedRange<Int> = 1...60) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+        self.keepalive = keepalive
+        self.cleanSession = cleanSession
+        self.username = username
+        self.password = password
+        self.will = will
+        self.tls = tls
+        self.reconnectDelay = reconnectDelay
+    }
+}
+
+/// `mosquitto_lib_init`, once per process.
+enum MosquittoLibrary {
+    static let initialised: Bool = {
+        mosquitto_lib_init()
+        return true
+    }()
+}
+
+/// Owns one client handle: `mosquitto_new` in, `mosquitto_destroy` out. The callbacks' context
+/// lives as long as the handle; the network thread is stopped before the handle goes.
+final class MosquittoHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+    let context: CallbackBox
+
+    init(clientID: String, cleanSession: Bool, context: CallbackBox) throws(MQTTError) {
+        _ = MosquittoLibrary.initialised
+        guard let pointer = mosquitto_new(clientID, cleanSession, Unmanaged.passUnretained(context).toOpaque()) else {
+            throw MQTTError("mosquitto_new", message: "cannot create a client (\(String(cString: strerror(errno))))")
+        }
+        self.pointer = pointer
+        self.context = context
+    }
+
+    deinit { mosquitto_destroy(pointer) }
+}
+
+/// What libmosquitto's callbacks (on its network thread) hand to the async side.
+final class CallbackBox: Sendable {
+    struct State {
+        /// Message ids of PUBACKs/SUBACKs still awaited, and those that came before their waiter.
+        var waiting: [Int32: CheckedContinuation<Void, any Error>] = [:]
+        var done: Set<Int32> = []
+        var closed = false
+    }
+    let state = Mutex(State())
+    /// Whether the current connection reached CONNACK 0 (resets the back-off).
+    let connectedOnce = Atomic<Bool>(false)
+    let events: AsyncStream<MQTTConnectionEvent>.Continuation
+    let messages: AsyncStream<MQTTMessage>.Continuation
+
+    init(events: AsyncStream<MQTTConnectionEvent>.Continuation, messages: AsyncStream<MQTTMessage>.Continuation) {
+        self.events = events
+        self.messages = messages
+    }
+
+    func completed(_ mid: Int32) {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+            if let c = s.waiting.removeValue(forKey: mid) { return c }
+            s.done.insert(mid)
+            return nil
+        }
+        waiter?.resume()
+    }
+
+    /// Waits for `mid`'s acknowledgement (or returns at once if it came already).
+    func wait(for mid: Int32) async throws {
+        try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+            let now = state.withLock { s -> Result<Void, MQTTError>? in
+                if s.closed { return .failure(MQTTError.closed) }
+                if s.done.remove(mid) != nil { return .success(()) }
+                s.waiting[mid] = c
+                return nil
+            }
+            if let now { c.resume(with: now) }
+        }
+    }
+
+    /// The connection went: every acknowledgement still awaited fails (libmosquitto may still
+    /// deliver the message after a reconnect; the caller decides whether to send it again).
+    func connectionLost() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
+            defer { s.waiting = [:]; s.done = [] }
+            return Array(s.waiting.values)
+        }
+        for w in waiters { w.resume(throwing: MQTTError.connectionLost) }
+    }
+
+    func close() {
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
+            s.closed = true
+            defer { s.waiting = [:] }
+            return Array(s.waiting.values)
+        }
+        for w in waiters { w.resume(throwing: MQTTError.closed) }
+        events.finish()
+        messages.finish()
+    }
+}
+
+/// The network thread: the one thread that runs libmosquitto's loop for a handle
+/// (`mosquitto_connect_async`, `mosquitto_loop`, `mosquitto_reconnect_async`), connecting,
+/// reconnecting after a back-off, until ``stop()``. Other threads only publish and subscribe,
+/// which libmosquitto allows with `mosquitto_threaded_set` (it wakes the loop through its own
+/// socket pair).
+final class NetworkThread: @unchecked Sendable {
+    private let handle: MosquittoHandle
+    private let options: MQTTOptions
+    private let box: CallbackBox
+    /// Set by ``stop()``; the wake-up for a back-off wait.
+    private let stopping = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    private var thread: Thread?
+
+    init(handle: MosquittoHandle, options: MQTTOptions, box: CallbackBox) {
+        self.handle = handle
+        self.options = options
+        self.box = box
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "mqtt \(options.host):\(options.port)"
+        thread.stackSize = 1 << 20
+        self.thread = thread
+        thread.start()
+    }
+
+    /// Connect, loop until the connection fails, wait, again; the wait doubles after every
+    /// attempt that did not reach CONNACK 0, from the lower bound of `reconnectDelay` to its upper.
+    private func run() {
+        let m = handle.pointer
+        var delay = Double(options.reconnectDelay.lowerBound)
+        var first = true
+        while !stopping.load(ordering: .acquiring) {
+            let rc = first
+                ? mosquitto_connect_async(m, options.host, Int32(options.port), Int32(options.keepalive))
+                : mosquitto_reconnect_async(m)
+            first = false
+            if rc == CMOSQ_ERR_SUCCESS {
+                box.connectedOnce.store(false, ordering: .releasing)
+                var loop = CMOSQ_ERR_SUCCESS
+                while !stopping.load(ordering: .acquiring), loop == CMOSQ_ERR_SUCCESS {
+                    loop = mosquitto_loop(m, 250, 1)
+                }
+                if stopping.load(ordering: .acquiring) { break }
+                if box.connectedOnce.load(ordering: .acquiring) { delay = Double(options.reconnectDelay.lowerBound) }
+            } else {
+                let reason = rc == CMOSQ_ERR_ERRNO ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
+                box.events.yield(.disconnected(code: rc, reason: reason))
+            }
+            box.connectionLost()
+            if wake.wait(timeout: .now() + delay) == .success { break }
+            delay = min(delay * 2, Double(options.reconnectDelay.upperBound))
+        }
+        // Stopping: say goodbye (no will), let the DISCONNECT out, close.
+        mosquitto_disconnect(m)
+        for _ in 0 ..< 4 where mosquitto_want_write(m) { _ = mosquitto_loop(m, 50, 1) }
+    }
+
+    /// Ends the loop and waits for the thread. Idempotent.
+    func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wake.signal()
+        if thread != nil { finished.wait() }
+    }
+}
+
+/// An MQTT 3.1.1 client on libmosquitto, with a network thread of its own
+/// (``NetworkThread``) that connects, and reconnects with a back-off, until ``disconnect()``.
+/// Connection events and received messages are async sequences; `publish` and `subscribe` return
+/// once the broker has acknowledged (QoS 1).
+public final class MQTTClient: Sendable {
+    private let handle: MosquittoHandle
+    private let box: CallbackBox
+    private let options: MQTTOptions
+    private let network: NetworkThread
+    private let started = Atomic<Bool>(false)
+    /// Connection events, in order.
+    public let events: AsyncStream<MQTTConnectionEvent>
+    /// Messages of the subscriptions, in order.
+    public let messages: AsyncStream<MQTTMessage>
+
+    public init(_ options: MQTTOptions) throws(MQTTError) {
+        self.options = options
+        let (events, eventsIn) = AsyncStream<MQTTConnectionEvent>.makeStream(bufferingPolicy: .bufferingNewest(1024))
+        let (messages, messagesIn) = AsyncStream<MQTTMessage>.makeStream(bufferingPolicy: .bufferingNewest(65536))
+        self.events = events
+        self.messages = messages
+        box = CallbackBox(events: eventsIn, messages: messagesIn)
+        handle = try MosquittoHandle(clientID: options.clientID, cleanSession: options.cleanSession, context: box)
+        network = NetworkThread(handle: handle, options: options, box: box)
+        try configure()
+    }
+
+    deinit { disconnect() }
+
+    private static func box(_ context: UnsafeMutableRawPointer?) -> CallbackBox {
+        Unmanaged<CallbackBox>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    private func check(_ function: String, _ rc: Int32) throws(MQTTError) {
+        if rc != CMOSQ_ERR_SUCCESS { throw MQTTError(function, rc) }
+    }
+
+    private func configure() throws(MQTTError) {
+        let m = handle.pointer
+        try check("mosquitto_threaded_set", mosquitto_threaded_set(m, true))
+        try check("mosquitto_int_option", mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, CMOSQ_PROTOCOL_V311))
+        mosquitto_connect_callback_set(m) { _, context, rc in
+            let box = MQTTClient.box(context)
+            if rc == 0 {
+                box.connectedOnce.store(true, ordering: .releasing)
+                box.events.yield(.connected)
+            } else {
+                box.events.yield(.refused(code: rc, reason: String(cString: mosquitto_connack_string(rc))))
+            }
+        }
+        mosquitto_disconnect_callback_set(m) { _, context, rc in
+            let box = MQTTClient.box(context)
+            box.connectionLost()
+            box.events.yield(.disconnected(code: rc, reason: rc == 0 ? "closed" : String(cString: mosquitto_strerror(rc))))
+        }
+        mosquitto_publish_callback_set(m) { _, context, mid in MQTTClient.box(context).completed(mid) }
+        mosquitto_subscribe_callback_set(m) { _, context, mid, _, _ in MQTTClient.box(context).completed(mid) }
+        mosquitto_message_callback_set(m) { _, context, message in
+            guard let message else { return }
+            let m = message.pointee
+            let bytes = m.payloadlen > 0 && m.payload != nil
+                ? Array(UnsafeRawBufferPointer(start: m.payload, count: Int(m.payloadlen))) : []
+            MQTTClient.box(context).messages.yield(MQTTMessage(topic: String(cString: m.topic), payload: bytes, qos: Int(m.qos),
+                                                               retain: m.retain))
+        }
+        if options.username != nil || options.password != nil {
+            try check("mosquitto_username_pw_set", mosquitto_username_pw_set(m, options.username, options.password))
+        }
+        if let will = options.will {
+            try check("mosquitto_will_set", will.payload.withUnsafeBytes {
+                mosquitto_will_set(m, will.topic, Int32(will.payload.count), $0.baseAddress, Int32(will.qos), will.retain)
+            })
+        }
+        if let tls = options.tls {
+            try check("mosquitto_tls_set", mosquitto_tls_set(m, tls.caFile, nil, tls.certificateFile, tls.keyFile, nil))
+        }
+    }
+
+    /// Starts the network thread, which connects (and reconnects, backing off) until
+    /// ``disconnect()``. Watch ``events`` for `.connected`. A second call does nothing.
+    public func connect() {
+        guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        network.start()
+    }
+
+    /// Publishes (`mosquitto_publish`); with QoS 1 or 2 returns once the broker acknowledged it,
+    /// and throws ``MQTTError/connectionLost`` if the connection went first.
+    public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) async throws {
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes {
+            mosquitto_publish(handle.pointer, &mid, topic, Int32(payload.count), $0.baseAddress, Int32(qos), retain)
+        }
+        try check("mosquitto_publish", rc)
+        if qos > 0 { try await box.wait(for: mid) }
+    }
+
+    public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) async throws {
+        try await publish(topic, Array(payload.utf8), qos: qos, retain: retain)
+    }
+
+    /// Subscribes (`mosquitto_subscribe`) and returns once the broker acknowledged it; the
+    /// messages come on ``messages``. Subscriptions do not outlive a connection (clean session):
+    /// subscribe again after each `.connected`.
+    public func subscribe(_ pattern: String, qos: Int = 1) async throws {
+        var mid: Int32 = 0
+        try check("mosquitto_subscribe", mosquitto_subscribe(handle.pointer, &mid, pattern, Int32(qos)))
+        try await box.wait(for: mid)
+    }
+
+    /// Disconnects cleanly (DISCONNECT: the broker does not publish the will), stops the network
+    /// thread and ends the streams; waiting publishes throw ``MQTTError/closed``. Once is enough;
+    /// a second call does nothing.
+    public func disconnect() {
+        network.stop()
+        box.close()
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// A real Mosquitto broker (Debian's `mosquitto`) for one test: its own configuration in a
+/// temporary directory, on 127.0.0.1 at a free port, no persistence, logging to standard error.
+/// Started with ``start(_:)``; returns once the broker says it is running.
+public final class MosquittoBroker: Sendable {
+    public let port: Int
+    public let directory: URL
+    public let process: ManagedProcess
+
+    private init(port: Int, directory: URL, process: ManagedProcess) {
+        self.port = port
+        self.directory = directory
+        self.process = process
+    }
+
+    /// `configuration`: lines added to the listener's (e.g. `allow_anonymous false`,
+    /// `password_file …`); `{dir}` in them is replaced by the broker's directory.
+    public static func start(_ configuration: [String] = ["allow_anonymous true"], port: Int? = nil) async throws -> MosquittoBroker {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try port ?? freeTCPPort()
+        let lines = ["per_listener_settings false", "persistence false", "log_dest stderr", "log_type all",
+                     "listener \(port) 127.0.0.1"] + configuration.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) }
+        let file = directory.appendingPathComponent("mosquitto.conf")
+        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+        let process = try ManagedProcess(resolveExecutable("/usr/sbin/mosquitto"), ["-c", file.path])
+        do {
+            try await process.waitForOutput(containing: " running", inStderr: true, timeout: .seconds(10))
+        } catch {
+            process.signal(SIGKILL)
+            throw error
+        }
+        return MosquittoBroker(port: port, directory: directory, process: process)
+    }
+
+    /// Runs `body` with a broker started for it, and stops the broker after it, however it ends
+    /// (a broker left running would keep its output reader, and so the test process, alive).
+    public static func with<T>(_ configuration: [String] = ["allow_anonymous true"], port: Int? = nil,
+                               _ body: (MosquittoBroker) async throws -> T) async throws -> T {
+        let broker = try await start(configuration, port: port)
+        do {
+            let result = try await body(broker)
+            await broker.stop()
+            return result
+        } catch {
+            await broker.stop()
+            throw error
+        }
+    }
+
+    /// Stops the broker (SIGTERM, then SIGKILL) and removes its directory.
+    public func stop() async {
+        await process.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// `mosquitto_sub`/`mosquitto_pub` arguments that reach this broker.
+    public var clientArguments: [String] { ["-h", "127.0.0.1", "-p", "\(port)"] }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on now (the kernel's choice for port 0).
+public func freeTCPPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestKitError("socket: \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw TestKitError("bind: \(String(cString: strerror(errno)))") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
