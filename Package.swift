@@ -59,7 +59,7 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI",
+                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -66,13 +66,16 @@ public struct MQTTOptions: Sendable {
     }
 
     public struct TLS: Sendable, Hashable {
-        /// PEM file of the CA that signed the broker's certificate.
-        public var caFile: String
+        /// PEM file of the CA that signed the broker's certificate …
+        public var caFile: String?
+        /// … or a directory of hashed CA certificates (`/etc/ssl/certs`, the system's).
+        public var caPath: String?
         /// PEM files of a client certificate and its key, when the broker asks for one.
         public var certificateFile: String?
         public var keyFile: String?
-        public init(caFile: String, certificateFile: String? = nil, keyFile: String? = nil) {
+        public init(caFile: String? = nil, caPath: String? = nil, certificateFile: String? = nil, keyFile: String? = nil) {
             self.caFile = caFile
+            self.caPath = caPath
             self.certificateFile = certificateFile
             self.keyFile = keyFile
         }
@@ -142,6 +145,8 @@ final class CallbackBox: Sendable {
         var waiting: [Int32: CheckedContinuation<Void, any Error>] = [:]
         var done: Set<Int32> = []
         var closed = false
+        /// Increases each time the connection goes: a message id from before never completes.
+        var epoch: UInt64 = 0
     }
     let state = Mutex(State())
     /// Whether the current connection reached CONNACK 0 (resets the back-off).
@@ -163,11 +168,15 @@ final class CallbackBox: Sendable {
         waiter?.resume()
     }
 
-    /// Waits for `mid`'s acknowledgement (or returns at once if it came already).
-    func wait(for mid: Int32) async throws {
+    var epoch: UInt64 { state.withLock { $0.epoch } }
+
+    /// Waits for `mid`'s acknowledgement (or returns at once if it came already); `epoch`: the
+    /// connection it was sent on.
+    func wait(for mid: Int32, epoch: UInt64) async throws {
         try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
             let now = state.withLock { s -> Result<Void, MQTTError>? in
                 if s.closed { return .failure(MQTTError.closed) }
+                if s.epoch != epoch { return .failure(MQTTError.connectionLost) }
                 if s.done.remove(mid) != nil { return .success(()) }
                 s.waiting[mid] = c
                 return nil
@@ -180,7 +189,7 @@ final class CallbackBox: Sendable {
     /// deliver the message after a reconnect; the caller decides whether to send it again).
     func connectionLost() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
-            defer { s.waiting = [:]; s.done = [] }
+            defer { s.waiting = [:]; s.done = []; s.epoch += 1 }
             return Array(s.waiting.values)
         }
         for w in waiters { w.resume(throwing: MQTTError.connectionLost) }
@@ -344,7 +353,7 @@ public final class MQTTClient: Sendable {
             })
         }
         if let tls = options.tls {
-            try check("mosquitto_tls_set", mosquitto_tls_set(m, tls.caFile, nil, tls.certificateFile, tls.keyFile, nil))
+            try check("mosquitto_tls_set", mosquitto_tls_set(m, tls.caFile, tls.caPath, tls.certificateFile, tls.keyFile, nil))
         }
     }
 
@@ -355,15 +364,44 @@ public final class MQTTClient: Sendable {
         network.start()
     }
 
-    /// Publishes (`mosquitto_publish`); with QoS 1 or 2 returns once the broker acknowledged it,
-    /// and throws ``MQTTError/connectionLost`` if the connection went first.
-    public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) async throws {
+    /// A message handed to libmosquitto (``send(_:_:qos:retain:)``), whose acknowledgement can be
+    /// awaited.
+    public struct Sent: Sendable, Hashable {
+        public let mid: Int32
+        let epoch: UInt64
+        let qos: Int
+    }
+
+    /// Hands a message to libmosquitto (`mosquitto_publish`) and returns at once: messages sent
+    /// one after the other go out in that order. QoS 0 while the connection is down fails with
+    /// `MOSQ_ERR_NO_CONN`; QoS 1 is queued by libmosquitto and sent on the next connection.
+    @discardableResult
+    public func send(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) throws(MQTTError) -> Sent {
         var mid: Int32 = 0
+        let epoch = box.epoch
         let rc = payload.withUnsafeBytes {
             mosquitto_publish(handle.pointer, &mid, topic, Int32(payload.count), $0.baseAddress, Int32(qos), retain)
         }
         try check("mosquitto_publish", rc)
-        if qos > 0 { try await box.wait(for: mid) }
+        return Sent(mid: mid, epoch: epoch, qos: qos)
+    }
+
+    @discardableResult
+    public func send(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) throws(MQTTError) -> Sent {
+        try send(topic, Array(payload.utf8), qos: qos, retain: retain)
+    }
+
+    /// Returns once the broker acknowledged `sent` (at once for QoS 0); throws
+    /// ``MQTTError/connectionLost`` if the connection went first (libmosquitto may still deliver
+    /// it after reconnecting) and ``MQTTError/closed`` after ``disconnect()``.
+    public func acknowledgement(_ sent: Sent) async throws {
+        if sent.qos > 0 { try await box.wait(for: sent.mid, epoch: sent.epoch) }
+    }
+
+    /// Publishes (``send(_:_:qos:retain:)``) and, with QoS 1 or 2, returns once the broker
+    /// acknowledged it (``acknowledgement(_:)``).
+    public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) async throws {
+        try await acknowledgement(send(topic, payload, qos: qos, retain: retain))
     }
 
     public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) async throws {
@@ -375,8 +413,9 @@ public final class MQTTClient: Sendable {
     /// subscribe again after each `.connected`.
     public func subscribe(_ pattern: String, qos: Int = 1) async throws {
         var mid: Int32 = 0
+        let epoch = box.epoch
         try check("mosquitto_subscribe", mosquitto_subscribe(handle.pointer, &mid, pattern, Int32(qos)))
-        try await box.wait(for: mid)
+        try await box.wait(for: mid, epoch: epoch)
     }
 
     /// Disconnects cleanly (DISCONNECT: the broker does not publish the will), stops the network

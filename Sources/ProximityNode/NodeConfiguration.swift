@@ -55,6 +55,8 @@ public struct NodeConfiguration: Sendable {
     /// The rules of the config file (`rules:`); those added over the bus are kept in the state
     /// directory.
     public var rules: [Rule] = []
+    /// `mqtt:`: the broker the node publishes to, and how (``MQTTPublisher``); nil: none.
+    public var mqtt: MQTTSettings?
     /// The config file this configuration was read from, if any (`--config`).
     public var configFile: String?
     /// `--log-level`: the least severe messages logged (``LogLevelSwitch`` applies it).

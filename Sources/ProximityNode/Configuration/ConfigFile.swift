@@ -24,7 +24,12 @@ public struct ConfigFile: Sendable, Hashable {
     public static let keys = [
         "bus", "bus-name", "state-dir", "name", "service-uuid", "adapter", "power-on", "clear-interval", "measured-power",
         "path-loss-exponent", "rssi-offset", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts", "tracking",
-        "rules",
+        "rules", "mqtt",
+    ]
+    /// The keys of `mqtt:` (`docs/mqtt.md`).
+    public static let mqttKeys = [
+        "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
+        "report-interval", "report-moved", "compat", "room", "discovery", "discovery-prefix", "outbox-size", "reconnect-max",
     ]
     /// The keys of `region-monitor:`.
     public static let regionMonitorKeys = ["exit-period", "max-regions", "restore-limit"]
@@ -58,9 +63,12 @@ public struct ConfigFile: Sendable, Hashable {
     public var tracking: Tracker.Configuration
     /// `rules:`, in the file's order.
     public var rules: [Rule]
+    /// `mqtt:`; nil when the file has none.
+    public var mqtt: MQTTSettings?
 
     public init(path: String, options: RunOptions = RunOptions(), regionMonitor: RegionMonitor.Configuration = .init(),
-                regions: [Region] = [], alerts: [Alert] = [], tracking: Tracker.Configuration = .init(), rules: [Rule] = []) {
+                regions: [Region] = [], alerts: [Alert] = [], tracking: Tracker.Configuration = .init(), rules: [Rule] = [],
+                mqtt: MQTTSettings? = nil) {
         self.path = path
         self.options = options
         self.regionMonitor = regionMonitor
@@ -68,6 +76,7 @@ public struct ConfigFile: Sendable, Hashable {
         self.alerts = alerts
         self.tracking = tracking
         self.rules = rules
+        self.mqtt = mqtt
     }
 
     /// Reads and parses the file at `path`.
@@ -122,7 +131,7 @@ public struct ConfigFile: Sendable, Hashable {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) })
         }
         return ConfigFile(path: path, options: decoder.options, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
-                          alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules)
+                          alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
     }
 }
 
@@ -154,6 +163,7 @@ extension NodeConfiguration {
             alerts = file.alerts
             tracking = file.tracking
             rules = file.rules
+            mqtt = file.mqtt
             configFile = file.path
         }
     }

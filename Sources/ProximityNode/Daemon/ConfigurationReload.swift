@@ -8,23 +8,25 @@ import UnixSignals
 /// change, or changes nothing. One reload at a time.
 ///
 /// Applied at once: the regions and the alerts of the config file, `region-monitor`,
-/// `clear-interval`, `rssi-offset`, `log-level`. The
+/// `clear-interval`, `rssi-offset`, `log-level`, `mqtt` (a changed section reconnects). The
 /// others (the bus, the name, the adapter, the radio model …) need a restart: a reload that
 /// changes them logs a warning and keeps the running value.
 public actor ConfigurationReload {
     let reloader: ConfigurationReloader?
     let engine: NodeEngine
     let exporter: BusExporter
+    let publisher: MQTTPublisher?
     let logger: Logger
     /// The configuration in force.
     private(set) var current: NodeConfiguration
 
     public init(reloader: ConfigurationReloader?, current: NodeConfiguration, engine: NodeEngine, exporter: BusExporter,
-                logger: Logger) {
+                publisher: MQTTPublisher? = nil, logger: Logger) {
         self.reloader = reloader
         self.current = current
         self.engine = engine
         self.exporter = exporter
+        self.publisher = publisher
         self.logger = logger
     }
 
@@ -58,6 +60,10 @@ public actor ConfigurationReload {
         current.clearInterval = next.clearInterval
         current.rssiOffset = next.rssiOffset
         current.configFile = next.configFile
+        var running = next
+        running.name = current.name   // a new name waits for the restart, as its warning says
+        await publisher?.reconfigure(running)
+        current.mqtt = next.mqtt
         logger.notice("configuration reloaded", metadata: ["regions": "\(next.regions.count)", "alerts": "\(next.alerts.count)"])
     }
 

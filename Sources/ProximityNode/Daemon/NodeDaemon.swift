@@ -53,6 +53,8 @@ public final class NodeDaemon: Service, Sendable {
         public let mirror: BlueZObjectMirror
         public let engine: NodeEngine
         public let exporter: BusExporter
+        /// The MQTT publishing (idle while the configuration has no `mqtt:`).
+        public let publisher: MQTTPublisher
         /// `SIGHUP` and `Node1.Reload()`.
         public let reload: ConfigurationReload
         /// The bus, as the log and errors name it.
@@ -60,6 +62,7 @@ public final class NodeDaemon: Service, Sendable {
         /// The exporter's subscription, made before the node took its name, so the exporter sees
         /// every event (a command may come the moment the name is taken).
         let exporterEvents: AsyncStream<NodeEvent>
+        let publisherEvents: AsyncStream<NodeEvent>
         let reloads: Bool
 
         /// The node's parts as services, in start order.
@@ -69,6 +72,7 @@ public final class NodeDaemon: Service, Sendable {
                 MirrorService(mirror: mirror, logger: logger),
                 EngineService(engine: engine),
                 ExporterService(exporter: exporter, events: exporterEvents),
+                PublisherService(publisher: publisher, events: publisherEvents),
             ]
             if reloads { services.append(ReloadService(reload: reload)) }
             return services
@@ -118,7 +122,13 @@ public final class NodeDaemon: Service, Sendable {
                                 logger: logger)
         let exporter = BusExporter(connection: connection, logger: logger)
         let exporterEvents = engine.events.subscribe(buffer: 1024)
-        let reload = ConfigurationReload(reloader: reloader, current: configuration, engine: engine, exporter: exporter, logger: logger)
+        let publisher = MQTTPublisher(identity: identity, configuration: configuration, engine: engine, state: state, eventLog: eventLog,
+                                      logger: logger)
+        // Events are never lost for MQTT (the event log is its outbox); the buffer only bounds
+        // reports and state.
+        let publisherEvents = engine.events.subscribe(buffer: 4096)
+        let reload = ConfigurationReload(reloader: reloader, current: configuration, engine: engine, exporter: exporter,
+                                         publisher: publisher, logger: logger)
 
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
         let properties = NodeProperties(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
@@ -170,7 +180,8 @@ public final class NodeDaemon: Service, Sendable {
             "dbus.unique": "\(connection.uniqueName)",
         ])
         return Running(identity: identity, connection: connection, mirror: mirror, engine: engine, exporter: exporter,
-                       reload: reload, bus: describe(configuration.bus), exporterEvents: exporterEvents, reloads: reloader != nil)
+                       publisher: publisher, reload: reload, bus: describe(configuration.bus), exporterEvents: exporterEvents,
+                       publisherEvents: publisherEvents, reloads: reloader != nil)
     }
 
     public func run() async throws {
@@ -234,6 +245,16 @@ struct ExporterService: Service {
 
     func run() async throws {
         await cancelWhenGracefulShutdown { [exporter, events] in await exporter.run(events) }
+    }
+}
+
+/// MQTT publishing as a service: stops before the bus exporter, saying `offline` first.
+struct PublisherService: Service {
+    let publisher: MQTTPublisher
+    let events: AsyncStream<NodeEvent>
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [publisher, events] in await publisher.run(events) }
     }
 }
 

@@ -1,0 +1,371 @@
+import Foundation
+import Logging
+import MQTTKit
+import ProximityAPI
+import ProximityCore
+
+/// Publishes the node to an MQTT broker (`mqtt:` in the config file; topics and payloads in
+/// `docs/mqtt.md`). It subscribes to the node's events, like the bus exporter:
+///
+/// - availability: `<prefix>/status`, retained `online`, with `offline` as the last will and at a
+///   clean stop;
+/// - the node's state (`<prefix>/state`) and each region's (`<prefix>/regions/<id>`), retained;
+/// - each peer's distance report (`<prefix>/peers/<id>`, QoS 0), at most one per
+///   `report-interval` seconds per peer unless it moved by `report-moved` metres
+///   (``ReportThrottle``), and in ESPresense's and `mqtt_room`'s forms when `compat` asks;
+/// - the event log's entries (`<prefix>/events/<source>`, QoS 1, in order) through the
+///   ``MQTTOutbox``, so none is lost while the broker is away, nor by a SIGKILL meanwhile;
+/// - Home Assistant discovery, retained, sent again when Home Assistant says `online`.
+///
+/// The connection (MQTTKit) reconnects by itself with a back-off; the publisher logs a problem
+/// once (a refused password, an unreachable broker), not at every attempt.
+public actor MQTTPublisher {
+    let identity: UUID
+    let engine: NodeEngine
+    let state: StateDirectory
+    let eventLog: EventLog
+    let logger: Logger
+
+    private var settings: MQTTSettings?
+    private var name: String
+    private var messages: MQTTMessages?
+    private var client: MQTTClient?
+    private var clientTasks: [Task<Void, Never>] = []
+    /// Increases with every client: events of an old one are ignored.
+    private var generation = 0
+    private var connected = false
+    private var everConnected = false
+    private var lastProblem: String?
+    private var outbox: MQTTOutbox?
+    private var delivering = false
+
+    private var view: NodeView
+    private var regions: [String: RegionState] = [:]
+    private var throttle = ReportThrottle()
+    /// Peers whose last report said where they are (a `gone` report follows when they go).
+    private var reported: Set<String> = []
+
+    public init(identity: UUID, configuration: NodeConfiguration, engine: NodeEngine, state: StateDirectory, eventLog: EventLog,
+                logger: Logger) {
+        self.identity = identity
+        self.engine = engine
+        self.state = state
+        self.eventLog = eventLog
+        self.logger = logger
+        name = configuration.name
+        settings = configuration.mqtt
+        view = NodeView(adapter: configuration.adapter, rssiOffset: configuration.rssiOffset)
+    }
+
+    /// Connects (when configured) and publishes `events` until they end or the task is
+    /// cancelled; then says `offline` and disconnects.
+    public func run(_ events: AsyncStream<NodeEvent>) async {
+        for status in await engine.regionSnapshot.defined { regions[status.region.identifier] = status.state }
+        if let settings { start(settings) }
+        for await event in events {
+            if Task.isCancelled { break }
+            handle(event)
+        }
+        // Not in this (cancelled) task: saying offline waits for the broker's acknowledgement.
+        await Task { await self.stop() }.value
+    }
+
+    /// Applies a reloaded configuration: a changed `mqtt:` section (or node name) reconnects with
+    /// the new settings; removing it says `offline` and disconnects.
+    public func reconfigure(_ configuration: NodeConfiguration) async {
+        guard configuration.mqtt != settings || configuration.name != name else { return }
+        await stop()
+        name = configuration.name
+        settings = configuration.mqtt
+        if let settings = configuration.mqtt {
+            logger.notice("MQTT settings changed: reconnecting", metadata: ["mqtt.broker": "\(settings.broker)"])
+            start(settings)
+        }
+    }
+
+    /// Events waiting for the broker.
+    public var pendingEvents: Int { outbox?.count ?? 0 }
+    public var isConnected: Bool { connected }
+
+    // MARK: - The connection
+
+    private func start(_ settings: MQTTSettings) {
+        let messages = MQTTMessages(identity: identity, name: name, settings: settings)
+        self.messages = messages
+        throttle = ReportThrottle(interval: settings.reportInterval, moved: settings.reportMoved)
+        reported = []
+        if let outbox { outbox.capacity = settings.outboxSize } else {
+            outbox = MQTTOutbox(state: state, log: eventLog, capacity: settings.outboxSize, logger: logger)
+        }
+        var password: String?
+        if let file = settings.passwordFile {
+            do {
+                let text = try String(contentsOfFile: file, encoding: .utf8)
+                password = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+            } catch {
+                logger.error("cannot read mqtt.password-file: not connecting to the MQTT broker until a reload",
+                             metadata: ["file": "\(file)", "error": "\(error.localizedDescription)"])
+                return
+            }
+        }
+        var tls: MQTTOptions.TLS?
+        if settings.broker.tls {
+            tls = MQTTOptions.TLS(caFile: settings.caFile, caPath: settings.caFile == nil ? "/etc/ssl/certs" : nil,
+                                  certificateFile: settings.certificateFile, keyFile: settings.keyFile)
+        }
+        let options = MQTTOptions(host: settings.broker.host, port: settings.broker.port, clientID: settings.clientID(name: name),
+                                  keepalive: settings.keepalive, username: settings.username, password: password,
+                                  will: .init(topic: messages.statusTopic, payload: "offline", qos: 1, retain: true), tls: tls,
+                                  reconnectDelay: 1...settings.reconnectMax)
+        let client: MQTTClient
+        do { client = try MQTTClient(options) } catch {
+            logger.error("cannot set up the MQTT client: not connecting until a reload", metadata: ["error": "\(error)"])
+            return
+        }
+        generation += 1
+        let generation = self.generation
+        self.client = client
+        connected = false
+        everConnected = false
+        lastProblem = nil
+        clientTasks = [
+            Task { [weak self] in
+                for await event in client.events { await self?.connection(event, generation: generation) }
+            },
+            Task { [weak self] in
+                for await message in client.messages { await self?.received(message, generation: generation) }
+            },
+        ]
+        logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(settings.broker)", "mqtt.prefix": "\(messages.prefix)"])
+        client.connect()
+    }
+
+    /// Says `offline` (waiting at most 2 s for the broker's acknowledgement), disconnects, and
+    /// saves the outbox's position.
+    private func stop() async {
+        guard let client, let messages else { return }
+        self.client = nil
+        generation += 1
+        if connected {
+            var sent: [MQTTClient.Sent] = []
+            if settings?.compatibility.contains(.espresense) == true {
+                if let s = try? client.send(messages.espresenseStatus(false)) { sent.append(s) }
+            }
+            if let s = try? client.send(messages.status(false)) { sent.append(s) }
+            let goodbye = sent
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for s in goodbye { try? await client.acknowledgement(s) } }
+                group.addTask { try? await Task.sleep(for: .seconds(2)) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        connected = false
+        client.disconnect()
+        for task in clientTasks { task.cancel() }
+        clientTasks = []
+        outbox?.save()
+        logger.info("disconnected from the MQTT broker")
+    }
+
+    private func connection(_ event: MQTTConnectionEvent, generation: Int) {
+        guard generation == self.generation, let client, let messages, let settings else { return }
+        switch event {
+        case .connected:
+            connected = true
+            lastProblem = nil
+            logger.notice(everConnected ? "reconnected to the MQTT broker" : "connected to the MQTT broker",
+                          metadata: ["mqtt.broker": "\(settings.broker)"])
+            everConnected = true
+            throttle.reset()
+            reported = []
+            send(messages.status(true))
+            if settings.compatibility.contains(.espresense) { send(messages.espresenseStatus(true)) }
+            send(messages.state(currentView))
+            for id in regions.keys.sorted() { send(messages.region(id, regions[id])) }
+            if settings.discovery {
+                for message in messages.discovery(regions: regions.keys.sorted()) { send(message) }
+                let patterns = [messages.homeAssistantStatusTopic, messages.binarySensorDiscoveryPattern]
+                Task {
+                    for pattern in patterns {
+                        do { try await client.subscribe(pattern) } catch { return }
+                    }
+                }
+            }
+            Task { await deliver() }
+        case .refused(let code, let reason):
+            let hint = code == 4 || code == 5 ? " (check mqtt.username and mqtt.password-file)" : ""
+            problem("the MQTT broker refused the connection: \(reason)\(hint); retrying with back-off", code: code)
+        case .disconnected(let code, let reason):
+            let wasConnected = connected
+            connected = false
+            if wasConnected {
+                logger.warning("lost the connection to the MQTT broker: reconnecting with back-off",
+                               metadata: ["reason": "\(reason)", "events.pending": "\(outbox?.count ?? 0)"])
+                lastProblem = nil
+            } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
+                problem("cannot reach the MQTT broker at \(settings.broker): \(reason); retrying with back-off", code: code)
+            }
+        }
+    }
+
+    /// Logs a connection problem once, as an error; the same problem again only at debug level.
+    private func problem(_ message: String, code: Int32) {
+        if message == lastProblem {
+            logger.debug("\(message)")
+        } else {
+            logger.error("\(message)", metadata: ["code": "\(code)"])
+            lastProblem = message
+        }
+    }
+
+    private func received(_ message: MQTTMessage, generation: Int) {
+        guard generation == self.generation, let messages, settings?.discovery == true else { return }
+        if message.topic == messages.homeAssistantStatusTopic {
+            guard message.string == "online" else { return }
+            logger.info("Home Assistant is online: sending discovery again")
+            for m in messages.discovery(regions: regions.keys.sorted()) { send(m) }
+            return
+        }
+        // A region's discovery retained by the broker, for a region this node no longer has
+        // (removed while it was away): deleted.
+        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count >= 2, !message.payload.isEmpty else { return }
+        let object = String(levels[levels.count - 2])
+        guard object.hasPrefix("region_"), !regions.keys.contains(where: { MQTTMessages.regionObject($0) == object }) else { return }
+        logger.info("deleting the discovery of a region this node no longer has", metadata: ["topic": "\(message.topic)"])
+        send(MQTTOutgoing(topic: message.topic, payload: "", retain: true))
+        if let config = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any],
+           let stateTopic = config["state_topic"] as? String, stateTopic.hasPrefix(messages.prefix + "/regions/") {
+            send(MQTTOutgoing(topic: stateTopic, payload: "", retain: true))
+        }
+    }
+
+    /// Hands `message` to the client; QoS 0 is dropped while disconnected, QoS 1 queued by
+    /// libmosquitto for the next connection.
+    private func send(_ message: MQTTOutgoing) {
+        guard let client else { return }
+        do { try client.send(message.topic, message.payload, qos: message.qos, retain: message.retain) } catch {
+            logger.debug("not published", metadata: ["topic": "\(message.topic)", "error": "\(error)"])
+        }
+    }
+
+    /// Publishes the outbox's events in order, one acknowledged before the next, until it is
+    /// empty or the connection goes (the next connection resumes).
+    private func deliver() async {
+        guard !delivering, connected, let client, let outbox, let messages else { return }
+        delivering = true
+        defer { delivering = false }
+        let generation = self.generation
+        while connected, generation == self.generation, let entry = outbox.first {
+            let message = messages.event(entry)
+            do {
+                try await client.acknowledgement(client.send(message.topic, message.payload, qos: 1))
+            } catch {
+                return
+            }
+            outbox.delivered(entry.seq)
+        }
+    }
+
+    // MARK: - The node's events
+
+    private var currentView: NodeView {
+        var v = view
+        v.outboxDropped = outbox?.dropped ?? 0
+        return v
+    }
+
+    private func publishState() {
+        guard connected, let messages else { return }
+        send(messages.state(currentView))
+    }
+
+    private func handle(_ event: NodeEvent) {
+        switch event {
+        case .report(let report):
+            let count = report.peers.count
+            if count != view.peerCount {
+                view.peerCount = count
+                publishState()
+            }
+            publish(report)
+        case .link(let advertising, let discovering):
+            view.advertising = advertising
+            view.discovering = discovering
+            publishState()
+        case .rssiOffset(let dB):
+            view.rssiOffset = dB
+            publishState()
+        case .regions(let changes):
+            apply(changes)
+        case .profile(let changes):
+            guard let outbox else { return }
+            var offered = false
+            for case .logged(let entry) in changes.signals {
+                outbox.offer(entry)
+                offered = true
+            }
+            if offered, connected, !delivering { Task { await deliver() } }
+        case .peerIdentified, .clearInterval, .alerts, .recording:
+            break
+        }
+    }
+
+    private func publish(_ report: NodeReport) {
+        guard connected, let messages else { return }
+        for peer in report.peers {
+            let id = peer.identifier.rawValue
+            if peer.proximity == .unknown {
+                if reported.remove(id) != nil {
+                    throttle.forget(id)
+                    send(messages.gone(id, at: Double(peer.lastSeen) / 1e6))
+                }
+                continue
+            }
+            guard throttle.admit(id, distance: peer.distance, at: report.time) else { continue }
+            reported.insert(id)
+            for message in messages.reports(peer, at: Double(peer.lastSeen) / 1e6) { send(message) }
+        }
+        for peer in report.removed where reported.remove(peer.rawValue) != nil {
+            throttle.forget(peer.rawValue)
+            send(messages.gone(peer.rawValue, at: Date().timeIntervalSince1970))
+        }
+    }
+
+    private func apply(_ changes: RegionChanges) {
+        let discovery = settings?.discovery == true
+        for id in changes.removed {
+            regions[id] = nil
+            guard connected, let messages else { continue }
+            if discovery { for m in messages.regionRemoval(id) { send(m) } } else { send(messages.region(id, nil)) }
+        }
+        for status in changes.defined {
+            let id = status.region.identifier
+            regions[id] = status.state
+            guard connected, let messages else { continue }
+            send(messages.region(id, status.state))
+            if discovery { send(messages.regionDiscovery(id)) }
+        }
+        for event in changes.events {
+            let state: RegionState
+            switch event {
+            case .determined(_, let s): state = s
+            case .entered: state = .inside
+            case .exited: state = .outside
+            }
+            let id = event.region
+            guard regions[id] != nil || changes.defined.contains(where: { $0.region.identifier == id }) else { continue }
+            let changed = regions[id] != state
+            regions[id] = state
+            if changed, connected, let messages { send(messages.region(id, state)) }
+        }
+    }
+}
+
+extension MQTTClient {
+    @discardableResult
+    func send(_ message: MQTTOutgoing) throws(MQTTError) -> Sent {
+        try send(message.topic, message.payload, qos: message.qos, retain: message.retain)
+    }
+}
