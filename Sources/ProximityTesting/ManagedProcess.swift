@@ -229,6 +229,14 @@ public final class ManagedProcess: Sendable {
         }
     }
 
+    /// Waits until `predicate` holds on standard output (or error, with `inStderr`), the process
+    /// exits, or the timeout; returns whether it holds.
+    @discardableResult
+    public func waitForOutput(inStderr: Bool = false, timeout: Duration = .seconds(10),
+                              where predicate: @escaping @Sendable (String) -> Bool) async -> Bool {
+        await wait(timeout: timeout) { s in predicate(inStderr ? s.stderr : s.stdout) }
+    }
+
     /// Waits for the process to exit and returns its status (negative: killed by that signal).
     @discardableResult
     public func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32 {

@@ -1,17 +1,56 @@
 import Foundation
+import Synchronization
 
 /// A real Mosquitto broker (Debian's `mosquitto`) for one test: its own configuration in a
 /// temporary directory, on 127.0.0.1 at a free port, no persistence, logging to standard error.
-/// Started with ``start(_:)``; returns once the broker says it is running.
+/// Started with ``start(_:port:)``; returns once the broker says it is running.
 public final class MosquittoBroker: Sendable {
     public let port: Int
     public let directory: URL
-    public let process: ManagedProcess
+    private let current: Mutex<ManagedProcess>
+    /// The broker process running now (a new one after ``restart()``).
+    public var process: ManagedProcess { current.withLock { $0 } }
+    /// Its log (standard error) so far, of every process it ran as.
+    public var log: String { earlier.withLock { $0 } + process.stderr }
+    private let earlier = Mutex("")
 
     private init(port: Int, directory: URL, process: ManagedProcess) {
         self.port = port
         self.directory = directory
-        self.process = process
+        current = Mutex(process)
+    }
+
+    var configurationFile: URL { directory.appendingPathComponent("mosquitto.conf") }
+
+    private static func launch(_ file: URL) async throws -> ManagedProcess {
+        let process = try ManagedProcess(resolveExecutable("/usr/sbin/mosquitto"), ["-c", file.path])
+        do {
+            try await process.waitForOutput(containing: " running", inStderr: true, timeout: .seconds(10))
+        } catch {
+            process.signal(SIGKILL)
+            throw error
+        }
+        return process
+    }
+
+    /// Stops the broker process (SIGTERM: with persistence on, it saves its sessions), keeping its
+    /// directory and port for ``resume()``.
+    public func pause() async {
+        let process = self.process
+        await process.stop()
+        earlier.withLock { $0 += process.stderr }
+    }
+
+    /// Starts the broker again, on the same port with the same configuration and directory.
+    public func resume() async throws {
+        let process = try await Self.launch(configurationFile)
+        current.withLock { $0 = process }
+    }
+
+    /// ``pause()`` then ``resume()``.
+    public func restart() async throws {
+        await pause()
+        try await resume()
     }
 
     /// `configuration`: lines added to the listener's (e.g. `allow_anonymous false`,
@@ -20,17 +59,11 @@ public final class MosquittoBroker: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let port = try port ?? freeTCPPort()
-        let lines = ["per_listener_settings false", "persistence false", "log_dest stderr", "log_type all",
-                     "listener \(port) 127.0.0.1"] + configuration.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) }
+        let persistence = configuration.contains { $0.hasPrefix("persistence ") } ? [] : ["persistence false"]
+        let lines = ["per_listener_settings false", "log_dest stderr", "log_type all"] + persistence + ["listener \(port) 127.0.0.1"] + configuration.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) }
         let file = directory.appendingPathComponent("mosquitto.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        let process = try ManagedProcess(resolveExecutable("/usr/sbin/mosquitto"), ["-c", file.path])
-        do {
-            try await process.waitForOutput(containing: " running", inStderr: true, timeout: .seconds(10))
-        } catch {
-            process.signal(SIGKILL)
-            throw error
-        }
+        let process = try await launch(file)
         return MosquittoBroker(port: port, directory: directory, process: process)
     }
 

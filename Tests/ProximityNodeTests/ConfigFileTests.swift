@@ -53,7 +53,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         BrokenConfig("two letters swapped", "regoins: []\n", "1:1: unknown key 'regoins' (did you mean 'regions'?)"),
         BrokenConfig("a key in the wrong case", "Bus: system\n", "1:1: unknown key 'Bus' (did you mean 'bus'?)"),
         BrokenConfig("a key far from every known one", "colour: red\n", "1:1: unknown key 'colour'"),
-        BrokenConfig("a section not supported yet", "rules: []\nmqtt: {}\n", "2:1: unknown key 'mqtt'"),
+        BrokenConfig("a section that does not exist", "rules: []\nfleet: {}\n", "2:1: unknown key 'fleet'"),
         BrokenConfig("an unknown key in region-monitor", "region-monitor:\n  period: 5\n",
                      "2:3: region-monitor: unknown key 'period' (expected 'exit-period', 'max-regions' or 'restore-limit')"),
         BrokenConfig("an unknown key in a region", "regions:\n  - identifier: a\n    matches: {}\n",
@@ -398,6 +398,42 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             "15:5: rules[1]: a rule needs when: (its condition)",
             "15:17: rules[1].identifier: rule 'a' is already defined at 2:17",
             "16:9: rules[1].do: must be a non-empty list of actions"),
+        // mqtt:
+        BrokenConfig("mqtt without a broker", "mqtt:\n  username: node\n", "1:1: mqtt: broker is required (for example broker: mqtt://localhost)"),
+        BrokenConfig("mqtt with a broker that is not a URL of MQTT", "mqtt:\n  broker: http://localhost\n",
+                     "2:11: mqtt.broker: must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT], not 'http://localhost'"),
+        BrokenConfig("mqtt with credentials in the URL", "mqtt:\n  broker: mqtt://u:p@localhost\n",
+                     "2:11: mqtt.broker: 'mqtt://u:p@localhost' holds credentials: give them as mqtt.username and mqtt.password-file"),
+        BrokenConfig("mqtt with bad values", """
+            mqtt:
+              broker: mqtt://localhost:1883
+              prefix: a/+/b
+              keepalive: 2
+              report-interval: -1
+              compat: [espresense, homie]
+              room: kitchen/left
+              password-file: secret.txt
+              discovery: yes please
+              outbox-size: 0
+              colour: red
+            """,
+            "3:11: mqtt.prefix: 'a/+/b' contains a wildcard (+ or #)",
+            "4:14: mqtt.keepalive: must be in 5...3600, not 2",
+            "5:20: mqtt.report-interval: must be a number of seconds in 0...3600, not -1",
+            "6:24: mqtt.compat[1]: must be one of 'espresense' or 'mqtt-room', not the string \"homie\"",
+            "7:9: mqtt.room: 'kitchen/left' contains /, + or #, which a topic level cannot",
+            "8:18: mqtt.password-file: must be an absolute path, not 'secret.txt'",
+            "9:14: mqtt.discovery: must be true or false, not the string \"yes please\"",
+            "10:16: mqtt.outbox-size: must be an integer in 1...1000000, not 0",
+            "11:3: mqtt: unknown key 'colour'"),
+        BrokenConfig("mqtt with a CA for a plain broker and a key without its certificate", """
+            mqtt:
+              broker: mqtt://localhost
+              ca-file: /etc/ssl/ca.pem
+              key-file: /etc/ssl/node.key
+            """,
+            "1:1: mqtt: key-file needs cert-file",
+            "2:11: mqtt.broker: ca-file and cert-file need an mqtts:// broker"),
         // Not UTF-8.
         BrokenConfig("bytes that are not UTF-8", "name: caf\u{FFFF}\n", "1:10: the file is not UTF-8 text"),
         // Several problems: every one, in the order of the file.
@@ -442,6 +478,63 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
     @Test("a broken file is refused with every problem, exactly", arguments: broken)
     func refused(_ config: BrokenConfig) {
         #expect(Self.problems(config.bytes) == config.problems.map { "\(Self.file):\($0)" })
+    }
+
+    @Test("mqtt: every key, and the defaults")
+    func mqttSection() throws {
+        let full = try ConfigFile.parse("""
+            name: box1
+            mqtt:
+              broker: mqtts://[::1]
+              ca-file: /etc/proximityd/ca.pem
+              cert-file: /etc/proximityd/node.pem
+              key-file: /etc/proximityd/node.key
+              username: node1
+              password-file: /etc/proximityd/mqtt.password
+              client-id: box-one
+              prefix: home/proximityd/box1
+              keepalive: 60
+              report-interval: 2.5
+              report-moved: 1
+              compat: [espresense, mqtt-room]
+              room: office
+              discovery: false
+              discovery-prefix: ha
+              outbox-size: 500
+              reconnect-max: 30
+            """, path: Self.file)
+        let mqtt = try #require(full.mqtt)
+        #expect(mqtt.broker == MQTTSettings.Broker(tls: true, host: "::1", port: 8883))
+        #expect(mqtt.broker.description == "mqtts://[::1]:8883")
+        #expect(mqtt.caFile == "/etc/proximityd/ca.pem" && mqtt.certificateFile == "/etc/proximityd/node.pem"
+                && mqtt.keyFile == "/etc/proximityd/node.key")
+        #expect(mqtt.username == "node1" && mqtt.passwordFile == "/etc/proximityd/mqtt.password")
+        #expect(mqtt.clientID(name: "box1") == "box-one" && mqtt.prefix(name: "box1") == "home/proximityd/box1")
+        #expect(mqtt.keepalive == 60 && mqtt.reportInterval == 2.5 && mqtt.reportMoved == 1)
+        #expect(mqtt.compatibility == [.espresense, .mqttRoom] && mqtt.room(name: "box1") == "office")
+        #expect(!mqtt.discovery && mqtt.discoveryPrefix == "ha" && mqtt.outboxSize == 500 && mqtt.reconnectMax == 30)
+
+        let plain = try #require(try ConfigFile.parse("mqtt:\n  broker: mqtt://broker.lan\n", path: Self.file).mqtt)
+        #expect(plain.broker == MQTTSettings.Broker(tls: false, host: "broker.lan", port: 1883))
+        #expect(plain.clientID(name: "living room") == "proximityd-living room")
+        #expect(plain.prefix(name: "living room") == "proximityd/living%20room")
+        #expect(plain.keepalive == 30 && plain.reportInterval == 5 && plain.reportMoved == 0.5 && plain.compatibility.isEmpty)
+        #expect(plain.discovery && plain.discoveryPrefix == "homeassistant" && plain.outboxSize == 10_000)
+        #expect(try ConfigFile.parse("mqtt:\n", path: Self.file).mqtt == nil)
+        let configuration = NodeConfiguration(commandLine: RunOptions(), file: full, environment: [:])
+        #expect(configuration.mqtt == mqtt)
+    }
+
+    @Test("topic levels and Home Assistant object ids from any name stay one level, and distinct")
+    func topicLevels() {
+        #expect(MQTTTopic.segment("kitchen") == "kitchen")
+        #expect(MQTTTopic.segment("ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2") == "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2")
+        #expect(MQTTTopic.segment("a/b+c#d%") == "a%2Fb%2Bc%23d%25")
+        #expect(MQTTTopic.segment("café") == "caf%C3%A9")
+        #expect(MQTTTopic.segment("") == "%00")
+        #expect(MQTTTopic.objectID("kitchen-1_a") == "kitchen-1_a")
+        #expect(MQTTTopic.objectID("kitchen/door") != MQTTTopic.objectID("kitchen door"))
+        #expect(MQTTTopic.objectID("kitchen/door").hasPrefix("kitchen_door_"))
     }
 
     @Test("an empty file, only comments, an empty document: a valid empty config", arguments: ["", "\n", "# nothing here\n  # at all\n", "---\n", "~\n"])
@@ -722,7 +815,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
     @Test("the keys of tracking and of a rule")
     func ruleKeys() {
-        #expect(ConfigFile.keys.suffix(2) == ["tracking", "rules"])
+        #expect(ConfigFile.keys.suffix(3) == ["tracking", "rules", "mqtt"])
         #expect(ConfigFile.ruleKeys == ["identifier"] + Rule.keys)
         #expect(ConfigDecoder.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
         #expect(ConfigDecoder.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")

@@ -123,7 +123,7 @@ public final class NodeDaemon: Service, Sendable {
         let exporter = BusExporter(connection: connection, logger: logger)
         let exporterEvents = engine.events.subscribe(buffer: 1024)
         let publisher = MQTTPublisher(identity: identity, configuration: configuration, engine: engine, state: state, eventLog: eventLog,
-                                      logger: logger)
+                                      clock: clock, logger: logger)
         // Events are never lost for MQTT (the event log is its outbox); the buffer only bounds
         // reports and state.
         let publisherEvents = engine.events.subscribe(buffer: 4096)

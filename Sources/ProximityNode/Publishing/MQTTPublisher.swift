@@ -24,6 +24,7 @@ public actor MQTTPublisher {
     let engine: NodeEngine
     let state: StateDirectory
     let eventLog: EventLog
+    let clock: any NodeClock
     let logger: Logger
 
     private var settings: MQTTSettings?
@@ -46,11 +47,12 @@ public actor MQTTPublisher {
     private var reported: Set<String> = []
 
     public init(identity: UUID, configuration: NodeConfiguration, engine: NodeEngine, state: StateDirectory, eventLog: EventLog,
-                logger: Logger) {
+                clock: any NodeClock, logger: Logger) {
         self.identity = identity
         self.engine = engine
         self.state = state
         self.eventLog = eventLog
+        self.clock = clock
         self.logger = logger
         name = configuration.name
         settings = configuration.mqtt
@@ -71,9 +73,11 @@ public actor MQTTPublisher {
     }
 
     /// Applies a reloaded configuration: a changed `mqtt:` section (or node name) reconnects with
-    /// the new settings; removing it says `offline` and disconnects.
+    /// the new settings; removing it says `offline` and disconnects. While not connected, a
+    /// reload starts again with the same settings too (reading the password file again: the fix
+    /// for a refused password is a new file and a reload).
     public func reconfigure(_ configuration: NodeConfiguration) async {
-        guard configuration.mqtt != settings || configuration.name != name else { return }
+        guard configuration.mqtt != settings || configuration.name != name || (settings != nil && !connected) else { return }
         await stop()
         name = configuration.name
         settings = configuration.mqtt
@@ -314,22 +318,23 @@ public actor MQTTPublisher {
 
     private func publish(_ report: NodeReport) {
         guard connected, let messages else { return }
+        let time = clock.epoch(report.time)
         for peer in report.peers {
             let id = peer.identifier.rawValue
             if peer.proximity == .unknown {
                 if reported.remove(id) != nil {
                     throttle.forget(id)
-                    send(messages.gone(id, at: Double(peer.lastSeen) / 1e6))
+                    send(messages.gone(id, at: time))
                 }
                 continue
             }
             guard throttle.admit(id, distance: peer.distance, at: report.time) else { continue }
             reported.insert(id)
-            for message in messages.reports(peer, at: Double(peer.lastSeen) / 1e6) { send(message) }
+            for message in messages.reports(peer, at: time) { send(message) }
         }
         for peer in report.removed where reported.remove(peer.rawValue) != nil {
             throttle.forget(peer.rawValue)
-            send(messages.gone(peer.rawValue, at: Date().timeIntervalSince1970))
+            send(messages.gone(peer.rawValue, at: time))
         }
     }
 
