@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "region-bench", targets: ["region-bench"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "MQTTKit", targets: ["MQTTKit"]),
+        .executable(name: "proximity-fleet", targets: ["proximity-fleet"]),
         .library(name: "ProximityTesting", targets: ["ProximityTesting"]),
     ],
     dependencies: [
@@ -64,6 +65,20 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Yams", package: "Yams"),
+            ]
+        ),
+        // The fleet service: each device's room from every node's MQTT reports.
+        .target(
+            name: "ProximityFleet",
+            dependencies: ["MQTTKit", "ProximityCore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .executableTarget(
+            name: "proximity-fleet",
+            dependencies: [
+                "ProximityFleet", "MQTTKit", "ProximityCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

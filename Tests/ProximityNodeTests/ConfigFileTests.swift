@@ -403,7 +403,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         BrokenConfig("mqtt with a broker that is not a URL of MQTT", "mqtt:\n  broker: http://localhost\n",
                      "2:11: mqtt.broker: must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT], not 'http://localhost'"),
         BrokenConfig("mqtt with credentials in the URL", "mqtt:\n  broker: mqtt://u:p@localhost\n",
-                     "2:11: mqtt.broker: 'mqtt://u:p@localhost' holds credentials: give them as mqtt.username and mqtt.password-file"),
+                     "2:11: mqtt.broker: 'mqtt://u:p@localhost' holds credentials: give them as a username and a password file"),
         BrokenConfig("mqtt with bad values", """
             mqtt:
               broker: mqtt://localhost:1883
@@ -523,18 +523,6 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(try ConfigFile.parse("mqtt:\n", path: Self.file).mqtt == nil)
         let configuration = NodeConfiguration(commandLine: RunOptions(), file: full, environment: [:])
         #expect(configuration.mqtt == mqtt)
-    }
-
-    @Test("topic levels and Home Assistant object ids from any name stay one level, and distinct")
-    func topicLevels() {
-        #expect(MQTTTopic.segment("kitchen") == "kitchen")
-        #expect(MQTTTopic.segment("ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2") == "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2")
-        #expect(MQTTTopic.segment("a/b+c#d%") == "a%2Fb%2Bc%23d%25")
-        #expect(MQTTTopic.segment("café") == "caf%C3%A9")
-        #expect(MQTTTopic.segment("") == "%00")
-        #expect(MQTTTopic.objectID("kitchen-1_a") == "kitchen-1_a")
-        #expect(MQTTTopic.objectID("kitchen/door") != MQTTTopic.objectID("kitchen door"))
-        #expect(MQTTTopic.objectID("kitchen/door").hasPrefix("kitchen_door_"))
     }
 
     @Test("an empty file, only comments, an empty document: a valid empty config", arguments: ["", "\n", "# nothing here\n  # at all\n", "---\n", "~\n"])

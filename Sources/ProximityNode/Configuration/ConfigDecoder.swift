@@ -388,7 +388,7 @@ struct ConfigDecoder {
             report(section.keyPosition, "mqtt: broker is required (for example broker: mqtt://localhost)")
             return
         }
-        guard let broker = text(brokerEntry, path: "mqtt.broker", MQTTSettings.Broker.parse) else { return }
+        guard let broker = text(brokerEntry, path: "mqtt.broker", MQTTSettings.checked(broker:)) else { return }
         var settings = MQTTSettings(broker: broker)
         var valid = true
         func file(_ entry: ConfigEntry, _ key: String) -> String? {

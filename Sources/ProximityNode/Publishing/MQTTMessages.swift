@@ -1,4 +1,5 @@
 import Foundation
+import MQTTKit
 import ProximityAPI
 import ProximityCore
 

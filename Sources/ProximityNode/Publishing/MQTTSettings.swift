@@ -1,40 +1,15 @@
 import Foundation
+import MQTTKit
 
 /// Where and how the node publishes to an MQTT broker: the config file's `mqtt:` section
 /// (`docs/mqtt.md`). Nil in ``NodeConfiguration/mqtt``: the node does not publish.
 public struct MQTTSettings: Sendable, Hashable {
     /// The broker, from `broker: mqtt://host[:port]` or `mqtts://host[:port]`.
-    public struct Broker: Sendable, Hashable, CustomStringConvertible {
-        public var tls: Bool
-        public var host: String
-        public var port: Int
+    public typealias Broker = MQTTBrokerURL
 
-        public init(tls: Bool = false, host: String, port: Int? = nil) {
-            self.tls = tls
-            self.host = host
-            self.port = port ?? (tls ? 8883 : 1883)
-        }
-
-        public var description: String {
-            "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)"
-        }
-
-        /// Parses `mqtt://host[:port]` or `mqtts://host[:port]` (a bracketed IPv6 address as host).
-        public static func parse(_ text: String) throws(OptionProblem) -> Broker {
-            let expected = "must be mqtt://HOST[:PORT] or mqtts://HOST[:PORT]"
-            guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), ["mqtt", "mqtts"].contains(scheme)
-            else { throw OptionProblem("\(expected), not '\(text)'") }
-            guard let host = url.host, !host.isEmpty else { throw OptionProblem("\(expected): '\(text)' names no host") }
-            guard url.user == nil, url.password == nil else {
-                throw OptionProblem("'\(text)' holds credentials: give them as mqtt.username and mqtt.password-file")
-            }
-            guard url.path.isEmpty || url.path == "/", url.query == nil, url.fragment == nil else {
-                throw OptionProblem("\(expected): '\(text)' has a path, query or fragment")
-            }
-            if let port = url.port, !(1...65535).contains(port) { throw OptionProblem("port \(port) is not in 1...65535") }
-            let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-            return Broker(tls: scheme == "mqtts", host: bare, port: url.port)
-        }
+    /// `broker:`, checked.
+    public static func checked(broker text: String) throws(OptionProblem) -> Broker {
+        do { return try MQTTBrokerURL.parse(text) } catch { throw OptionProblem(error.message) }
     }
 
     /// What else the node publishes, so that existing setups consume it unchanged.
@@ -130,40 +105,5 @@ public struct MQTTSettings: Sendable, Hashable {
             throw OptionProblem("contains control characters")
         }
         return text
-    }
-}
-
-/// Topic levels made from names that may hold anything (region and peer identifiers, node names).
-public enum MQTTTopic {
-    /// `text` as one topic level: letters, digits and `-._:~@` as they are, every other byte
-    /// percent-encoded (`/` → `%2F`, `+` → `%2B`, `#` → `%23`, `%` → `%25`, space → `%20`), so that
-    /// it is never a wildcard or two levels, and distinct names stay distinct.
-    public static func segment(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"), UInt8(ascii: "~"), UInt8(ascii: "@"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += String(format: "%%%02X", byte)
-            }
-        }
-        return out.isEmpty ? "%00" : out
-    }
-
-    /// `text` as a Home Assistant object id (`[a-zA-Z0-9_-]`): other characters become `_`, and
-    /// when any did, a hash of the whole name follows, so distinct names stay distinct.
-    public static func objectID(_ text: String) -> String {
-        var changed = false
-        let mapped = String(text.unicodeScalars.map { s -> Character in
-            if s.isASCII, s.properties.isAlphabetic || ("0"..."9").contains(s) || s == "_" || s == "-" { return Character(s) }
-            changed = true
-            return "_"
-        })
-        guard changed else { return mapped }
-        var hash: UInt32 = 2_166_136_261
-        for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        return mapped + "_" + String(format: "%08x", hash)
     }
 }

@@ -1,0 +1,260 @@
+import Foundation
+import Logging
+import MQTTKit
+import ProximityCore
+
+/// What the fleet service is told at start (`proximity-fleet`'s options; docs/fleet.md).
+public struct FleetConfiguration: Sendable {
+    /// How to reach the broker; the will (`<prefix>/status offline`) is set by the service.
+    public var broker: MQTTOptions
+    /// The nodes' topic root: their prefixes are `<root>/<node name>` (the nodes' default).
+    public var root = "proximityd"
+    /// This service's topics start with it.
+    public var prefix = "proximity-fleet"
+    public var discovery = true
+    public var discoveryPrefix = "homeassistant"
+    /// Which rule decides the rooms: the fleet's own (``RoomDecider``), or a baseline.
+    public var rule: RoomRuleKind = .fleet
+    public var decider = RoomDecider.Configuration()
+    /// The devices tracked (peer identifiers); nil: every device a node reports.
+    public var track: Set<String>?
+    /// The live table (`<prefix>/table`) and each device's attributes go out at most this often,
+    /// seconds; a room change goes out at once.
+    public var tableInterval = 2.0
+
+    public init(broker: MQTTOptions) { self.broker = broker }
+
+    func makeRule() -> any RoomRule {
+        switch rule {
+        case .fleet: RoomDecider(configuration: decider)
+        case .nearest: NearestInRange(timeout: decider.awayAfter)
+        case .bermuda: BermudaRule()
+        }
+    }
+}
+
+/// The fleet service: subscribes to every node's distance reports and availability on the broker,
+/// decides each tracked device's room with a ``RoomRule``, and publishes it (retained), with Home
+/// Assistant `device_tracker` discovery whose availability is this service's own. After a restart
+/// it takes back each device's room from its own retained messages before deciding anything.
+///
+/// Topics (`P` = `proximity-fleet`): `P/status` (`online`/`offline`, retained, the will);
+/// `P/devices/<device>/room` (the node's name, or `not_home`; retained);
+/// `P/devices/<device>/attributes` (JSON: room, the distance from each node and its age; retained);
+/// `P/table` (every device, JSON, retained: what `proximityctl fleet` shows).
+public actor FleetService {
+    let configuration: FleetConfiguration
+    let logger: Logger
+    let now: @Sendable () -> Double
+    private var rule: any RoomRule
+    private var client: MQTTClient?
+    private var connected = false
+    /// The room each device was last published with (restored from the retained messages too).
+    private var published: [String: String] = [:]
+    private var discovered: Set<String> = []
+    private var since: [String: Double] = [:]
+    private var dirty = false
+    private var lastTable = -Double.infinity
+    private var lastProblem: String?
+
+    public init(_ configuration: FleetConfiguration, logger: Logger,
+                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+        rule = configuration.makeRule()
+    }
+
+    var statusTopic: String { "\(configuration.prefix)/status" }
+    func roomTopic(_ device: String) -> String { "\(configuration.prefix)/devices/\(MQTTTopic.segment(device))/room" }
+    func attributesTopic(_ device: String) -> String { "\(configuration.prefix)/devices/\(MQTTTopic.segment(device))/attributes" }
+    var tableTopic: String { "\(configuration.prefix)/table" }
+
+    /// Runs until the task is cancelled: connects (reconnecting with back-off), and ticks the
+    /// rule once a second. At the end says `offline` and disconnects.
+    public func run() async throws {
+        var options = configuration.broker
+        options.will = .init(topic: statusTopic, payload: "offline", qos: 1, retain: true)
+        let client = try MQTTClient(options)
+        self.client = client
+        let events = Task { [weak self] in for await e in client.events { await self?.connection(e) } }
+        let messages = Task { [weak self] in for await m in client.messages { await self?.received(m) } }
+        logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(options.host):\(options.port)",
+                                                               "rule": "\(configuration.rule.rawValue)"])
+        client.connect()
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .seconds(1)) } catch { break }
+            tick()
+        }
+        // Not in this (cancelled) task: saying offline waits for the broker's acknowledgement.
+        await Task { await self.finish(events: events, messages: messages) }.value
+    }
+
+    private func finish(events: Task<Void, Never>, messages: Task<Void, Never>) async {
+        guard let client else { return }
+        if connected, let sent = try? client.send(statusTopic, "offline", qos: 1, retain: true) {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await client.acknowledgement(sent) }
+                group.addTask { try? await Task.sleep(for: .seconds(2)) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        client.disconnect()
+        events.cancel()
+        messages.cancel()
+        logger.info("stopped")
+    }
+
+    private func send(_ topic: String, _ payload: String, retain: Bool = true) {
+        guard let client else { return }
+        do { try client.send(topic, payload, qos: 1, retain: retain) } catch {
+            logger.debug("not published", metadata: ["topic": "\(topic)", "error": "\(error)"])
+        }
+    }
+
+    private func connection(_ event: MQTTConnectionEvent) {
+        switch event {
+        case .connected:
+            connected = true
+            lastProblem = nil
+            logger.notice("connected to the MQTT broker")
+            send(statusTopic, "online")
+            discovered = []
+            let patterns = ["\(configuration.root)/+/status", "\(configuration.root)/+/peers/+", "\(configuration.prefix)/devices/+/room"]
+                + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])
+            Task { [client] in
+                for pattern in patterns { try? await client?.subscribe(pattern) }
+            }
+            for device in published.keys.sorted() { discover(device) }
+            dirty = true
+        case .refused(let code, let reason):
+            problem("the MQTT broker refused the connection: \(reason)\(code == 4 || code == 5 ? " (check --username and --password-file)" : ""); retrying with back-off")
+        case .disconnected(_, let reason):
+            if connected {
+                logger.warning("lost the connection to the MQTT broker: reconnecting with back-off", metadata: ["reason": "\(reason)"])
+            } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
+                problem("cannot reach the MQTT broker: \(reason); retrying with back-off")
+            }
+            connected = false
+        }
+    }
+
+    private func problem(_ message: String) {
+        if message == lastProblem { logger.debug("\(message)") } else { logger.error("\(message)"); lastProblem = message }
+    }
+
+    private func received(_ message: MQTTMessage) {
+        let levels = message.topic.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let t = now()
+        if message.topic == "\(configuration.discoveryPrefix)/status" {
+            if message.string == "online" {
+                discovered = []
+                for device in published.keys.sorted() { discover(device) }
+            }
+            return
+        }
+        let root = configuration.root.split(separator: "/").count
+        let own = configuration.prefix.split(separator: "/").count
+        if message.topic.hasPrefix(configuration.prefix + "/devices/"), levels.count == own + 3, levels.last == "room" {
+            // Our own retained room, from before a restart: taken back unless already decided.
+            let device = MQTTTopic.name(levels[own + 1])
+            guard published[device] == nil, !message.payload.isEmpty else { return }
+            let room = message.string == "not_home" ? nil : message.string
+            rule.restore(device: device, room: room, at: t)
+            published[device] = message.string
+            logger.info("room taken back from the broker", metadata: ["device": "\(device)", "room": "\(message.string)"])
+            discover(device)
+            return
+        }
+        guard message.topic.hasPrefix(configuration.root + "/"), levels.count > root else { return }
+        let node = MQTTTopic.name(levels[root])
+        if levels.count == root + 2, levels[root + 1] == "status" {
+            if message.string == "offline" {
+                apply(rule.forget(node: node, at: t))
+                logger.info("node offline: its reports are dropped", metadata: ["node": "\(node)"])
+            }
+            return
+        }
+        guard levels.count == root + 3, levels[root + 1] == "peers" else { return }
+        let device = MQTTTopic.name(levels[root + 2])
+        if let track = configuration.track, !track.contains(device) { return }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any],
+              let distance = json["distance"] as? Double, distance.isFinite, distance > 0 else { return }
+        apply(rule.observe(device: device, node: node, distance: distance, at: t))
+        dirty = true
+    }
+
+    private func tick() {
+        let t = now()
+        apply(rule.tick(at: t))
+        if dirty, t - lastTable >= configuration.tableInterval {
+            publishTable(at: t)
+        }
+    }
+
+    private func apply(_ decisions: [RoomDecision]) {
+        for decision in decisions {
+            let room = decision.room ?? "not_home"
+            since[decision.device] = decision.at
+            guard published[decision.device] != room else { continue }
+            logger.info("room", metadata: ["device": "\(decision.device)", "room": "\(room)", "from": "\(decision.previous ?? "not_home")",
+                                           "reason": "\(decision.reason.rawValue)"])
+            published[decision.device] = room
+            discover(decision.device)
+            send(roomTopic(decision.device), room)
+            send(attributesTopic(decision.device), attributes(decision.device, at: decision.at))
+            dirty = true
+        }
+    }
+
+    private func attributes(_ device: String, at t: Double) -> String {
+        var distances: [String: Double] = [:]
+        var ages: [String: Double] = [:]
+        for r in rule.readings(of: device) {
+            distances[r.node] = (r.distance * 100).rounded() / 100
+            ages[r.node] = (r.age(at: t) * 10).rounded() / 10
+        }
+        return Self.json(["room": published[device] ?? "not_home", "distances": distances, "ages": ages,
+                          "since": since[device] ?? t, "rule": rule.name])
+    }
+
+    private func publishTable(at t: Double) {
+        guard connected else { return }
+        dirty = false
+        lastTable = t
+        var rows: [[String: Any]] = []
+        for device in Set(rule.devices).union(published.keys).sorted() {
+            let readings = rule.readings(of: device).map { r -> [String: Any] in
+                ["node": r.node, "distance": (r.distance * 100).rounded() / 100, "age": (r.age(at: t) * 10).rounded() / 10]
+            }
+            rows.append(["id": device, "room": published[device] ?? "not_home", "readings": readings])
+            send(attributesTopic(device), attributes(device, at: t))
+        }
+        send(tableTopic, Self.json(["time": t, "rule": rule.name, "devices": rows]))
+    }
+
+    /// Home Assistant `device_tracker` discovery for `device`, once per connection.
+    private func discover(_ device: String) {
+        guard configuration.discovery, connected, !discovered.contains(device) else { return }
+        discovered.insert(device)
+        let object = "proximity_fleet_\(MQTTTopic.objectID(device))"
+        send("\(configuration.discoveryPrefix)/device_tracker/\(object)/config", Self.json([
+            "name": device, "unique_id": object, "object_id": object,
+            "state_topic": roomTopic(device), "json_attributes_topic": attributesTopic(device),
+            "payload_home": "home", "payload_not_home": "not_home", "source_type": "bluetooth_le",
+            "availability_topic": statusTopic, "payload_available": "online", "payload_not_available": "offline",
+            "device": ["identifiers": [object], "name": device, "manufacturer": "proximityd", "model": "tracked device"],
+            "origin": ["name": "proximity-fleet"],
+        ]))
+    }
+
+    static func json(_ object: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
+               as: UTF8.self)
+    }
+
+    // For tests and the load benchmark.
+    public func room(of device: String) -> String? { published[device] }
+    public var isConnected: Bool { connected }
+}

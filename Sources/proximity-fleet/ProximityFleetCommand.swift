@@ -1,0 +1,139 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MQTTKit
+import ProximityCore
+import ProximityFleet
+import ServiceLifecycle
+
+/// `proximity-fleet`: which box each tracked device is nearest to, from every node's MQTT reports.
+@main
+struct ProximityFleetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "proximity-fleet",
+        abstract: "Decide each device's room from every proximityd node's reports on an MQTT broker.",
+        discussion: """
+            Subscribes to <root>/+/peers/+ (each node's distance reports) and <root>/+/status, \
+            decides each device's room (the nearest node, with hysteresis; not_home when no node \
+            has reported it for --away-after seconds), and publishes it retained on \
+            <prefix>/devices/<device>/room, with its attributes, a live table on <prefix>/table \
+            and Home Assistant device_tracker discovery (source_type bluetooth_le) whose \
+            availability is this service's <prefix>/status. After a restart it takes each \
+            device's room back from its retained messages. docs/fleet.md.
+
+            Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 66 when the password \
+            file cannot be read.
+            """,
+        version: "0.1.0"
+    )
+
+    @Option(help: ArgumentHelp("The broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT].", valueName: "url"))
+    var broker: String
+
+    @Option(help: ArgumentHelp("The user name on the broker.", valueName: "name"))
+    var username: String?
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("A file whose first line is the password.", valueName: "file"))
+    var passwordFile: String?
+
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM file of the broker's CA (mqtts://). Default: the system's CAs.",
+                                                             valueName: "file"))
+    var caFile: String?
+
+    @Option(name: .customLong("client-id"), help: ArgumentHelp("The MQTT client id. Default: proximity-fleet.", valueName: "id"))
+    var clientID = "proximity-fleet"
+
+    @Option(help: ArgumentHelp("The nodes' topic root: their prefixes are <root>/<node name>. Default: proximityd.", valueName: "topic"))
+    var root = "proximityd"
+
+    @Option(help: ArgumentHelp("This service's topics start with it. Default: proximity-fleet.", valueName: "topic"))
+    var prefix = "proximity-fleet"
+
+    @Option(help: ArgumentHelp("fleet (the nearest node with hysteresis), nearest (room-assistant's) or bermuda (Bermuda's). Default: fleet.",
+                               valueName: "rule"))
+    var rule: RoomRuleKind = .fleet
+
+    @Option(name: .customLong("track"), help: ArgumentHelp("Track only this device (a peer identifier); repeat for several. Default: every device.",
+                                                           valueName: "id"))
+    var track: [String] = []
+
+    @Option(name: .customLong("stale-after"), help: ArgumentHelp("A node's report counts for this long, seconds (1...600). Default: 15.",
+                                                                 valueName: "seconds"))
+    var staleAfter: Double = 15
+
+    @Option(name: .customLong("away-after"), help: ArgumentHelp("not_home once no node reported a device for this long, seconds (stale-after...86400). Default: 60.",
+                                                                valueName: "seconds"))
+    var awayAfter: Double = 60
+
+    @Flag(name: .customLong("discovery"), inversion: .prefixedNo, help: "Home Assistant discovery. Default: on.")
+    var discovery = true
+
+    @Option(name: .customLong("discovery-prefix"), help: ArgumentHelp("Home Assistant's discovery prefix. Default: homeassistant.",
+                                                                      valueName: "topic"))
+    var discoveryPrefix = "homeassistant"
+
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.",
+                                                               valueName: "level"))
+    var logLevel: String = "info"
+
+    func validate() throws {
+        do { _ = try MQTTBrokerURL.parse(broker) } catch { throw ValidationError("--broker: \(error.message)") }
+        var decider = RoomDecider.Configuration()
+        decider.staleAfter = staleAfter
+        decider.awayAfter = awayAfter
+        if let problem = decider.problem { throw ValidationError("--stale-after/--away-after: \(problem)") }
+        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level: not a level: \(logLevel)") }
+        for (name, topic) in [("root", root), ("prefix", prefix), ("discovery-prefix", discoveryPrefix)] {
+            if topic.isEmpty || topic.contains("+") || topic.contains("#") || topic.hasPrefix("/") || topic.hasSuffix("/") {
+                throw ValidationError("--\(name): '\(topic)' must be topic levels without wildcards or an empty level")
+            }
+        }
+        if clientID.isEmpty { throw ValidationError("--client-id: must not be empty") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "proximity-fleet")
+        let url = try MQTTBrokerURL.parse(broker)
+        var password: String?
+        if let passwordFile {
+            do {
+                password = String(try String(contentsOfFile: passwordFile, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+            } catch {
+                FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(passwordFile): cannot read: \(error.localizedDescription)\n".utf8))
+                Foundation.exit(66)
+            }
+        }
+        var options = MQTTOptions(host: url.host, port: url.port, clientID: clientID, username: username, password: password)
+        if url.tls { options.tls = .init(caFile: caFile, caPath: caFile == nil ? "/etc/ssl/certs" : nil) }
+        var configuration = FleetConfiguration(broker: options)
+        configuration.root = root
+        configuration.prefix = prefix
+        configuration.rule = rule
+        configuration.decider.staleAfter = staleAfter
+        configuration.decider.awayAfter = awayAfter
+        configuration.track = track.isEmpty ? nil : Set(track)
+        configuration.discovery = discovery
+        configuration.discoveryPrefix = discoveryPrefix
+        let service = FleetService(configuration, logger: logger)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: FleetRunner(service: service), successTerminationBehavior: .gracefullyShutdownGroup,
+                             failureTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}
+
+extension RoomRuleKind: ExpressibleByArgument {}
+
+struct FleetRunner: Service {
+    let service: FleetService
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { [service] in try await service.run() }
+    }
+}
