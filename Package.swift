@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "dbuskit-bench", targets: ["dbuskit-bench"]),
         .executable(name: "bluez-sim", targets: ["bluez-sim"]),
         .executable(name: "ranging-bench", targets: ["ranging-bench"]),
+        .executable(name: "fleet-bench", targets: ["fleet-bench"]),
         .executable(name: "region-bench", targets: ["region-bench"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "MQTTKit", targets: ["MQTTKit"]),
@@ -115,6 +116,16 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/ranging-bench"
+        ),
+        // Room decision: bounces while standing still and lag after a move, the fleet's rule
+        // against room-assistant's and Bermuda's, on bluez-sim's radio model.
+        .executableTarget(
+            name: "fleet-bench",
+            dependencies: [
+                "ProximityCore", "BlueZSim",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/fleet-bench"
         ),
         // The region monitor's cost per report and memory per region, against a naive monitor.
         .executableTarget(

@@ -258,3 +258,8 @@ public actor FleetService {
     public func room(of device: String) -> String? { published[device] }
     public var isConnected: Bool { connected }
 }
+
+extension RoomRule {
+    /// Takes back a device's room from before a restart (nothing yet: see ProximityCore/Fleet).
+    mutating func restore(device: String, room: String?, at t: Double) {}
+}

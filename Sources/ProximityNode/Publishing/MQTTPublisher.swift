@@ -96,7 +96,7 @@ public actor MQTTPublisher {
     private func start(_ settings: MQTTSettings) {
         let messages = MQTTMessages(identity: identity, name: name, settings: settings)
         self.messages = messages
-        throttle = ReportThrottle(interval: settings.reportInterval, moved: settings.reportMoved)
+        throttle = ReportThrottle(configuration: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved))
         reported = []
         if let outbox { outbox.capacity = settings.outboxSize } else {
             outbox = MQTTOutbox(state: state, log: eventLog, capacity: settings.outboxSize, logger: logger)
@@ -181,7 +181,7 @@ public actor MQTTPublisher {
             logger.notice(everConnected ? "reconnected to the MQTT broker" : "connected to the MQTT broker",
                           metadata: ["mqtt.broker": "\(settings.broker)"])
             everConnected = true
-            throttle.reset()
+            throttle = ReportThrottle(configuration: throttle.configuration)
             reported = []
             send(messages.status(true))
             if settings.compatibility.contains(.espresense) { send(messages.espresenseStatus(true)) }
@@ -323,17 +323,17 @@ public actor MQTTPublisher {
             let id = peer.identifier.rawValue
             if peer.proximity == .unknown {
                 if reported.remove(id) != nil {
-                    throttle.forget(id)
+                    throttle.forget(device: id)
                     send(messages.gone(id, at: time))
                 }
                 continue
             }
-            guard throttle.admit(id, distance: peer.distance, at: report.time) else { continue }
+            guard throttle.offer(device: id, distance: peer.distance, at: report.time) else { continue }
             reported.insert(id)
             for message in messages.reports(peer, at: time) { send(message) }
         }
         for peer in report.removed where reported.remove(peer.rawValue) != nil {
-            throttle.forget(peer.rawValue)
+            throttle.forget(device: peer.rawValue)
             send(messages.gone(peer.rawValue, at: time))
         }
     }

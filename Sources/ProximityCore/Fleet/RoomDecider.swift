@@ -1,0 +1,308 @@
+import Foundation
+
+/// One node's last distance report of a device, as the fleet service holds it.
+public struct NodeReading: Sendable, Hashable {
+    /// The node (one per room) that sent the report.
+    public var node: String
+    /// Metres, as the node's ranging estimated it.
+    public var distance: Double
+    /// When the report was received, seconds (the fleet service's clock).
+    public var at: Double
+
+    public init(node: String, distance: Double, at: Double) {
+        self.node = node
+        self.distance = distance
+        self.at = at
+    }
+
+    /// Seconds since the report at `t` (0 for a report from the future).
+    public func age(at t: Double) -> Double { max(0, t - at) }
+}
+
+/// A device's room changed: to `room` (nil: `not_home`) from `previous` (nil: it was not home, or
+/// not yet known), at `at`.
+public struct RoomDecision: Sendable, Hashable {
+    /// Why the room changed.
+    public enum Reason: String, Sendable, Hashable, Codable, CaseIterable {
+        /// The device had no room (first report, or back from not_home), or got it less than the
+        /// settling time ago: the nearest node with a fresh report.
+        case arrived
+        /// Another node was nearer for long enough (each rule has its own test).
+        case nearer
+        /// The room's node stopped reporting the device (its last report is stale, or the node was
+        /// forgotten): the nearest node with a fresh report.
+        case stale
+        /// No node has reported the device for the away limit.
+        case away
+    }
+
+    public var device: String
+    /// The new room: the name of its node. Nil: `not_home`.
+    public var room: String?
+    public var previous: String?
+    public var at: Double
+    public var reason: Reason
+
+    public init(device: String, room: String?, previous: String?, at: Double, reason: Reason) {
+        self.device = device
+        self.room = room
+        self.previous = previous
+        self.at = at
+        self.reason = reason
+    }
+}
+
+/// A way of deciding each device's room from the nodes' distance reports: ``RoomDecider`` (the
+/// fleet's), and the baselines ``NearestInRange`` (room-assistant) and ``BermudaRule`` (Bermuda).
+/// Pure value types: time is passed in, in seconds, and must not go back (an earlier time is taken
+/// as the latest seen).
+///
+/// A room is the name of the node in it (one node per room); mapping nodes to room names is the
+/// caller's business.
+public protocol RoomRule: Sendable {
+    /// A short name for reports and `--rule` options.
+    var name: String { get }
+    /// Takes one node's distance report of a device; returns the room changes it caused (at most
+    /// one, for that device).
+    mutating func observe(device: String, node: String, distance: Double, at t: Double) -> [RoomDecision]
+    /// Moves time on (call it about once a second): staleness, not_home, and changes that need
+    /// time rather than a new report. Returns the changes, by device.
+    mutating func tick(at t: Double) -> [RoomDecision]
+    /// A node went offline: its reports are dropped now, and devices in its room move to the
+    /// nearest node with a fresh report (or stay until the away limit if there is none).
+    mutating func forget(node: String, at t: Double) -> [RoomDecision]
+    /// The device's room; nil: not_home (or never reported).
+    func room(of device: String) -> String?
+    /// The last report of the device from each node, nearest first (for a live table). Reports
+    /// are dropped at the away limit, or when their node is forgotten; a stale one is listed but
+    /// does not count (see its age).
+    func readings(of device: String) -> [NodeReading]
+    /// Every device the rule holds, sorted.
+    var devices: [String] { get }
+}
+
+/// The fleet service's room decision: each device is in the room of the nearest node, with
+/// hysteresis, and `not_home` once no node has reported it for ``Configuration/awayAfter``.
+///
+/// The rule works on the last report from each node and its age, since reports arrive irregularly
+/// (rate-controlled: ``ReportThrottle``). For the incumbent room's node I and another node c, both
+/// with fresh reports (younger than ``Configuration/staleAfter``), the evidence that c is nearer
+/// is the log ratio of their last distances,
+///
+///     x_c = ln(d_I / d_c)            (0 at the midpoint; ln 2 when c is at half I's distance)
+///
+/// and a CUSUM integrates its excess over a margin k through time, the last values holding
+/// between reports:
+///
+///     S_c ← max(0, S_c + (x_c − k) · Δt)         switch to c when S_c ≥ h
+///
+/// So a constant advantage x switches after h / (x − k) seconds: fast for a large, clear one,
+/// never for one below k, and noise around the midpoint (x ≈ 0) only drains S. Once switched, the
+/// evidence for going back is −x: a device standing still has to see its log ratio swing by 2k
+/// and stay there for a while to bounce. Working in log ratios makes the rule the same at every
+/// scale (4 m against 5 m is as clear as 0.8 m against 1 m) and cancels the device's own transmit
+/// power, common to every node.
+///
+/// Without a fresh report from the room's node (stale, or the node forgotten) the device moves at
+/// once to the nearest node with a fresh one; without any, it keeps its room until the away limit.
+/// A device with no room (first report, or back from not_home) takes the nearest node with a fresh
+/// report at once, and follows the nearest for ``Configuration/settle`` seconds: its first room
+/// rests on whichever node happened to report first.
+///
+/// Pure; every time is passed in. docs/fleet.md, "Room decision", has the benchmark that chose the
+/// defaults.
+public struct RoomDecider: RoomRule {
+    public struct Configuration: Sendable, Hashable {
+        /// A node's report of a device counts for this long, seconds. It should cover a few of the
+        /// publisher's heartbeats (``ReportThrottle/Configuration/heartbeat``, 5 s) so that one
+        /// lost report or a short hole in reception does not move the device. Valid: 1...600.
+        public var staleAfter: Double
+        /// A device no node has reported for this long is not_home, seconds. Valid:
+        /// `staleAfter`...86_400.
+        public var awayAfter: Double
+        /// k: the log-distance advantage a challenger must exceed before it gathers evidence
+        /// (0.3 ≈ 26 % nearer; in RSSI terms 2.6 dB at a path-loss exponent of 2). The hysteresis
+        /// band is ±k. Valid: 0...3.
+        public var margin: Double
+        /// h: the evidence a challenger needs, in log-ratio seconds: a constant advantage x takes
+        /// h / (x − k) seconds. Valid: 0...100 (0: at the first evaluation after the advantage has
+        /// exceeded k for any time).
+        public var evidence: Double
+        /// For this long after a device gets a room from nothing (it arrives, or starts being
+        /// tracked), it follows the nearest node with a fresh report without hysteresis, seconds:
+        /// its first room rests on whichever node reported first, not on a comparison, so there is
+        /// nothing yet to protect. It should let every node that hears the device report once (a
+        /// heartbeat, 5 s, and a little). Valid: 0...600 (0: none).
+        public var settle: Double
+
+        /// The defaults were chosen with `fleet-bench` on its tuning seeds (docs/fleet.md).
+        public init(staleAfter: Double = 15, awayAfter: Double = 60, margin: Double = 0.3, evidence: Double = 1.5,
+                    settle: Double = 10) {
+            self.staleAfter = staleAfter
+            self.awayAfter = awayAfter
+            self.margin = margin
+            self.evidence = evidence
+            self.settle = settle
+        }
+
+        public static let staleAfterRange: ClosedRange<Double> = 1...600
+        public static let awayAfterLimit = 86_400.0
+        public static let marginRange: ClosedRange<Double> = 0...3
+        public static let evidenceRange: ClosedRange<Double> = 0...100
+        public static let settleRange: ClosedRange<Double> = 0...600
+
+        /// Why the configuration is invalid, or nil.
+        public var problem: String? {
+            if !(staleAfter.isFinite && Self.staleAfterRange.contains(staleAfter)) { return "staleAfter must be in 1...600 s" }
+            if !(awayAfter.isFinite && awayAfter >= staleAfter && awayAfter <= Self.awayAfterLimit) {
+                return "awayAfter must be in staleAfter...86400 s"
+            }
+            if !(margin.isFinite && Self.marginRange.contains(margin)) { return "margin must be in 0...3" }
+            if !(evidence.isFinite && Self.evidenceRange.contains(evidence)) { return "evidence must be in 0...100" }
+            if !(settle.isFinite && Self.settleRange.contains(settle)) { return "settle must be in 0...600 s" }
+            return nil
+        }
+    }
+
+    /// What the decider knows of one device.
+    struct Device: Sendable {
+        var room: String?
+        var readings: [String: NodeReading] = [:]
+        /// S_c, by challenger, against the current room.
+        var evidence: [String: Double] = [:]
+        /// The time the evidence was integrated up to.
+        var evaluated: Double
+        /// The last report from any node.
+        var lastHeard: Double
+        /// When the device got its room from nothing.
+        var arrived = -Double.infinity
+    }
+
+    public let configuration: Configuration
+    public var name: String { "fleet" }
+    private var state: [String: Device] = [:]
+    private var now = -Double.infinity
+
+    public init(configuration: Configuration = Configuration()) {
+        precondition(configuration.problem == nil, configuration.problem ?? "")
+        self.configuration = configuration
+    }
+
+    public var devices: [String] { state.keys.sorted() }
+
+    public func room(of device: String) -> String? { state[device]?.room }
+
+    public func readings(of device: String) -> [NodeReading] {
+        guard let d = state[device] else { return [] }
+        return d.readings.values.sorted { ($0.distance, $0.node) < ($1.distance, $1.node) }
+    }
+
+    /// The evidence S_c each challenger has gathered against the device's room (for a live table and
+    /// tests).
+    public func evidence(of device: String) -> [String: Double] { state[device]?.evidence ?? [:] }
+
+    public mutating func observe(device: String, node: String, distance: Double, at t: Double) -> [RoomDecision] {
+        guard distance.isFinite, distance >= 0 else { return [] }
+        let reported = t
+        let t = advanceClock(t)
+        var d = state[device] ?? Device(room: nil, evaluated: t, lastHeard: reported)
+        // A report older than the node's last one is out of date.
+        if let old = d.readings[node], old.at > reported { return [] }
+        integrate(&d, to: t)
+        d.readings[node] = NodeReading(node: node, distance: max(distance, Self.minimumDistance), at: reported)
+        d.lastHeard = max(d.lastHeard, reported)
+        let decision = decide(device, &d, at: t)
+        state[device] = d
+        return decision.map { [$0] } ?? []
+    }
+
+    public mutating func tick(at t: Double) -> [RoomDecision] {
+        let t = advanceClock(t)
+        var decisions: [RoomDecision] = []
+        for id in state.keys.sorted() {
+            var d = state[id]!
+            integrate(&d, to: t)
+            if let decision = decide(id, &d, at: t) { decisions.append(decision) }
+            state[id] = d.room == nil && d.readings.isEmpty ? nil : d
+        }
+        return decisions
+    }
+
+    public mutating func forget(node: String, at t: Double) -> [RoomDecision] {
+        let t = advanceClock(t)
+        var decisions: [RoomDecision] = []
+        for id in state.keys.sorted() where state[id]!.readings[node] != nil {
+            var d = state[id]!
+            integrate(&d, to: t)
+            d.readings[node] = nil
+            d.evidence[node] = nil
+            if let decision = decide(id, &d, at: t) { decisions.append(decision) }
+            state[id] = d.room == nil && d.readings.isEmpty ? nil : d
+        }
+        return decisions
+    }
+
+    /// Forgets a device at once (no decision).
+    public mutating func forget(device: String) { state[device] = nil }
+
+    /// Distances are floored here so log ratios stay finite.
+    static let minimumDistance = 0.01
+
+    private mutating func advanceClock(_ t: Double) -> Double {
+        now = max(now, t)
+        return now
+    }
+
+    private func isFresh(_ r: NodeReading, at t: Double) -> Bool { t - r.at < configuration.staleAfter }
+
+    /// Runs every challenger's CUSUM from `d.evaluated` to `t` on the last values, over the part of
+    /// the interval in which both its report and the room's are fresh.
+    private func integrate(_ d: inout Device, to t: Double) {
+        defer { d.evaluated = max(d.evaluated, t) }
+        guard t > d.evaluated, let room = d.room, let incumbent = d.readings[room] else { return }
+        let stale = configuration.staleAfter
+        for (node, r) in d.readings where node != room {
+            let end = min(t, incumbent.at + stale, r.at + stale)
+            let dt = end - max(d.evaluated, r.at)
+            guard dt > 0 else { continue }
+            let x = Foundation.log(incumbent.distance / r.distance)
+            d.evidence[node] = max(0, (d.evidence[node] ?? 0) + (x - configuration.margin) * dt)
+        }
+    }
+
+    /// The device's room after what it knows at `t`, and the decision if it changed.
+    private func decide(_ id: String, _ d: inout Device, at t: Double) -> RoomDecision? {
+        func change(to room: String?, _ reason: RoomDecision.Reason) -> RoomDecision? {
+            let previous = d.room
+            d.room = room
+            d.evidence = [:]
+            guard previous != room else { return nil }
+            return RoomDecision(device: id, room: room, previous: previous, at: t, reason: reason)
+        }
+        d.readings = d.readings.filter { t - $0.value.at < configuration.awayAfter }
+        if t - d.lastHeard >= configuration.awayAfter {
+            return change(to: nil, .away)
+        }
+        let fresh = d.readings.values.filter { isFresh($0, at: t) }
+        let nearest = fresh.min { ($0.distance, $0.node) < ($1.distance, $1.node) }
+        guard let room = d.room else {
+            d.arrived = t
+            return nearest.flatMap { change(to: $0.node, .arrived) }
+        }
+        if t - d.arrived < configuration.settle {
+            return nearest.flatMap { change(to: $0.node, .arrived) }
+        }
+        guard d.readings[room].map({ isFresh($0, at: t) }) ?? false else {
+            // The room's node has gone quiet: the nearest node with a fresh report, if any.
+            return nearest.flatMap { change(to: $0.node, .stale) }
+        }
+        // A challenger whose report went stale starts again from nothing.
+        for node in d.evidence.keys where !(d.readings[node].map { isFresh($0, at: t) } ?? false) {
+            d.evidence[node] = nil
+        }
+        let h = configuration.evidence
+        let winner = d.evidence.filter { $0.value > 0 && $0.value >= h }
+            .max { ($0.value, $1.key) < ($1.value, $0.key) }
+        return winner.flatMap { change(to: $0.key, .nearer) }
+    }
+}

@@ -1,0 +1,163 @@
+import ArgumentParser
+import BlueZSim
+import Foundation
+import ProximityCore
+
+/// `fleet-bench`: room bouncing and switching lag of the fleet's room decision (`RoomDecider`)
+/// against room-assistant's nearest-in-range and Bermuda's rule, on the same simulated report
+/// streams. See docs/fleet.md.
+@main
+struct FleetBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet-bench",
+        abstract: "Room decision benchmark: bounces while standing still and lag after a move, for the fleet's rule and the baselines."
+    )
+
+    @Option(help: "Seeds per condition.")
+    var seeds = 24
+
+    @Option(help: "The first seed. Reports use seeds from 1; the fleet's defaults were tuned on seeds 1001–1024.")
+    var seedBase: UInt64 = 1
+
+    @Option(name: .customLong("radio"), help: ArgumentHelp(
+        "Which radio model: simple (--sigma, --loss), realistic (bluez-sim's realistic preset, its own σ and losses), calibrated (realistic, each node calibrated for the device at 1 m). Repeat for several.",
+        valueName: "model"))
+    var radioKinds: [RadioCondition.Kind] = [.simple, .realistic]
+
+    @Option(help: "Shadowing σ of the simple model, dB.")
+    var sigma = 6.0
+
+    @Option(help: "Packet loss probability of the simple model.")
+    var loss = 0.1
+
+    @Option(help: "Path-loss exponent of the simulated radio.")
+    var exponent = 2.0
+
+    @Option(help: "The device's advertising interval in seconds. Repeat for several.")
+    var interval: [Double] = [0.1, 1.0]
+
+    @Option(help: "Measured power (RSSI at 1 m) of the device, dBm.")
+    var measuredPower = -59.0
+
+    @Option(help: "Scored minutes of standing still per point, layout and seed (after a 1 min warm-up).")
+    var standMinutes = 20.0
+
+    @Option(help: "Layouts: two (A, B 8 m apart), line (A, B, C 8 m apart), triangle (8 m sides). Repeat for several.")
+    var layout: [LayoutName] = LayoutName.allCases
+
+    @Flag(help: "Also print the bounces per hour of every layout.")
+    var byLayout = false
+
+    @Flag(help: "Print the results as one JSON object.")
+    var json = false
+
+    @Option(name: .customLong("fleet"), help: ArgumentHelp(
+        "The fleet rule's parameters, key=value[,key=value…]: margin, evidence, stale, away, settle. Repeat for variants (shown as reference rows); the first replaces the defaults. For tuning.",
+        visibility: .hidden))
+    var fleetOverrides: [String] = []
+
+    @Flag(help: ArgumentHelp("Print every bounce of the fleet's rule with the reports around it.", visibility: .hidden))
+    var dumpBounces = false
+
+    enum LayoutName: String, CaseIterable, ExpressibleByArgument {
+        case two, line, triangle
+        var layout: Layout {
+            switch self {
+            case .two: .two
+            case .line: .line
+            case .triangle: .triangle
+            }
+        }
+    }
+
+    func validate() throws {
+        guard seeds > 0 else { throw ValidationError("--seeds must be positive") }
+        guard sigma >= 0, sigma.isFinite else { throw ValidationError("--sigma must be 0 or more") }
+        guard exponent > 0 else { throw ValidationError("--exponent must be positive") }
+        guard interval.allSatisfy({ RadioParameters.advertisingIntervalRange.contains($0) }) else {
+            throw ValidationError("--interval must be in 0.02...10.24 s")
+        }
+        guard (0..<1).contains(loss) else { throw ValidationError("--loss must be in 0..<1") }
+        guard standMinutes > 0 else { throw ValidationError("--stand-minutes must be positive") }
+        for o in fleetOverrides { _ = try Self.fleetConfiguration(o) }
+    }
+
+    static func fleetConfiguration(_ text: String) throws -> RoomDecider.Configuration {
+        var c = RoomDecider.Configuration()
+        for part in text.split(separator: ",") {
+            let kv = part.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2, let v = Double(kv[1]) else { throw ValidationError("--fleet wants key=number, not \(part)") }
+            switch kv[0] {
+            case "margin", "k": c.margin = v
+            case "evidence", "h": c.evidence = v
+            case "stale": c.staleAfter = v
+            case "away": c.awayAfter = v
+            case "settle": c.settle = v
+            default: throw ValidationError("--fleet: no parameter \(kv[0])")
+            }
+        }
+        if let problem = c.problem { throw ValidationError("--fleet \(text): \(problem)") }
+        return c
+    }
+
+    var specs: [RuleSpec] {
+        let variants = fleetOverrides.compactMap { try? Self.fleetConfiguration($0) }
+        let fleet = variants.first ?? RoomDecider.Configuration()
+        var specs = [
+            RuleSpec(name: "fleet", role: .fleet) { RoomDecider(configuration: fleet) },
+            RuleSpec(name: "nearest", role: .baseline) { NearestInRange() },
+            RuleSpec(name: "bermuda", role: .baseline) { BermudaRule() },
+            // Bermuda's area rule on the reported distances alone, without its own smoothing.
+            RuleSpec(name: "bermuda, no smoothing", role: .reference) { BermudaRule(smoothingSamples: 1, name: "bermuda, no smoothing") },
+        ]
+        for c in variants.dropFirst() {
+            let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "")
+            specs.append(RuleSpec(name: name, role: .reference) { RoomDecider(configuration: c) })
+        }
+        return specs
+    }
+
+    func run() throws {
+        let started = clock()
+        let seedList = (0..<UInt64(seeds)).map { seedBase + $0 }
+        let layouts = layout.map(\.layout)
+        let specs = specs
+        let fleet = fleetOverrides.first.flatMap { try? Self.fleetConfiguration($0) } ?? RoomDecider.Configuration()
+        var results: [ConditionResult] = []
+        var conditions: [RadioCondition] = []
+        for kind in radioKinds {
+            for interval in interval {
+                conditions.append(RadioCondition(sigma: kind == .simple ? sigma : RadioParameters.realistic.shadowingSigma, exponent: exponent,
+                                                 interval: interval, loss: loss, measuredPower: measuredPower, kind: kind))
+            }
+        }
+        for condition in conditions {
+            let (tallies, reports, ranged) = evaluate(condition: condition, seeds: seedList, layouts: layouts, specs: specs,
+                                                      standScored: standMinutes * 60, throttle: ReportThrottle.Configuration(),
+                                                      dumpBounces: dumpBounces)
+            let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1, layouts: layouts) }
+            let result = ConditionResult(
+                condition: condition, seeds: seedList, layouts: layouts.map(\.name),
+                standHoursPerPoint: standMinutes / 60 * Double(seeds),
+                reportsPerRangedSecond: ranged > 0 ? Double(reports) / Double(ranged) : 0,
+                fleetConfiguration: FleetConfigurationJSON(fleet), summaries: summaries, goals: Goals(summaries))
+            results.append(result)
+            if !json {
+                print(Table.render(result))
+                if byLayout { print(Table.renderByLayout(result)) }
+            }
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(results), as: UTF8.self))
+        } else {
+            print("goals (the fleet's rule with its defaults: no bounce at 10/25/40 %; fewer bounces at the midpoints than every baseline; median lag over all moves no slower than Bermuda's):")
+            for r in results {
+                print("  \(Table.padRight(r.condition.label, 46)) " + (r.goals.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
+            }
+            let cpu = Double(clock() - started) / Double(CLOCKS_PER_SEC)
+            print("CPU time \(format(cpu, 1)) s")
+        }
+    }
+}
