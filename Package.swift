@@ -105,7 +105,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -198,7 +198,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim", "ProximityAPI"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim", "ProximityAPI", "MQTTKit"]
         ),
     ]
 )

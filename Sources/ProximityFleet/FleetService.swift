@@ -259,7 +259,3 @@ public actor FleetService {
     public var isConnected: Bool { connected }
 }
 
-extension RoomRule {
-    /// Takes back a device's room from before a restart (nothing yet: see ProximityCore/Fleet).
-    mutating func restore(device: String, room: String?, at t: Double) {}
-}

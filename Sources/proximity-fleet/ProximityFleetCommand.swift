@@ -40,16 +40,16 @@ struct ProximityFleetCommand: AsyncParsableCommand {
                                                              valueName: "file"))
     var caFile: String?
 
-    @Option(name: .customLong("client-id"), help: ArgumentHelp("The MQTT client id. Default: proximity-fleet.", valueName: "id"))
+    @Option(name: .customLong("client-id"), help: ArgumentHelp("The MQTT client id.", valueName: "id"))
     var clientID = "proximity-fleet"
 
-    @Option(help: ArgumentHelp("The nodes' topic root: their prefixes are <root>/<node name>. Default: proximityd.", valueName: "topic"))
+    @Option(help: ArgumentHelp("The nodes' topic root: their prefixes are <root>/<node name>.", valueName: "topic"))
     var root = "proximityd"
 
-    @Option(help: ArgumentHelp("This service's topics start with it. Default: proximity-fleet.", valueName: "topic"))
+    @Option(help: ArgumentHelp("This service's topics start with it.", valueName: "topic"))
     var prefix = "proximity-fleet"
 
-    @Option(help: ArgumentHelp("fleet (the nearest node with hysteresis), nearest (room-assistant's) or bermuda (Bermuda's). Default: fleet.",
+    @Option(help: ArgumentHelp("fleet (the nearest node with hysteresis), nearest (room-assistant's) or bermuda (Bermuda's).",
                                valueName: "rule"))
     var rule: RoomRuleKind = .fleet
 
@@ -57,22 +57,22 @@ struct ProximityFleetCommand: AsyncParsableCommand {
                                                            valueName: "id"))
     var track: [String] = []
 
-    @Option(name: .customLong("stale-after"), help: ArgumentHelp("A node's report counts for this long, seconds (1...600). Default: 15.",
+    @Option(name: .customLong("stale-after"), help: ArgumentHelp("A node's report counts for this long, seconds (1...600).",
                                                                  valueName: "seconds"))
     var staleAfter: Double = 15
 
-    @Option(name: .customLong("away-after"), help: ArgumentHelp("not_home once no node reported a device for this long, seconds (stale-after...86400). Default: 60.",
+    @Option(name: .customLong("away-after"), help: ArgumentHelp("not_home once no node reported a device for this long, seconds (stale-after...86400).",
                                                                 valueName: "seconds"))
     var awayAfter: Double = 60
 
-    @Flag(name: .customLong("discovery"), inversion: .prefixedNo, help: "Home Assistant discovery. Default: on.")
+    @Flag(name: .customLong("discovery"), inversion: .prefixedNo, help: "Home Assistant discovery.")
     var discovery = true
 
-    @Option(name: .customLong("discovery-prefix"), help: ArgumentHelp("Home Assistant's discovery prefix. Default: homeassistant.",
+    @Option(name: .customLong("discovery-prefix"), help: ArgumentHelp("Home Assistant's discovery prefix.",
                                                                       valueName: "topic"))
     var discoveryPrefix = "homeassistant"
 
-    @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.",
+    @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.",
                                                                valueName: "level"))
     var logLevel: String = "info"
 

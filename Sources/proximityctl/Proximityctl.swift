@@ -8,6 +8,6 @@ struct Proximityctl: AsyncParsableCommand {
         abstract: "Query and control a proximityd node over D-Bus.",
         version: "0.1.0",
         subcommands: [Status.self, Peers.self, Watch.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
-                      Events.self, Record.self, Calibrate.self, Doctor.self]
+                      Events.self, Record.self, Calibrate.self, FleetCommand.self, Doctor.self]
     )
 }

@@ -79,6 +79,15 @@ public protocol RoomRule: Sendable {
     func readings(of device: String) -> [NodeReading]
     /// Every device the rule holds, sorted.
     var devices: [String] { get }
+    /// Takes back a device's room from before a restart (the fleet service's retained message),
+    /// as of `t`, unless the rule already holds the device. What the rule then does with it is
+    /// its own: ``RoomDecider`` keeps it as the incumbent.
+    mutating func restore(device: String, room: String?, at t: Double)
+}
+
+extension RoomRule {
+    /// The baselines start from nothing after a restart.
+    public mutating func restore(device: String, room: String?, at t: Double) {}
 }
 
 /// The fleet service's room decision: each device is in the room of the nearest node, with
@@ -176,6 +185,9 @@ public struct RoomDecider: RoomRule {
         var lastHeard: Double
         /// When the device got its room from nothing.
         var arrived = -Double.infinity
+        /// Until then the room taken back after a restart counts as fresh though its node has not
+        /// reported yet.
+        var restoredUntil = -Double.infinity
     }
 
     public let configuration: Configuration
@@ -242,6 +254,19 @@ public struct RoomDecider: RoomRule {
         return decisions
     }
 
+    /// The room the device had before a restart: the incumbent, which its node's first fresh report
+    /// keeps and any other node must beat by the usual evidence; if its node does not report
+    /// within ``Configuration/staleAfter``, the nearest node with a fresh report takes over (and
+    /// nothing heard for ``Configuration/awayAfter``: not_home). Not-home (`room` nil) restores
+    /// nothing.
+    public mutating func restore(device: String, room: String?, at t: Double) {
+        guard state[device] == nil, let room else { return }
+        let t = advanceClock(t)
+        var d = Device(room: room, evaluated: t, lastHeard: t)
+        d.restoredUntil = t + configuration.staleAfter
+        state[device] = d
+    }
+
     /// Forgets a device at once (no decision).
     public mutating func forget(device: String) { state[device] = nil }
 
@@ -292,7 +317,7 @@ public struct RoomDecider: RoomRule {
         if t - d.arrived < configuration.settle {
             return nearest.flatMap { change(to: $0.node, .arrived) }
         }
-        guard d.readings[room].map({ isFresh($0, at: t) }) ?? false else {
+        guard d.readings[room].map({ isFresh($0, at: t) }) ?? (t < d.restoredUntil) else {
             // The room's node has gone quiet: the nearest node with a fresh report, if any.
             return nearest.flatMap { change(to: $0.node, .stale) }
         }

@@ -1,0 +1,84 @@
+import Foundation
+import MQTTKit
+import ProximityTesting
+import Testing
+
+/// `proximity-fleet` on a real broker, fed reports as two nodes publish them (this test, through
+/// MQTTKit), checked with `mosquitto_sub` and `proximityctl fleet`.
+@Suite("the fleet service end to end", .serialized)
+struct FleetEndToEndTests {
+    static func fleet(_ broker: MosquittoBroker, _ extra: [String] = []) throws -> ManagedProcess {
+        try ManagedProcess(BuiltProducts.path("proximity-fleet"),
+                           ["--broker", "mqtt://127.0.0.1:\(broker.port)", "--stale-after", "3", "--away-after", "6",
+                            "--log-level", "debug"] + extra)
+    }
+
+    /// Publishes `distances` (node → metres) of `device` every 0.5 s until cancelled.
+    static func report(_ client: MQTTClient, _ device: String, _ distances: [String: Double]) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                for (node, d) in distances {
+                    _ = try? client.send("proximityd/\(node)/peers/\(device)", "{\"id\":\"\(device)\",\"distance\":\(d)}", qos: 0)
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    @Test("rooms follow the nearest node with hysteresis, go not_home when nobody hears the device, and come back from the retained messages after a restart; device_tracker discovery with the service's availability; proximityctl fleet shows the table")
+    func rooms() async throws {
+        try await MosquittoBroker.with { broker in
+            let sub = try await Subscriber.start(broker, ["proximity-fleet/#", "homeassistant/device_tracker/#"])
+            var fleet = try Self.fleet(broker)
+            let nodes = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test-nodes"))
+            nodes.connect()
+            defer { nodes.disconnect() }
+            #expect(await sub.wait("proximity-fleet/status", payload: "online"))
+            let room = "proximity-fleet/devices/tag1/room"
+
+            // Nearer the kitchen: the kitchen.
+            var feed = Self.report(nodes, "tag1", ["kitchen": 1.0, "hall": 6.0])
+            #expect(await sub.wait(room, payload: "kitchen"))
+            let tracker = "homeassistant/device_tracker/proximity_fleet_tag1/config"
+            #expect(await sub.wait(tracker))
+            let config = try #require(try JSONSerialization.jsonObject(with: Data((sub.payloads(tracker).first ?? "").utf8)) as? [String: Any])
+            #expect(config["source_type"] as? String == "bluetooth_le")
+            #expect(config["availability_topic"] as? String == "proximity-fleet/status")
+            #expect(config["state_topic"] as? String == room)
+            #expect(config["payload_not_home"] as? String == "not_home")
+
+            // proximityctl fleet: the table, once.
+            #expect(await sub.wait("proximity-fleet/table"))
+            let table = try await runCommand(BuiltProducts.path("proximityctl"),
+                                             ["fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--count", "1"])
+            #expect(table.status == 0, "\(table)")
+            #expect(table.stdout.contains("tag1") && table.stdout.contains("kitchen") && table.stdout.contains("hall"), "\(table)")
+
+            // Nearer the hall, clearly: the hall (the hysteresis itself: RoomDeciderTests and fleet-bench).
+            feed.cancel()
+            feed = Self.report(nodes, "tag1", ["kitchen": 6.0, "hall": 1.0])
+            #expect(await sub.wait(room, payload: "hall"))
+            #expect(!sub.payloads(room).contains("not_home"))
+
+            // A restart: the room comes back from the broker, and is not published again.
+            await fleet.stop()
+            #expect(fleet.exitStatus == 0)
+            #expect(await sub.wait("proximity-fleet/status", payload: "offline"))
+            let published = sub.payloads(room).count
+            fleet = try Self.fleet(broker)
+            try await fleet.waitForOutput(containing: "room taken back", inStderr: true)
+            #expect(fleet.stderr.contains("device=tag1") && fleet.stderr.contains("room=hall"), "\(fleet.stderr)")
+            #expect(await sub.wait("proximity-fleet/status", payload: "online", count: 2))
+
+            // Nobody hears it: not_home after the away limit.
+            feed.cancel()
+            #expect(await sub.wait(room, payload: "not_home", timeout: .seconds(30)))
+            #expect(sub.payloads(room).count == published + 1, "\(sub.payloads(room))")
+
+            // Killed: the broker says offline for it (its will).
+            fleet.signal(SIGKILL)
+            #expect(await sub.wait("proximity-fleet/status", payload: "offline", count: 2))
+            await sub.stop()
+        }
+    }
+}
