@@ -6,6 +6,7 @@
 # machines, with busctl, bluetoothctl and proximityctl.
 #
 #   scripts/demo.sh [--once] [--scenario FILE]
+#   scripts/demo.sh --fleet [--once]   the fleet on a local Mosquitto: scripts/demo-fleet.sh
 #     (default)   on a terminal: prints the commands to query any box, then shows alpha's live
 #                 table (proximityctl watch) while charlie walks, round after round. Ctrl-C stops
 #                 everything and removes the temporary directory.
@@ -31,6 +32,7 @@
 # by then and does not connect again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for arg in "$@"; do [ "$arg" != --fleet ] || exec scripts/demo-fleet.sh "$@"; done
 source scripts/setup.sh
 export LC_ALL=C.UTF-8   # decimal points for awk, busctl and $EPOCHREALTIME
 
@@ -40,7 +42,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --once) once=true ;;
     --scenario) [ $# -ge 2 ] || { echo "demo.sh: --scenario needs a file" >&2; exit 64; }; scenario="$2"; shift ;;
-    *) echo "usage: scripts/demo.sh [--once] [--scenario FILE]" >&2; exit 64 ;;
+    *) echo "usage: scripts/demo.sh [--once] [--scenario FILE] | scripts/demo.sh --fleet [--once]" >&2; exit 64 ;;
   esac
   shift
 done
