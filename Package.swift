@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "bluez-sim", targets: ["bluez-sim"]),
         .executable(name: "ranging-bench", targets: ["ranging-bench"]),
         .executable(name: "fleet-bench", targets: ["fleet-bench"]),
+        .executable(name: "fleet-load", targets: ["fleet-load"]),
         .executable(name: "region-bench", targets: ["region-bench"]),
         .library(name: "DBusKit", targets: ["DBusKit"]),
         .library(name: "MQTTKit", targets: ["MQTTKit"]),
@@ -108,6 +109,14 @@ let package = Package(
                 "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
+        ),
+        .executableTarget(
+            name: "fleet-load",
+            dependencies: [
+                "MQTTKit", "ProximityTesting",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/fleet-load"
         ),
         .executableTarget(
             name: "ranging-bench",

@@ -18,9 +18,13 @@ public struct FleetConfiguration: Sendable {
     public var decider = RoomDecider.Configuration()
     /// The devices tracked (peer identifiers); nil: every device a node reports.
     public var track: Set<String>?
-    /// The live table (`<prefix>/table`) and each device's attributes go out at most this often,
-    /// seconds; a room change goes out at once.
+    /// The live table (`<prefix>/table`) goes out at most this often, seconds, and 2 s more for
+    /// every 500 devices it holds (a fleet of 10 000 devices: every 42 s); a room change goes out
+    /// at once.
     public var tableInterval = 2.0
+    /// A device's attributes (its distances) go out with each room change, and at most this often
+    /// otherwise, seconds.
+    public var attributesInterval = 10.0
 
     public init(broker: MQTTOptions) { self.broker = broker }
 
@@ -55,6 +59,9 @@ public actor FleetService {
     private var since: [String: Double] = [:]
     private var dirty = false
     private var lastTable = -Double.infinity
+    /// When each device's attributes last went out, and the devices reported since.
+    private var attributesSent: [String: Double] = [:]
+    private var reported: Set<String> = []
     private var lastProblem: String?
 
     public init(_ configuration: FleetConfiguration, logger: Logger,
@@ -182,14 +189,22 @@ public actor FleetService {
         guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any],
               let distance = json["distance"] as? Double, distance.isFinite, distance > 0 else { return }
         apply(rule.observe(device: device, node: node, distance: distance, at: t))
+        reported.insert(device)
         dirty = true
     }
 
     private func tick() {
         let t = now()
         apply(rule.tick(at: t))
-        if dirty, t - lastTable >= configuration.tableInterval {
+        let devices = rule.devices.count
+        if dirty, t - lastTable >= configuration.tableInterval * (1 + Double(devices / 500)) {
             publishTable(at: t)
+        }
+        guard connected else { return }
+        for device in reported where t - (attributesSent[device] ?? -.infinity) >= configuration.attributesInterval {
+            send(attributesTopic(device), attributes(device, at: t))
+            attributesSent[device] = t
+            reported.remove(device)
         }
     }
 
@@ -204,6 +219,7 @@ public actor FleetService {
             discover(decision.device)
             send(roomTopic(decision.device), room)
             send(attributesTopic(decision.device), attributes(decision.device, at: decision.at))
+            attributesSent[decision.device] = decision.at
             dirty = true
         }
     }
@@ -229,7 +245,6 @@ public actor FleetService {
                 ["node": r.node, "distance": (r.distance * 100).rounded() / 100, "age": (r.age(at: t) * 10).rounded() / 10]
             }
             rows.append(["id": device, "room": published[device] ?? "not_home", "readings": readings])
-            send(attributesTopic(device), attributes(device, at: t))
         }
         send(tableTopic, Self.json(["time": t, "rule": rule.name, "devices": rows]))
     }

@@ -59,11 +59,11 @@ struct ProximityFleetCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("stale-after"), help: ArgumentHelp("A node's report counts for this long, seconds (1...600).",
                                                                  valueName: "seconds"))
-    var staleAfter: Double = 15
+    var staleAfter: Double = RoomDecider.Configuration().staleAfter
 
     @Option(name: .customLong("away-after"), help: ArgumentHelp("not_home once no node reported a device for this long, seconds (stale-after...86400).",
                                                                 valueName: "seconds"))
-    var awayAfter: Double = 60
+    var awayAfter: Double = RoomDecider.Configuration().awayAfter
 
     @Flag(name: .customLong("discovery"), inversion: .prefixedNo, help: "Home Assistant discovery.")
     var discovery = true
