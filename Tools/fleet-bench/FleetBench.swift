@@ -40,7 +40,7 @@ struct FleetBench: ParsableCommand {
     var measuredPower = -59.0
 
     @Option(help: "Scored minutes of standing still per point, layout and seed (after a 1 min warm-up).")
-    var standMinutes = 20.0
+    var standMinutes = 60.0
 
     @Option(help: "Layouts: two (A, B 8 m apart), line (A, B, C 8 m apart), triangle (8 m sides). Repeat for several.")
     var layout: [LayoutName] = LayoutName.allCases
@@ -93,6 +93,7 @@ struct FleetBench: ParsableCommand {
             case "stale": c.staleAfter = v
             case "away": c.awayAfter = v
             case "settle": c.settle = v
+
             default: throw ValidationError("--fleet: no parameter \(kv[0])")
             }
         }
@@ -111,7 +112,7 @@ struct FleetBench: ParsableCommand {
             RuleSpec(name: "bermuda, no smoothing", role: .reference) { BermudaRule(smoothingSamples: 1, name: "bermuda, no smoothing") },
         ]
         for c in variants.dropFirst() {
-            let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "")
+            let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "") 
             specs.append(RuleSpec(name: name, role: .reference) { RoomDecider(configuration: c) })
         }
         return specs
