@@ -109,8 +109,8 @@ public protocol RoomRule: Sendable {
 /// report at once, and follows the nearest for ``Configuration/settle`` seconds: its first room
 /// rests on whichever node happened to report first.
 ///
-/// Pure; every time is passed in. docs/fleet.md, "Room decision", has the benchmark that chose the
-/// defaults.
+/// Pure; every time is passed in. docs/fleet.md explains the rule ("Room decision") and the
+/// benchmark that chose the defaults ("Benchmark").
 public struct RoomDecider: RoomRule {
     public struct Configuration: Sendable, Hashable {
         /// A node's report of a device counts for this long, seconds. It should outlast a node's
@@ -136,7 +136,6 @@ public struct RoomDecider: RoomRule {
         /// nothing yet to protect. It should let every node that hears the device report once (a
         /// heartbeat, 5 s, and a little). Valid: 0...600 (0: none).
         public var settle: Double
-
 
         /// The defaults were chosen with `fleet-bench` on its tuning seeds (docs/fleet.md).
         public init(staleAfter: Double = 25, awayAfter: Double = 60, margin: Double = 0.3, evidence: Double = 2,
