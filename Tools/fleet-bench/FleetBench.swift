@@ -112,7 +112,7 @@ struct FleetBench: ParsableCommand {
             RuleSpec(name: "bermuda, no smoothing", role: .reference) { BermudaRule(smoothingSamples: 1, name: "bermuda, no smoothing") },
         ]
         for c in variants.dropFirst() {
-            let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "") 
+            let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "")
             specs.append(RuleSpec(name: name, role: .reference) { RoomDecider(configuration: c) })
         }
         return specs
