@@ -30,7 +30,7 @@ private struct Noise {
 
 @Suite("RoomDecider: the fleet's room decision")
 struct RoomDeciderTests {
-    /// No settling time unless a test asks for it: every other rule then shows from the start.
+    /// No settling time unless a test asks for it: the CUSUM then shows from the start.
     static let configuration = RoomDecider.Configuration(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0)
 
     func decider(_ c: RoomDecider.Configuration = configuration) -> RoomDecider { RoomDecider(configuration: c) }

@@ -40,7 +40,7 @@ struct FleetBench: ParsableCommand {
     var measuredPower = -59.0
 
     @Option(help: "Scored minutes of standing still per point, layout and seed (after a 1 min warm-up).")
-    var standMinutes = 20.0
+    var standMinutes = 60.0
 
     @Option(help: "Layouts: two (A, B 8 m apart), line (A, B, C 8 m apart), triangle (8 m sides). Repeat for several.")
     var layout: [LayoutName] = LayoutName.allCases
@@ -93,6 +93,7 @@ struct FleetBench: ParsableCommand {
             case "stale": c.staleAfter = v
             case "away": c.awayAfter = v
             case "settle": c.settle = v
+
             default: throw ValidationError("--fleet: no parameter \(kv[0])")
             }
         }

@@ -143,6 +143,7 @@ struct ConditionResult: Codable, Sendable {
     var condition: RadioCondition
     var seeds: [UInt64]
     var layouts: [String]
+    /// Scored hours of standing at each point of each layout (seeds × minutes).
     var standHoursPerPoint: Double
     /// Reports published per device-second the node ranged it (the throttle's effect).
     var reportsPerRangedSecond: Double
@@ -181,7 +182,8 @@ enum Table {
 
     static func render(_ r: ConditionResult) -> String {
         var out = "== \(r.condition.label); seeds \(seedRange(r.seeds)); layouts: \(r.layouts.joined(separator: ", "))\n"
-        out += "   standing: \(format(r.standHoursPerPoint, 1)) h per point after a \(format(TraceSet.warmup, 0)) s warm-up; "
+        let hours = (r.summaries.first?.points ?? []).map { "\($0.point) \(format($0.hours, 0)) h" }.joined(separator: ", ")
+        out += "   standing after a \(format(TraceSet.warmup, 0)) s warm-up, all layouts: \(hours); "
             + "reports per ranged second \(format(r.reportsPerRangedSecond, 3))\n"
         let points = Summary.pointOrder.filter { p in r.summaries.first?.points.contains { $0.point == p } ?? false }
         out += "   bounces per hour while standing (wrong room %, at 10/25/40 %)\n"

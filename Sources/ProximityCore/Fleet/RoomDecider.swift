@@ -118,13 +118,15 @@ extension RoomRule {
 /// report at once, and follows the nearest for ``Configuration/settle`` seconds: its first room
 /// rests on whichever node happened to report first.
 ///
-/// Pure; every time is passed in. docs/fleet.md, "Room decision", has the benchmark that chose the
-/// defaults.
+/// Pure; every time is passed in. docs/fleet.md explains the rule ("Room decision") and the
+/// benchmark that chose the defaults ("Benchmark").
 public struct RoomDecider: RoomRule {
     public struct Configuration: Sendable, Hashable {
-        /// A node's report of a device counts for this long, seconds. It should cover a few of the
-        /// publisher's heartbeats (``ReportThrottle/Configuration/heartbeat``, 5 s) so that one
-        /// lost report or a short hole in reception does not move the device. Valid: 1...600.
+        /// A node's report of a device counts for this long, seconds. It should outlast a node's
+        /// own silence before it drops a device (its stale limit, at most its clear interval, 10 s)
+        /// plus the publisher's heartbeat (``ReportThrottle/Configuration/heartbeat``, 5 s), so that
+        /// a hole in reception at the room's node does not move the device: on the benchmark, 15 s
+        /// still did, 25 s no longer. Valid: 1...600.
         public var staleAfter: Double
         /// A device no node has reported for this long is not_home, seconds. Valid:
         /// `staleAfter`...86_400.
@@ -145,7 +147,7 @@ public struct RoomDecider: RoomRule {
         public var settle: Double
 
         /// The defaults were chosen with `fleet-bench` on its tuning seeds (docs/fleet.md).
-        public init(staleAfter: Double = 15, awayAfter: Double = 60, margin: Double = 0.3, evidence: Double = 1.5,
+        public init(staleAfter: Double = 25, awayAfter: Double = 60, margin: Double = 0.3, evidence: Double = 2,
                     settle: Double = 10) {
             self.staleAfter = staleAfter
             self.awayAfter = awayAfter
