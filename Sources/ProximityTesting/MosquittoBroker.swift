@@ -58,6 +58,9 @@ public final class MosquittoBroker: Sendable {
     public static func start(_ configuration: [String] = ["allow_anonymous true"], port: Int? = nil) async throws -> MosquittoBroker {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mosquitto-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Started as root, mosquitto runs as user mosquitto: it must be able to write its
+        // persistence file here (else a restart forgets every session, silently).
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
         let port = try port ?? freeTCPPort()
         let persistence = configuration.contains { $0.hasPrefix("persistence ") } ? [] : ["persistence false"]
         let lines = ["per_listener_settings false", "log_dest stderr", "log_type all"] + persistence + ["listener \(port) 127.0.0.1"] + configuration.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) }

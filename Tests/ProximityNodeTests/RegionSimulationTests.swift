@@ -36,7 +36,12 @@ struct RegionSimulationTests {
     /// Region events with the time of the report they came with, and the last time the node heard
     /// any peer before that report (its own clock).
     final class Recorder: Sendable {
-        final class Log: Sendable { let value = Mutex<[(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)]>([]) }
+        struct State {
+            var entries: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] = []
+            var lastReport: Timestamp = -1
+            var waiters: [(Timestamp, CheckedContinuation<Void, Never>)] = []
+        }
+        final class Log: Sendable { let value = Mutex(State()) }
         let log = Log()
         let task: Task<Void, Never>
         init(_ stream: AsyncStream<NodeEvent>, clock: any NodeClock) {
@@ -51,13 +56,47 @@ struct RegionSimulationTests {
                         if let latest = report.peers.map(\.lastSeen).max() {
                             lastHeard = max(lastHeard, clock.timestamp(fromEpoch: Double(latest) / 1_000_000))
                         }
-                    case .regions(let changes): log.value.withLock { $0 += changes.events.map { (now, lastHeard, $0) } }
+                        let ready = log.value.withLock { s -> [CheckedContinuation<Void, Never>] in
+                            s.lastReport = now
+                            let ready = s.waiters.filter { $0.0 <= now }.map(\.1)
+                            s.waiters.removeAll { $0.0 <= now }
+                            return ready
+                        }
+                        for c in ready { c.resume() }
+                    case .regions(let changes):
+                        log.value.withLock { $0.entries += changes.events.map { (now, lastHeard, $0) } }
                     default: break
                     }
                 }
             }
         }
-        var all: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] { log.value.withLock { $0 } }
+        var all: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] { log.value.withLock { $0.entries } }
+
+        /// Waits until the node has reported at `time` or later on its clock (it has caught up
+        /// with the simulated clock), or `timeout` of real time has passed.
+        func waitForReport(atLeast time: Timestamp, timeout: Duration = .seconds(30)) async {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                        let now = self.log.value.withLock { s -> Bool in
+                            if s.lastReport >= time { return true }
+                            s.waiters.append((time, c))
+                            return false
+                        }
+                        if now { c.resume() }
+                    }
+                }
+                group.addTask { try? await Task.sleep(for: timeout) }
+                await group.next()
+                group.cancelAll()
+                // A waiter left behind by the timeout is resumed, so the group can end.
+                let left = self.log.value.withLock { s -> [CheckedContinuation<Void, Never>] in
+                    defer { s.waiters = [] }
+                    return s.waiters.map(\.1)
+                }
+                for c in left { c.resume() }
+            }
+        }
     }
 
     /// The longest bad spell of the link from `transmitter` to the watcher in the first `span` s.
@@ -107,6 +146,9 @@ struct RegionSimulationTests {
             // Finer steps: the clock moves without waiting for the node, so each step also gives
             // the node real time to take in what the air delivered before the clock moves on.
             for _ in 0..<750 { await boxes.advance(0.02) }
+            // On a loaded machine the node may still be behind the simulated clock: its reports
+            // up to now first.
+            await recorder.waitForReport(atLeast: boxes.simulator.clock.now - 1)
             let exits = recorder.all.filter { $0.time >= left }.compactMap { entry -> (String, Timestamp, Timestamp)? in
                 if case .exited(let id) = entry.event { (id, entry.time, entry.lastHeard) } else { nil }
             }

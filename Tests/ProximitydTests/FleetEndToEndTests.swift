@@ -47,8 +47,10 @@ struct FleetEndToEndTests {
             #expect(config["state_topic"] as? String == room)
             #expect(config["payload_not_home"] as? String == "not_home")
 
-            // proximityctl fleet: the table, once.
-            #expect(await sub.wait("proximity-fleet/table"))
+            // proximityctl fleet: the table, once (once the service has published one with the room).
+            #expect(await sub.process.waitForOutput { out in
+                out.split(separator: "\n").contains { $0.hasPrefix("proximity-fleet/table|") && $0.contains("\"room\":\"kitchen\"") }
+            })
             let table = try await runCommand(BuiltProducts.path("proximityctl"),
                                              ["fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--count", "1"])
             #expect(table.status == 0, "\(table)")

@@ -139,7 +139,7 @@ struct MQTTEndToEndTests {
             try await withBox { box in
                 let file = try Self.config(box, "  broker: mqtt://127.0.0.1:\(broker.port)\n  reconnect-max: 2\n")
                 // A persistent session (QoS 1, clean session off): what the broker queues for it
-                // while it is away survives the broker's restarts.
+                // while it is away survives the broker's restarts (its persistence file).
                 // -d: its debug lines say when the subscription is in place (SUBACK); stdbuf -oL:
                 // line by line, as on a terminal.
                 let subscription = ["-t", "\(Self.prefix)/events/region", "-q", "1", "-c", "-i", "outage-test", "-F", "%p", "-d"]
@@ -155,6 +155,8 @@ struct MQTTEndToEndTests {
                 for n in 1...5 { try await region(n) }
                 // A restart in the middle of the stream.
                 await broker.pause()
+                #expect(FileManager.default.fileExists(atPath: broker.directory.appendingPathComponent("mosquitto.db").path),
+                        "the broker saved no sessions: \(broker.log)")
                 for n in 6...8 { try await region(n) }
                 try await broker.resume()
                 for n in 9...10 { try await region(n) }
