@@ -72,7 +72,11 @@ let package = Package(
         // The fleet service: each device's room from every node's MQTT reports.
         .target(
             name: "ProximityFleet",
-            dependencies: ["MQTTKit", "ProximityCore", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "MQTTKit", "ProximityCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(
             name: "proximity-fleet",
@@ -106,7 +110,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

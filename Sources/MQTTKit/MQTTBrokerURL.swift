@@ -40,3 +40,27 @@ public struct MQTTURLError: Error, Sendable, CustomStringConvertible {
     public init(_ message: String) { self.message = message }
     public var description: String { message }
 }
+
+/// A password file that cannot be read.
+public struct MQTTPasswordFileError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public var description: String { "\(path): cannot read: \(reason)" }
+}
+
+extension MQTTOptions {
+    /// The password in `path`: its first line (a password file holds nothing else).
+    public static func password(fromFile path: String) throws(MQTTPasswordFileError) -> String {
+        do {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+        } catch {
+            throw MQTTPasswordFileError(path: path, reason: (error as NSError).localizedFailureReason ?? error.localizedDescription)
+        }
+    }
+}
+
+extension MQTTOptions.TLS {
+    /// Debian's directory of hashed CA certificates: the broker's CA when no file is named.
+    public static let systemCAPath = "/etc/ssl/certs"
+}

@@ -27,18 +27,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
         version: "0.1.0"
     )
 
-    @Option(help: ArgumentHelp("The broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT].", valueName: "url"))
-    var broker: String
-
-    @Option(help: ArgumentHelp("The user name on the broker.", valueName: "name"))
-    var username: String?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("A file whose first line is the password.", valueName: "file"))
-    var passwordFile: String?
-
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM file of the broker's CA (mqtts://). Default: the system's CAs.",
-                                                             valueName: "file"))
-    var caFile: String?
+    @OptionGroup var connection: BrokerOptions
 
     @Option(name: .customLong("client-id"), help: ArgumentHelp("The MQTT client id.", valueName: "id"))
     var clientID = "proximity-fleet"
@@ -77,7 +66,6 @@ struct ProximityFleetCommand: AsyncParsableCommand {
     var logLevel: String = "info"
 
     func validate() throws {
-        do { _ = try MQTTBrokerURL.parse(broker) } catch { throw ValidationError("--broker: \(error.message)") }
         var decider = RoomDecider.Configuration()
         decider.staleAfter = staleAfter
         decider.awayAfter = awayAfter
@@ -99,18 +87,11 @@ struct ProximityFleetCommand: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "proximity-fleet")
-        let url = try MQTTBrokerURL.parse(broker)
-        var password: String?
-        if let passwordFile {
-            do {
-                password = String(try String(contentsOfFile: passwordFile, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
-            } catch {
-                FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(passwordFile): cannot read: \(error.localizedDescription)\n".utf8))
-                Foundation.exit(66)
-            }
+        let options: MQTTOptions
+        do { options = try connection.options(clientID: clientID) } catch {
+            FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(error)\n".utf8))
+            Foundation.exit(66)
         }
-        var options = MQTTOptions(host: url.host, port: url.port, clientID: clientID, username: username, password: password)
-        if url.tls { options.tls = .init(caFile: caFile, caPath: caFile == nil ? "/etc/ssl/certs" : nil) }
         var configuration = FleetConfiguration(broker: options)
         configuration.root = root
         configuration.prefix = prefix

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import MQTTKit
+import ProximityFleet
+import Synchronization
 
 /// `proximityctl fleet`: the fleet service's live table, from the broker.
 struct FleetCommand: AsyncParsableCommand {
@@ -15,18 +17,7 @@ struct FleetCommand: AsyncParsableCommand {
             reached, or nothing is published there within --timeout seconds.
             """)
 
-    @Option(help: ArgumentHelp("The broker: mqtt://HOST[:PORT] or mqtts://HOST[:PORT].", valueName: "url"))
-    var broker: String
-
-    @Option(help: ArgumentHelp("The user name on the broker.", valueName: "name"))
-    var username: String?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("A file whose first line is the password.", valueName: "file"))
-    var passwordFile: String?
-
-    @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM file of the broker's CA (mqtts://). Default: the system's CAs.",
-                                                             valueName: "file"))
-    var caFile: String?
+    @OptionGroup var connection: BrokerOptions
 
     @Option(help: ArgumentHelp("The fleet service's topic prefix.", valueName: "topic"))
     var prefix = "proximity-fleet"
@@ -41,38 +32,35 @@ struct FleetCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        do { _ = try MQTTBrokerURL.parse(broker) } catch { throw ValidationError("--broker: \(error.message)") }
         if let count, count < 1 { throw ValidationError("--count: must be at least 1") }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout: must be in 0...3600 seconds") }
         if prefix.isEmpty || prefix.contains("+") || prefix.contains("#") { throw ValidationError("--prefix: not a topic prefix: '\(prefix)'") }
     }
 
     func run() async throws {
-        let url = try MQTTBrokerURL.parse(broker)
-        var password: String?
-        if let passwordFile {
-            guard let text = try? String(contentsOfFile: passwordFile, encoding: .utf8) else {
-                fail("--password-file \(passwordFile): cannot read", status: 66)
-            }
-            password = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
+        let options: MQTTOptions
+        do { options = try connection.options(clientID: "proximityctl-\(getpid())", reconnectDelay: 1...2) } catch {
+            fail("--password-file \(error)", status: 66)
         }
-        var options = MQTTOptions(host: url.host, port: url.port, clientID: "proximityctl-\(getpid())", username: username,
-                                  password: password, reconnectDelay: 1...2)
-        if url.tls { options.tls = .init(caFile: caFile, caPath: caFile == nil ? "/etc/ssl/certs" : nil) }
         let client = try MQTTClient(options)
         defer { client.disconnect() }
         let topic = "\(prefix)/table"
         let (json, count, timeout) = (json, count, timeout)
         client.connect()
+        // Why the broker is not reached, while it is not.
+        let unreachable = Unreachable()
+        let broker = connection.broker
         let outcome: String? = try await withThrowingTaskGroup(of: String?.self) { group in
             group.addTask {
                 for await event in client.events {
                     switch event {
                     case .connected:
+                        unreachable.reason.withLock { $0 = nil }
                         try await client.subscribe(topic)
                     case .refused(_, let reason):
                         return "the broker refused the connection: \(reason)"
-                    case .disconnected: continue
+                    case .disconnected(_, let reason):
+                        unreachable.reason.withLock { $0 = reason }
                     }
                 }
                 return nil
@@ -95,6 +83,7 @@ struct FleetCommand: AsyncParsableCommand {
             }
             group.addTask {
                 try await Task.sleep(for: .seconds(timeout))
+                if let reason = unreachable.reason.withLock({ $0 }) { return "cannot reach the broker at \(broker): \(reason)" }
                 return "no table on \(topic) within \(timeout) s (is proximity-fleet running, with --prefix \(topic.dropLast(6))?)"
             }
             defer { group.cancelAll() }
@@ -129,4 +118,9 @@ enum FleetTable {
         for r in rows { lines.append("\(pad(r.0, w0))  \(pad(r.1, w1))  \(r.2)") }
         return lines.joined(separator: "\n") + "\n"
     }
+}
+
+/// Why the broker is not reached, shared by the tasks of `proximityctl fleet`.
+final class Unreachable: Sendable {
+    let reason = Mutex<String?>(nil)
 }

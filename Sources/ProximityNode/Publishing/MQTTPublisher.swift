@@ -103,18 +103,15 @@ public actor MQTTPublisher {
         }
         var password: String?
         if let file = settings.passwordFile {
-            do {
-                let text = try String(contentsOfFile: file, encoding: .utf8)
-                password = String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
-            } catch {
+            do { password = try MQTTOptions.password(fromFile: file) } catch {
                 logger.error("cannot read mqtt.password-file: not connecting to the MQTT broker until a reload",
-                             metadata: ["file": "\(file)", "error": "\(error.localizedDescription)"])
+                             metadata: ["error": "\(error)"])
                 return
             }
         }
         var tls: MQTTOptions.TLS?
         if settings.broker.tls {
-            tls = MQTTOptions.TLS(caFile: settings.caFile, caPath: settings.caFile == nil ? "/etc/ssl/certs" : nil,
+            tls = MQTTOptions.TLS(caFile: settings.caFile, caPath: settings.caFile == nil ? MQTTOptions.TLS.systemCAPath : nil,
                                   certificateFile: settings.certificateFile, keyFile: settings.keyFile)
         }
         let options = MQTTOptions(host: settings.broker.host, port: settings.broker.port, clientID: settings.clientID(name: name),
