@@ -50,14 +50,15 @@ struct MQTTEndToEndTests {
         #expect(reply.status == 0, "\(reply)")
     }
 
-    @Test("availability: online retained, offline as the last will on SIGKILL; discovery retained, sent again on homeassistant/status online; a removed region's entity deleted")
+    @Test("availability: online retained, offline as the last will on SIGKILL (ESPresense's room status too); discovery retained, sent again on homeassistant/status online; a removed region's entity deleted")
     func availabilityAndDiscovery() async throws {
         try await MosquittoBroker.with { broker in
             try await withBox { box in
-                let file = try Self.config(box, "  broker: mqtt://127.0.0.1:\(broker.port)\n  keepalive: 60\n")
-                let sub = try await Subscriber.start(broker, ["\(Self.prefix)/#", "homeassistant/#"])
+                let file = try Self.config(box, "  broker: mqtt://127.0.0.1:\(broker.port)\n  keepalive: 60\n  compat: [espresense]\n")
+                let sub = try await Subscriber.start(broker, ["\(Self.prefix)/#", "homeassistant/#", "espresense/rooms/#"])
                 let daemon = try await box.startDaemon(["--config", file])
                 #expect(await sub.wait("\(Self.prefix)/status", payload: "online"))
+                #expect(await sub.wait("espresense/rooms/test-box/status", payload: "online"))
                 let identity = try String(contentsOf: box.stateDirectory.appendingPathComponent("identity"), encoding: .utf8)
                     .trimmingCharacters(in: .whitespacesAndNewlines).lowercased()
                 let node = "proximityd_\(identity)"
@@ -99,6 +100,8 @@ struct MQTTEndToEndTests {
                 daemon.signal(SIGKILL)
                 _ = try await daemon.waitForExit()
                 #expect(await sub.wait("\(Self.prefix)/status", payload: "offline"))
+                // ESPresense's room status has its own connection, and its own will.
+                #expect(await sub.wait("espresense/rooms/test-box/status", payload: "offline"))
                 let status = try await runCommand("mosquitto_sub", broker.clientArguments + ["-t", "\(Self.prefix)/status", "-C", "1", "-W", "5"])
                 #expect(status.stdout == "offline\n", "\(status)")
                 await sub.stop()

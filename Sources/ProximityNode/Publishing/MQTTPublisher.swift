@@ -32,6 +32,10 @@ public actor MQTTPublisher {
     private var messages: MQTTMessages?
     private var client: MQTTClient?
     private var clientTasks: [Task<Void, Never>] = []
+    /// With `compat: [espresense]`: a second connection whose will is the room's ESPresense status
+    /// (a connection has one will), and whether it is up.
+    private var roomClient: MQTTClient?
+    private var roomConnected = false
     /// Increases with every client: events of an old one are ignored.
     private var generation = 0
     private var connected = false
@@ -137,8 +141,33 @@ public actor MQTTPublisher {
                 for await message in client.messages { await self?.received(message, generation: generation) }
             },
         ]
+        if settings.compatibility.contains(.espresense) {
+            var roomOptions = options
+            roomOptions.clientID = settings.clientID(name: name) + "-espresense"
+            roomOptions.will = .init(topic: messages.espresenseStatusTopic, payload: "offline", qos: 1, retain: true)
+            if let room = try? MQTTClient(roomOptions) {
+                roomClient = room
+                roomConnected = false
+                clientTasks.append(Task { [weak self] in
+                    for await event in room.events { await self?.roomConnection(event, generation: generation) }
+                })
+                room.connect()
+            }
+        }
         logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(settings.broker)", "mqtt.prefix": "\(messages.prefix)"])
         client.connect()
+    }
+
+    /// The ESPresense status connection: `online` on each connection (its will says `offline`).
+    private func roomConnection(_ event: MQTTConnectionEvent, generation: Int) {
+        guard generation == self.generation, let roomClient, let messages else { return }
+        switch event {
+        case .connected:
+            roomConnected = true
+            _ = try? roomClient.send(messages.espresenseStatus(true))
+        case .refused, .disconnected:
+            roomConnected = false   // the main connection logs the broker's problems
+        }
     }
 
     /// Says `offline` (waiting at most 2 s for the broker's acknowledgement), disconnects, and
@@ -147,22 +176,24 @@ public actor MQTTPublisher {
         guard let client, let messages else { return }
         self.client = nil
         generation += 1
-        if connected {
-            var sent: [MQTTClient.Sent] = []
-            if settings?.compatibility.contains(.espresense) == true {
-                if let s = try? client.send(messages.espresenseStatus(false)) { sent.append(s) }
-            }
-            if let s = try? client.send(messages.status(false)) { sent.append(s) }
+        let room = roomClient
+        roomClient = nil
+        var sent: [(MQTTClient, MQTTClient.Sent)] = []
+        if roomConnected, let room, let s = try? room.send(messages.espresenseStatus(false)) { sent.append((room, s)) }
+        if connected, let s = try? client.send(messages.status(false)) { sent.append((client, s)) }
+        if !sent.isEmpty {
             let goodbye = sent
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { for s in goodbye { try? await client.acknowledgement(s) } }
+                group.addTask { for (c, s) in goodbye { try? await c.acknowledgement(s) } }
                 group.addTask { try? await Task.sleep(for: .seconds(2)) }
                 await group.next()
                 group.cancelAll()
             }
         }
         connected = false
+        roomConnected = false
         client.disconnect()
+        room?.disconnect()
         for task in clientTasks { task.cancel() }
         clientTasks = []
         outbox?.save()
@@ -181,7 +212,6 @@ public actor MQTTPublisher {
             throttle = ReportThrottle(configuration: throttle.configuration)
             reported = []
             send(messages.status(true))
-            if settings.compatibility.contains(.espresense) { send(messages.espresenseStatus(true)) }
             send(messages.state(currentView))
             for id in regions.keys.sorted() { send(messages.region(id, regions[id])) }
             if settings.discovery {
