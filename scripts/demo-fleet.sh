@@ -184,5 +184,4 @@ fi
 ) > /dev/null 2>&1 &
 pids+=($!)
 say "proximityctl fleet, live (charlie walks between alpha and bravo, pausing 8 to 12 s at each). Ctrl-C stops."
-sleep 2
 proximityctl fleet --broker "$broker" --timeout 120 || true

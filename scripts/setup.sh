@@ -15,6 +15,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
                                               # (dunst on Xvfb, dunstctl) and speech to WAV files (--speak-to)
   libmosquitto-dev mosquitto mosquitto-clients # MQTT: libmosquitto (CMosquitto), a real broker and
                                               # mosquitto_sub/mosquitto_pub, independent clients in the tests
+  openssl                                     # the MQTT TLS test makes its CA and the broker's certificate
 )
 
 missing=()

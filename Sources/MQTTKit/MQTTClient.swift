@@ -139,9 +139,23 @@ final class MosquittoHandle: @unchecked Sendable {
 }
 
 /// What libmosquitto's callbacks (on its network thread) hand to the async side.
+///
+/// Only the acknowledgements somebody awaits are kept: a message id is *expected* from the moment
+/// ``MQTTClient/publish(_:_:qos:retain:)`` has handed its message over until its PUBACK comes. An
+/// acknowledgement nobody expects (a fire-and-forget ``MQTTClient/send(_:_:qos:retain:)``, QoS 0
+/// included) goes into a short list of recent ones, in case its `publish` has not yet said it
+/// expects it (libmosquitto may answer before `mosquitto_publish` returns); the list holds the
+/// last ``recentLimit``, far fewer than the 65 535 messages before an id comes round again, so
+/// none is ever taken for a later message that reuses its id.
 final class CallbackBox: Sendable {
+    static let recentLimit = 1024
+
     struct State {
-        /// Message ids of PUBACKs/SUBACKs still awaited, and those that came before their waiter.
+        /// Ids handed over by `publish` whose acknowledgement has not come.
+        var expected: Set<Int32> = []
+        /// Acknowledgements nobody expected (yet), the newest last.
+        var recent: [Int32] = []
+        /// Of the expected, the ones awaited now, and the ones acknowledged before their waiter came.
         var waiting: [Int32: CheckedContinuation<Void, any Error>] = [:]
         var done: Set<Int32> = []
         var closed = false
@@ -159,8 +173,25 @@ final class CallbackBox: Sendable {
         self.messages = messages
     }
 
+    /// `mid`, handed over just now, will be awaited (it may be acknowledged already).
+    func expect(_ mid: Int32) {
+        state.withLock { s in
+            if let i = s.recent.lastIndex(of: mid) {
+                s.recent.remove(at: i)
+                s.done.insert(mid)
+            } else {
+                s.expected.insert(mid)
+            }
+        }
+    }
+
     func completed(_ mid: Int32) {
         let waiter = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+            guard s.expected.remove(mid) != nil else {
+                s.recent.append(mid)
+                if s.recent.count > Self.recentLimit { s.recent.removeFirst(s.recent.count - Self.recentLimit / 2) }
+                return nil
+            }
             if let c = s.waiting.removeValue(forKey: mid) { return c }
             s.done.insert(mid)
             return nil
@@ -189,7 +220,7 @@ final class CallbackBox: Sendable {
     /// deliver the message after a reconnect; the caller decides whether to send it again).
     func connectionLost() {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
-            defer { s.waiting = [:]; s.done = []; s.epoch += 1 }
+            defer { s.waiting = [:]; s.done = []; s.expected = []; s.recent = []; s.epoch += 1 }
             return Array(s.waiting.values)
         }
         for w in waiters { w.resume(throwing: MQTTError.connectionLost) }
@@ -364,44 +395,36 @@ public final class MQTTClient: Sendable {
         network.start()
     }
 
-    /// A message handed to libmosquitto (``send(_:_:qos:retain:)``), whose acknowledgement can be
-    /// awaited.
-    public struct Sent: Sendable, Hashable {
-        public let mid: Int32
-        let epoch: UInt64
-        let qos: Int
-    }
-
-    /// Hands a message to libmosquitto (`mosquitto_publish`) and returns at once: messages sent
-    /// one after the other go out in that order. QoS 0 while the connection is down fails with
-    /// `MOSQ_ERR_NO_CONN`; QoS 1 is queued by libmosquitto and sent on the next connection.
-    @discardableResult
-    public func send(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) throws(MQTTError) -> Sent {
+    private func handOver(_ topic: String, _ payload: [UInt8], qos: Int, retain: Bool) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
-        let epoch = box.epoch
         let rc = payload.withUnsafeBytes {
             mosquitto_publish(handle.pointer, &mid, topic, Int32(payload.count), $0.baseAddress, Int32(qos), retain)
         }
         try check("mosquitto_publish", rc)
-        return Sent(mid: mid, epoch: epoch, qos: qos)
+        return mid
     }
 
-    @discardableResult
-    public func send(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) throws(MQTTError) -> Sent {
+    /// Hands a message to libmosquitto (`mosquitto_publish`) and returns at once, its
+    /// acknowledgement not awaited: messages sent one after the other go out in that order. QoS 0
+    /// while the connection is down fails with `MOSQ_ERR_NO_CONN`; QoS 1 is queued by
+    /// libmosquitto and sent on the next connection.
+    public func send(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) throws(MQTTError) {
+        _ = try handOver(topic, payload, qos: qos, retain: retain)
+    }
+
+    public func send(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) throws(MQTTError) {
         try send(topic, Array(payload.utf8), qos: qos, retain: retain)
     }
 
-    /// Returns once the broker acknowledged `sent` (at once for QoS 0); throws
+    /// Publishes and, with QoS 1 or 2, returns once the broker acknowledged it; throws
     /// ``MQTTError/connectionLost`` if the connection went first (libmosquitto may still deliver
     /// it after reconnecting) and ``MQTTError/closed`` after ``disconnect()``.
-    public func acknowledgement(_ sent: Sent) async throws {
-        if sent.qos > 0 { try await box.wait(for: sent.mid, epoch: sent.epoch) }
-    }
-
-    /// Publishes (``send(_:_:qos:retain:)``) and, with QoS 1 or 2, returns once the broker
-    /// acknowledged it (``acknowledgement(_:)``).
     public func publish(_ topic: String, _ payload: [UInt8], qos: Int = 1, retain: Bool = false) async throws {
-        try await acknowledgement(send(topic, payload, qos: qos, retain: retain))
+        guard qos > 0 else { return try send(topic, payload, qos: qos, retain: retain) }
+        let epoch = box.epoch
+        let mid = try handOver(topic, payload, qos: qos, retain: retain)
+        box.expect(mid)
+        try await box.wait(for: mid, epoch: epoch)
     }
 
     public func publish(_ topic: String, _ payload: String, qos: Int = 1, retain: Bool = false) async throws {
@@ -415,6 +438,7 @@ public final class MQTTClient: Sendable {
         var mid: Int32 = 0
         let epoch = box.epoch
         try check("mosquitto_subscribe", mosquitto_subscribe(handle.pointer, &mid, pattern, Int32(qos)))
+        box.expect(mid)
         try await box.wait(for: mid, epoch: epoch)
     }
 

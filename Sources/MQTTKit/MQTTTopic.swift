@@ -38,4 +38,33 @@ public enum MQTTTopic {
         for byte in text.utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
         return mapped + "_" + String(format: "%08x", hash)
     }
+
+    /// Why `text` cannot be a topic prefix (levels separated by `/`, none empty, no wildcard, no
+    /// control character, at most 1024 bytes), or nil.
+    public static func prefixProblem(_ text: String) -> String? {
+        if text.isEmpty { return "is empty" }
+        if text.contains("+") || text.contains("#") { return "'\(text)' contains a wildcard (+ or #)" }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains control characters" }
+        if text.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) {
+            return "'\(text)' has an empty level (a leading, trailing or double /)"
+        }
+        if text.utf8.count > 1024 { return "is longer than 1024 bytes" }
+        return nil
+    }
+
+    /// Why `text` cannot be one topic level (not empty, no `/`, no wildcard, no control character,
+    /// at most 255 bytes), or nil.
+    public static func levelProblem(_ text: String) -> String? {
+        if text.isEmpty { return "is empty" }
+        if text.contains("/") || text.contains("+") || text.contains("#") { return "'\(text)' contains /, + or #, which a topic level cannot" }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains control characters" }
+        if text.utf8.count > 255 { return "is longer than 255 bytes" }
+        return nil
+    }
+
+    /// `object` as JSON with sorted keys and unescaped slashes: the payloads of this project.
+    public static func json(_ object: [String: Any]) -> String {
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
 }

@@ -99,9 +99,10 @@ public actor FleetService {
 
     private func finish(events: Task<Void, Never>, messages: Task<Void, Never>) async {
         guard let client else { return }
-        if connected, let sent = try? client.send(statusTopic, "offline", qos: 1, retain: true) {
+        if connected {
+            let topic = statusTopic
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { try? await client.acknowledgement(sent) }
+                group.addTask { try? await client.publish(topic, "offline", qos: 1, retain: true) }
                 group.addTask { try? await Task.sleep(for: .seconds(2)) }
                 await group.next()
                 group.cancelAll()
@@ -264,13 +265,6 @@ public actor FleetService {
         ]))
     }
 
-    static func json(_ object: [String: Any]) -> String {
-        String(decoding: try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]),
-               as: UTF8.self)
-    }
-
-    // For tests and the load benchmark.
-    public func room(of device: String) -> String? { published[device] }
-    public var isConnected: Bool { connected }
+    static func json(_ object: [String: Any]) -> String { MQTTTopic.json(object) }
 }
 

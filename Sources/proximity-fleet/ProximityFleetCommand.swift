@@ -72,9 +72,10 @@ struct ProximityFleetCommand: AsyncParsableCommand {
         if let problem = decider.problem { throw ValidationError("--stale-after/--away-after: \(problem)") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level: not a level: \(logLevel)") }
         for (name, topic) in [("root", root), ("prefix", prefix), ("discovery-prefix", discoveryPrefix)] {
-            if topic.isEmpty || topic.contains("+") || topic.contains("#") || topic.hasPrefix("/") || topic.hasSuffix("/") {
-                throw ValidationError("--\(name): '\(topic)' must be topic levels without wildcards or an empty level")
-            }
+            if let problem = MQTTTopic.prefixProblem(topic) { throw ValidationError("--\(name): \(problem)") }
+        }
+        for id in track {
+            if let problem = PeerID.formProblem(PeerID.canonical(id)) { throw ValidationError("--track: \(problem)") }
         }
         if clientID.isEmpty { throw ValidationError("--client-id: must not be empty") }
     }
@@ -98,7 +99,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
         configuration.rule = rule
         configuration.decider.staleAfter = staleAfter
         configuration.decider.awayAfter = awayAfter
-        configuration.track = track.isEmpty ? nil : Set(track)
+        configuration.track = track.isEmpty ? nil : Set(track.map(PeerID.canonical))
         configuration.discovery = discovery
         configuration.discoveryPrefix = discoveryPrefix
         let service = FleetService(configuration, logger: logger)

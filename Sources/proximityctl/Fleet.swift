@@ -34,7 +34,7 @@ struct FleetCommand: AsyncParsableCommand {
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count: must be at least 1") }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout: must be in 0...3600 seconds") }
-        if prefix.isEmpty || prefix.contains("+") || prefix.contains("#") { throw ValidationError("--prefix: not a topic prefix: '\(prefix)'") }
+        if let problem = MQTTTopic.prefixProblem(prefix) { throw ValidationError("--prefix: \(problem)") }
     }
 
     func run() async throws {

@@ -18,7 +18,7 @@ struct FleetEndToEndTests {
         Task {
             while !Task.isCancelled {
                 for (node, d) in distances {
-                    _ = try? client.send("proximityd/\(node)/peers/\(device)", "{\"id\":\"\(device)\",\"distance\":\(d)}", qos: 0)
+                    try? client.send("proximityd/\(node)/peers/\(device)", "{\"id\":\"\(device)\",\"distance\":\(d)}", qos: 0)
                 }
                 try? await Task.sleep(for: .milliseconds(500))
             }

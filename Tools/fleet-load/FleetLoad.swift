@@ -52,7 +52,8 @@ struct FleetLoad: AsyncParsableCommand {
         var nodes: Int
         var devices: Int
         var offered: Double
-        var received: Double
+        /// Reports actually sent a second, warm-up included.
+        var sent: Double
         var cpu: Double
         var rssMiB: Double
         var latencyP50: Double?
@@ -139,7 +140,7 @@ struct FleetLoad: AsyncParsableCommand {
                     let node = (k / devices) % n, device = k % devices
                     // A device's distance from each node: stable, different per node (no room changes).
                     let distance = 1 + Double((node * 7 + device * 13) % 90) / 10
-                    _ = try? clients[node % clients.count].send("proximityd/node\(node)/peers/dev\(device)",
+                    try? clients[node % clients.count].send("proximityd/node\(node)/peers/dev\(device)",
                                                                "{\"distance\":\(distance)}", qos: 0)
                     k += 1
                     sent += 1
@@ -148,7 +149,7 @@ struct FleetLoad: AsyncParsableCommand {
                     let id = "probe-\(n)-\(probeIndex)"
                     probeIndex += 1
                     probes[id] = Self.now()
-                    _ = try? clients[probeIndex % clients.count].send("proximityd/node\(probeIndex % n)/peers/\(id)",
+                    try? clients[probeIndex % clients.count].send("proximityd/node\(probeIndex % n)/peers/\(id)",
                                                                      "{\"distance\":1.5}", qos: 0)
                     nextProbe += 0.2
                 }
@@ -160,7 +161,7 @@ struct FleetLoad: AsyncParsableCommand {
             let answered = arrivals.times
             let latencies = probes.compactMap { id, t in answered[id].map { $0 - t } }.sorted()
             func pct(_ p: Double) -> Double? { latencies.isEmpty ? nil : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-            return Row(nodes: n, devices: devices, offered: offered, received: Double(sent) / (warmUp + seconds),
+            return Row(nodes: n, devices: devices, offered: offered, sent: Double(sent) / (warmUp + seconds),
                        cpu: ((cpuEnd ?? 0) - (cpuStart ?? 0)) / seconds, rssMiB: Self.peakRSS(fleet.pid) / 1024,
                        latencyP50: pct(0.5), latencyP99: pct(0.99), latencyMax: latencies.last, probes: probes.count,
                        answered: latencies.count)

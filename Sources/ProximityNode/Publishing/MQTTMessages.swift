@@ -35,10 +35,7 @@ struct MQTTMessages: Sendable {
     func espresenseTopic(_ peer: String) -> String { "espresense/devices/\(MQTTTopic.segment(peer))/\(MQTTTopic.segment(room))" }
     var mqttRoomTopic: String { "room_presence/\(MQTTTopic.segment(room))" }
 
-    static func json(_ object: [String: Any]) -> String {
-        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
-    }
+    static func json(_ object: [String: Any]) -> String { MQTTTopic.json(object) }
 
     static func metres(_ d: Double) -> Double { (d * 100).rounded() / 100 }
 

@@ -91,10 +91,6 @@ public actor MQTTPublisher {
         }
     }
 
-    /// Events waiting for the broker.
-    public var pendingEvents: Int { outbox?.count ?? 0 }
-    public var isConnected: Bool { connected }
-
     // MARK: - The connection
 
     private func start(_ settings: MQTTSettings) {
@@ -164,7 +160,7 @@ public actor MQTTPublisher {
         switch event {
         case .connected:
             roomConnected = true
-            _ = try? roomClient.send(messages.espresenseStatus(true))
+            try? roomClient.send(messages.espresenseStatus(true))
         case .refused, .disconnected:
             roomConnected = false   // the main connection logs the broker's problems
         }
@@ -178,13 +174,13 @@ public actor MQTTPublisher {
         generation += 1
         let room = roomClient
         roomClient = nil
-        var sent: [(MQTTClient, MQTTClient.Sent)] = []
-        if roomConnected, let room, let s = try? room.send(messages.espresenseStatus(false)) { sent.append((room, s)) }
-        if connected, let s = try? client.send(messages.status(false)) { sent.append((client, s)) }
-        if !sent.isEmpty {
-            let goodbye = sent
+        var goodbyes: [(MQTTClient, MQTTOutgoing)] = []
+        if roomConnected, let room { goodbyes.append((room, messages.espresenseStatus(false))) }
+        if connected { goodbyes.append((client, messages.status(false))) }
+        if !goodbyes.isEmpty {
+            let sending = goodbyes
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { for (c, s) in goodbye { try? await c.acknowledgement(s) } }
+                group.addTask { for (c, m) in sending { try? await c.publish(m.topic, m.payload, qos: m.qos, retain: m.retain) } }
                 group.addTask { try? await Task.sleep(for: .seconds(2)) }
                 await group.next()
                 group.cancelAll()
@@ -291,7 +287,7 @@ public actor MQTTPublisher {
         while connected, generation == self.generation, let entry = outbox.first {
             let message = messages.event(entry)
             do {
-                try await client.acknowledgement(client.send(message.topic, message.payload, qos: 1))
+                try await client.publish(message.topic, message.payload, qos: 1)
             } catch {
                 return
             }
@@ -396,8 +392,7 @@ public actor MQTTPublisher {
 }
 
 extension MQTTClient {
-    @discardableResult
-    func send(_ message: MQTTOutgoing) throws(MQTTError) -> Sent {
+    func send(_ message: MQTTOutgoing) throws(MQTTError) {
         try send(message.topic, message.payload, qos: message.qos, retain: message.retain)
     }
 }

@@ -70,30 +70,15 @@ public struct MQTTSettings: Sendable, Hashable {
 
     // MARK: - Checks, in the config file's words
 
-    /// A topic prefix: levels separated by `/`, none empty, no wildcard, no NUL.
+    /// A topic prefix (``MQTTTopic/prefixProblem(_:)``).
     public static func checked(prefix text: String) throws(OptionProblem) -> String {
-        guard !text.isEmpty else { throw OptionProblem("is empty") }
-        guard !text.contains("+"), !text.contains("#") else { throw OptionProblem("'\(text)' contains a wildcard (+ or #)") }
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw OptionProblem("contains control characters")
-        }
-        guard !text.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) else {
-            throw OptionProblem("'\(text)' has an empty level (a leading, trailing or double /)")
-        }
-        guard text.utf8.count <= 1024 else { throw OptionProblem("is longer than 1024 bytes") }
+        if let problem = MQTTTopic.prefixProblem(text) { throw OptionProblem(problem) }
         return text
     }
 
-    /// One topic level (a room name): not empty, no `/`, no wildcard, no control character.
+    /// One topic level, a room name (``MQTTTopic/levelProblem(_:)``).
     public static func checked(level text: String) throws(OptionProblem) -> String {
-        guard !text.isEmpty else { throw OptionProblem("is empty") }
-        guard !text.contains("/"), !text.contains("+"), !text.contains("#") else {
-            throw OptionProblem("'\(text)' contains /, + or #, which a topic level cannot")
-        }
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw OptionProblem("contains control characters")
-        }
-        guard text.utf8.count <= 255 else { throw OptionProblem("is longer than 255 bytes") }
+        if let problem = MQTTTopic.levelProblem(text) { throw OptionProblem(problem) }
         return text
     }
 
