@@ -112,12 +112,16 @@ public struct MQTTOptions: Sendable {
     }
 }
 
-/// `mosquitto_lib_init`, once per process.
+/// `mosquitto_lib_init`, once per process, and the lock that keeps libmosquitto's set-up calls
+/// (`mosquitto_new`, `mosquitto_connect_async`, `mosquitto_reconnect_async`) one at a time in a
+/// process: clients that connected at the same moment in one process were seen never to connect
+/// (the test suite, under load); these calls are rare and cheap, so they are not worth the risk.
 enum MosquittoLibrary {
     static let initialised: Bool = {
         mosquitto_lib_init()
         return true
     }()
+    static let setUp = NSLock()
 }
 
 /// Owns one client handle: `mosquitto_new` in, `mosquitto_destroy` out. The callbacks' context
@@ -128,7 +132,8 @@ final class MosquittoHandle: @unchecked Sendable {
 
     init(clientID: String, cleanSession: Bool, context: CallbackBox) throws(MQTTError) {
         _ = MosquittoLibrary.initialised
-        guard let pointer = mosquitto_new(clientID, cleanSession, Unmanaged.passUnretained(context).toOpaque()) else {
+        let made = MosquittoLibrary.setUp.withLock { mosquitto_new(clientID, cleanSession, Unmanaged.passUnretained(context).toOpaque()) }
+        guard let pointer = made else {
             throw MQTTError("mosquitto_new", message: "cannot create a client (\(String(cString: strerror(errno))))")
         }
         self.pointer = pointer
@@ -277,9 +282,11 @@ final class NetworkThread: @unchecked Sendable {
         var delay = Double(options.reconnectDelay.lowerBound)
         var first = true
         while !stopping.load(ordering: .acquiring) {
-            let rc = first
-                ? mosquitto_connect_async(m, options.host, Int32(options.port), Int32(options.keepalive))
-                : mosquitto_reconnect_async(m)
+            let rc = MosquittoLibrary.setUp.withLock {
+                first
+                    ? mosquitto_connect_async(m, options.host, Int32(options.port), Int32(options.keepalive))
+                    : mosquitto_reconnect_async(m)
+            }
             first = false
             if rc == CMOSQ_ERR_SUCCESS {
                 box.connectedOnce.store(false, ordering: .releasing)

@@ -34,7 +34,7 @@ final class Collector<T: Sendable>: Sendable {
     var items: [T] { state.mutex.withLock { $0.items } }
 
     /// The first item from now on (or already kept, with `past`) that satisfies `predicate`, or nil after `timeout`.
-    func wait(timeout: Duration = .seconds(10), past: Bool = true, _ predicate: @escaping @Sendable (T) -> Bool) async -> T? {
+    func wait(timeout: Duration = .seconds(30), past: Bool = true, _ predicate: @escaping @Sendable (T) -> Bool) async -> T? {
         await withCheckedContinuation { (c: CheckedContinuation<T?, Never>) in
             let id = state.mutex.withLock { s -> UInt64? in
                 if past, let found = s.items.first(where: predicate) { c.resume(returning: found); return nil }

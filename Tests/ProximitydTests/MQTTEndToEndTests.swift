@@ -21,7 +21,7 @@ struct Subscriber {
 
     /// Waits until `topic` has had `count` messages (`payload`, if given).
     @discardableResult
-    func wait(_ topic: String, payload: String? = nil, count: Int = 1, timeout: Duration = .seconds(20)) async -> Bool {
+    func wait(_ topic: String, payload: String? = nil, count: Int = 1, timeout: Duration = .seconds(30)) async -> Bool {
         await process.waitForOutput(timeout: timeout) { out in
             out.split(separator: "\n").filter { line in
                 payload.map { line == "\(topic)|\($0)" } ?? line.hasPrefix(topic + "|")
