@@ -4,6 +4,10 @@
 #define CMOSQUITTO_SHIM_H
 
 #include <mosquitto.h>
+#include <sys/eventfd.h>
+
+// The network thread's wake-up (an eventfd polled next to the client's socket).
+static inline int cmosq_wakefd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
 
 // Error codes (enum mosq_err_t), re-declared as plain ints for Swift's switches.
 static const int CMOSQ_ERR_SUCCESS = MOSQ_ERR_SUCCESS;

@@ -244,7 +244,8 @@ final class CallbackBox: Sendable {
 }
 
 /// The network thread: the one thread that runs libmosquitto's loop for a handle
-/// (`mosquitto_connect_async`, `mosquitto_loop`, `mosquitto_reconnect_async`), connecting,
+/// (`mosquitto_connect_async`, `mosquitto_reconnect_async`, and a `poll(2)` loop around
+/// `mosquitto_loop_read`/`_write`/`_misc`), connecting,
 /// reconnecting after a back-off, until ``stop()``. Other threads only publish and subscribe,
 /// which libmosquitto allows with `mosquitto_threaded_set` (it wakes the loop through its own
 /// socket pair).
@@ -257,6 +258,8 @@ final class NetworkThread: @unchecked Sendable {
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private var thread: Thread?
+    /// An `eventfd(2)` the loop polls: other threads write it after queueing a message.
+    let wakeFD = cmosq_wakefd()
 
     init(handle: MosquittoHandle, options: MQTTOptions, box: CallbackBox) {
         self.handle = handle
@@ -290,10 +293,7 @@ final class NetworkThread: @unchecked Sendable {
             first = false
             if rc == CMOSQ_ERR_SUCCESS {
                 box.connectedOnce.store(false, ordering: .releasing)
-                var loop = CMOSQ_ERR_SUCCESS
-                while !stopping.load(ordering: .acquiring), loop == CMOSQ_ERR_SUCCESS {
-                    loop = mosquitto_loop(m, 250, 1)
-                }
+                serve(m)
                 if stopping.load(ordering: .acquiring) { break }
                 if box.connectedOnce.load(ordering: .acquiring) { delay = Double(options.reconnectDelay.lowerBound) }
             } else {
@@ -306,13 +306,51 @@ final class NetworkThread: @unchecked Sendable {
         }
         // Stopping: say goodbye (no will), let the DISCONNECT out, close.
         mosquitto_disconnect(m)
-        for _ in 0 ..< 4 where mosquitto_want_write(m) { _ = mosquitto_loop(m, 50, 1) }
+        for _ in 0 ..< 4 where mosquitto_want_write(m) && mosquitto_socket(m) >= 0 { _ = mosquitto_loop_write(m, 1) }
     }
+
+    /// One connection: `poll(2)` on its socket and on ``wakeFD`` (written by other threads when
+    /// they queue a message), then `mosquitto_loop_read`, `mosquitto_loop_write` and
+    /// `mosquitto_loop_misc` (keepalive), until one of them fails (libmosquitto has then closed
+    /// the socket and called `on_disconnect`) or ``stop()``. Not `mosquitto_loop`, whose
+    /// `select(2)` cannot watch a descriptor numbered 1024 or more, as a busy process has.
+    private func serve(_ m: OpaquePointer) {
+        while !stopping.load(ordering: .acquiring) {
+            let sock = mosquitto_socket(m)
+            guard sock >= 0 else { return }
+            var fds = [
+                pollfd(fd: sock, events: Int16(POLLIN) | (mosquitto_want_write(m) ? Int16(POLLOUT) : 0), revents: 0),
+                pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&fds, 2, 250)
+            if ready < 0, errno != EINTR { return }
+            if fds[1].revents & Int16(POLLIN) != 0 {
+                var count: UInt64 = 0
+                _ = read(wakeFD, &count, 8)
+            }
+            if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
+                guard mosquitto_loop_read(m, 1) == CMOSQ_ERR_SUCCESS else { return }
+            }
+            if mosquitto_socket(m) >= 0, mosquitto_want_write(m) {
+                guard mosquitto_loop_write(m, 1) == CMOSQ_ERR_SUCCESS else { return }
+            }
+            guard mosquitto_socket(m) >= 0, mosquitto_loop_misc(m) == CMOSQ_ERR_SUCCESS else { return }
+        }
+    }
+
+    /// Wakes the loop: a message was queued for it to write.
+    func poke() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    deinit { close(wakeFD) }
 
     /// Ends the loop and waits for the thread. Idempotent.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         wake.signal()
+        poke()
         if thread != nil { finished.wait() }
     }
 }
@@ -408,6 +446,7 @@ public final class MQTTClient: Sendable {
             mosquitto_publish(handle.pointer, &mid, topic, Int32(payload.count), $0.baseAddress, Int32(qos), retain)
         }
         try check("mosquitto_publish", rc)
+        network.poke()
         return mid
     }
 
@@ -445,6 +484,7 @@ public final class MQTTClient: Sendable {
         var mid: Int32 = 0
         let epoch = box.epoch
         try check("mosquitto_subscribe", mosquitto_subscribe(handle.pointer, &mid, pattern, Int32(qos)))
+        network.poke()
         box.expect(mid)
         try await box.wait(for: mid, epoch: epoch)
     }

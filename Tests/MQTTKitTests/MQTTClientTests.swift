@@ -144,4 +144,31 @@ struct MQTTClientTests {
         #expect(sub.stdout == "here\n", "\(sub)")
         }
     }
+
+    @Test("a client whose socket is numbered above 1023 connects (select(2) cannot watch it; the loop polls)")
+    func highDescriptors() async throws {
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        try #require(limit.rlim_cur > 1200, "the open-file limit (\(limit.rlim_cur)) leaves no room above 1023")
+        // Fill the descriptors below 1100, as a busy process has them.
+        var held: [Int32] = []
+        defer { for fd in held { close(fd) } }
+        while true {
+            let fd = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { break }
+            held.append(fd)
+            if fd >= 1100 { break }
+        }
+        #expect((held.last ?? 0) >= 1100)
+        try await MosquittoBroker.with { broker in
+            let client = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "kit-high-fd"))
+            defer { client.disconnect() }
+            let events = Collector(client.events)
+            client.connect()
+            #expect(await events.wait { $0 == .connected } != nil)
+            try await client.publish("high/fd", "ok", qos: 1, retain: true)
+            let sub = try await runCommand("mosquitto_sub", broker.clientArguments + ["-t", "high/fd", "-C", "1", "-W", "5"])
+            #expect(sub.stdout == "ok\n", "\(sub)")
+        }
+    }
 }
