@@ -59,6 +59,10 @@ let package = Package(
         ),
         // The pure domain: no I/O, time passed in.
         .target(name: "ProximityCore"),
+        // The release version, generated from the VERSION file (the one place it is written).
+        .target(name: "ProximityVersion", plugins: ["VersionFile"]),
+        .plugin(name: "VersionFile", capability: .buildTool(), dependencies: ["version-source"]),
+        .executableTarget(name: "version-source", path: "Tools/version-source"),
         .target(
             name: "ProximityNode",
             dependencies: [
@@ -81,7 +85,7 @@ let package = Package(
         .executableTarget(
             name: "proximity-fleet",
             dependencies: [
-                "ProximityFleet", "MQTTKit", "ProximityCore",
+                "ProximityFleet", "MQTTKit", "ProximityCore", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -90,7 +94,7 @@ let package = Package(
         .executableTarget(
             name: "proximityd",
             dependencies: [
-                "ProximityNode", "DBusKit",
+                "ProximityNode", "DBusKit", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -110,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityFleet",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityFleet", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -178,7 +182,7 @@ let package = Package(
         .executableTarget(
             name: "bluez-sim",
             dependencies: [
-                "BlueZSim", "DBusKit", "ProximityTesting",
+                "BlueZSim", "DBusKit", "ProximityTesting", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProximityVersion
 import Foundation
 import Logging
 import MQTTKit
@@ -24,7 +25,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
             Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 66 when the password \
             file cannot be read.
             """,
-        version: "0.1.0"
+        version: ProximitydVersion.string
     )
 
     @OptionGroup var connection: BrokerOptions

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProximityVersion
 
 /// `proximityctl`: the root command only lists the subcommands.
 @main
@@ -6,7 +7,7 @@ struct Proximityctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proximityctl",
         abstract: "Query and control a proximityd node over D-Bus.",
-        version: "0.1.0",
+        version: ProximitydVersion.string,
         subcommands: [Status.self, Peers.self, Watch.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
                       Events.self, Record.self, Calibrate.self, FleetCommand.self, Doctor.self]
     )

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProximityVersion
 
 /// `proximityd`: the root command only lists the subcommands.
 @main
@@ -11,7 +12,7 @@ struct Proximityd: AsyncParsableCommand {
             and identifies peers, ranges them by RSSI, and publishes it all on D-Bus as \
             org.proximityd. See docs/dbus-api.md, or `busctl introspect org.proximityd /org/proximityd`.
             """,
-        version: "0.1.0",
+        version: ProximitydVersion.string,
         subcommands: [Run.self, CheckConfig.self]
     )
 }

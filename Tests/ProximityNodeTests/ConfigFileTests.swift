@@ -955,15 +955,27 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("dbus/proximityd.yaml.example")
 
-    @Test("the example is valid, and with every option uncommented it is still valid and shows the defaults")
+    @Test("the example, the package's conffile, is valid and inert; with every option uncommented it is still valid and shows the defaults")
     func example() throws {
         let file = try ConfigFile.load(path: Self.example.path)
         #expect(file.options == RunOptions() && file.regionMonitor == RegionMonitor.Configuration())
-        #expect(file.regions.map(\.identifier) == ["fleet", "front-desk", "warehouse", "shop"])
-
-        // `#key: value` lines are the options, commented out at their defaults.
+        #expect(file.regions.isEmpty && file.alerts.isEmpty && file.rules.isEmpty && file.mqtt == nil,
+                "installed as it is, the file switches nothing on")
         let text = try String(contentsOf: Self.example, encoding: .utf8)
-        let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        /// The block of `#`-commented lines from `key` on, each without its first `#`.
+        func commented(_ key: Substring) throws -> String {
+            let start = try #require(lines.firstIndex(of: key))
+            return lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst() }.joined(separator: "\n")
+        }
+        let regions = try ConfigFile.parse(commented("#regions:"), path: "regions").regions
+        #expect(regions.map(\.identifier) == ["fleet", "front-desk", "warehouse", "shop"])
+
+        // `#key: value` lines are the options, commented out at their defaults; the region
+        // monitor's are inside its commented `#region-monitor:` block.
+        let monitorStart = try #require(lines.firstIndex(of: "#region-monitor:"))
+        let monitorBlock = monitorStart ..< (lines[monitorStart...].firstIndex { !$0.hasPrefix("#") } ?? lines.endIndex)
+        let uncommented = lines.indices.map { monitorBlock.contains($0) ? lines[$0].dropFirst() : lines[$0] }.map { line -> String in
             let indent = line.prefix { $0 == " " }
             let rest = line.dropFirst(indent.count)
             guard rest.hasPrefix("#"), let colon = rest.firstIndex(of: ":"),
@@ -972,6 +984,8 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             return String(indent + rest.dropFirst())
         }.joined(separator: "\n")
         let full = try ConfigFile.parse(uncommented, path: "uncommented")
+        #expect(["\nregion-monitor:\n", "\n  exit-period: 10\n", "\n  max-regions: 4096\n", "\n  restore-limit: 900\n"]
+            .allSatisfy(uncommented.contains), "the region monitor's keys are uncommented too")
         let options = full.options
         #expect([options.bus == nil, options.busName == nil, options.stateDirectory == nil, options.name == nil,
                  options.serviceUUID == nil, options.adapter == nil, options.powerOn == nil, options.clearInterval == nil,
@@ -990,10 +1004,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(file.alerts.isEmpty && full.alerts.isEmpty, "the alerts are an example, commented out")
 
         // The commented alerts: from `#alerts:` on, each line without its `#`, are valid.
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex(of: "#alerts:"))
-        let block = lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst() }.joined(separator: "\n")
-        let alerts = try ConfigFile.parse(block, path: "alerts").alerts
+        let alerts = try ConfigFile.parse(commented("#alerts:"), path: "alerts").alerts
         #expect(alerts.map(\.identifier) == ["lighthouse", "welcome"])
         #expect(alerts.first?.parameters.cap == AlertCap(count: 3, window: 3600))
         #expect(alerts.first?.parameters.schedule == AlertSchedule(days: Set(1...5), start: 9 * 60, end: 18 * 60, outside: .hold))
@@ -1001,10 +1012,6 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
         // The commented tracking and rules, likewise.
         #expect(file.tracking == Tracker.Configuration() && file.rules.isEmpty && full.rules.isEmpty, "an example, commented out")
-        func commented(_ key: Substring) throws -> String {
-            let start = try #require(lines.firstIndex(of: key))
-            return lines[start...].prefix { $0.hasPrefix("#") }.map { $0.dropFirst() }.joined(separator: "\n")
-        }
         let tracking = try ConfigFile.parse(commented("#tracking:"), path: "tracking").tracking
         #expect(tracking.heartbeat == 60 && tracking.contextData == ["site": "museum", "floor": "2"])
         #expect(tracking.matcher == (try RegionMatcher.parse([(.kind, .text("ibeacon")), (.uuid, .text("f7826da6-4fa2-4e98-8024-bc5b71e0893e"))])))

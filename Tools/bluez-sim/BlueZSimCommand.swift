@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProximityVersion
 
 /// `bluez-sim`: the root command only lists the subcommands; `run` is the default.
 @main
@@ -13,7 +14,7 @@ struct BlueZSimCommand: AsyncParsableCommand {
             box with DBUS_SYSTEM_BUS_ADDRESS. `bluez-sim ctl` drives the control service \
             (org.proximityd.BlueZSim); see docs/simulator.md.
             """,
-        version: "0.1.0",
+        version: ProximitydVersion.string,
         subcommands: [Run.self, Ctl.self, Bench.self],
         defaultSubcommand: Run.self
     )
