@@ -6,6 +6,7 @@ set -euo pipefail
 
 PROXIMITYD_DEBIAN_PACKAGES=(
   pkg-config libdbus-1-dev libbluetooth-dev   # build: libdbus-1 (CDBus), libbluetooth (doctor)
+  libxml2-dev                                 # build: FoundationXML, linked statically into the package's binaries
   dbus-daemon dbus-bin                        # private buses, dbus-send
   libglib2.0-bin                              # gdbus, an independent client in the interop tests
   bluez                                       # bluetoothctl, a real BlueZ client

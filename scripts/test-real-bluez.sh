@@ -1,31 +1,42 @@
 #!/usr/bin/env bash
-# The real-BlueZ suite (tests/vm/real-bluez.sh): builds proximityd and proximityctl on the host,
-# boots scripts/bluez-vm with 3 btvirt controllers and dbus/org.proximityd.conf as the system bus
-# policy, and runs the suite in the guest against bluetoothd 5.66. .ci/run runs it after the main
-# suite.
-#   scripts/test-real-bluez.sh [--runs N] [--keep-logs DIR]
-#     --runs N   run the suite N times (fresh guests), and print the time-to-identify figures
+# The real-BlueZ suite (tests/vm/real-bluez.sh): boots scripts/bluez-vm with 3 btvirt controllers
+# and dbus/org.proximityd.conf as the system bus policy, and runs the suite in the guest against
+# bluetoothd 5.66, with the proximityd and proximityctl of the Debian package: what is tested on
+# real BlueZ is what a box installs. .ci/run runs it after the main suite.
+#   scripts/test-real-bluez.sh [--deb FILE] [--runs N] [--keep-logs DIR]
+#     --deb FILE   the package whose binaries run (default: build it now with scripts/package.sh)
+#     --runs N     run the suite N times (fresh guests), and print the time-to-identify figures
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 runs=1
 keep=()
+deb=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --deb) deb="$2"; shift ;;
     --runs) runs="$2"; shift ;;
     --keep-logs) keep=(--keep-logs "$2"); shift ;;
-    *) echo "usage: scripts/test-real-bluez.sh [--runs N] [--keep-logs DIR]" >&2; exit 64 ;;
+    *) echo "usage: scripts/test-real-bluez.sh [--deb FILE] [--runs N] [--keep-logs DIR]" >&2; exit 64 ;;
   esac
   shift
 done
 
-swift build --product proximityd
-swift build --product proximityctl
-bin="$(swift build --show-bin-path)"
+if [ -z "$deb" ]; then
+  scripts/package.sh
+  deb="dist/proximityd_$(head -n 1 VERSION)_$(dpkg --print-architecture).deb"
+fi
+[ -s "$deb" ] || { echo "test-real-bluez.sh: no package $deb" >&2; exit 66; }
+# The package's files, where the guest can read them (the repository is shared with it).
+mkdir -p .build
+packaged="$PWD/.build/real-bluez-package"
+rm -rf "$packaged"
+dpkg-deb -x "$deb" "$packaged"
+bin="$packaged/usr/bin"
+echo "== the binaries of $deb: $("$bin/proximityd" --version)"
 
 # In the repository: the guest writes back only there (its /tmp is its own).
-mkdir -p .build
 results="$(mktemp "$PWD/.build/real-bluez-results.XXXXXX")"
 trap 'rm -f "$results"' EXIT
 status=0
