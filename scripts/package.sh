@@ -24,18 +24,7 @@ for arg in "$@"; do
 done
 
 source scripts/setup.sh   # the build's Debian packages, and the Swift toolchain on PATH
-PACKAGING=(debhelper dpkg-dev fakeroot)
-missing=()
-for package in "${PACKAGING[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if ((${#missing[@]})); then
-  echo "package.sh: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+ensure_debian_packages package.sh debhelper dpkg-dev fakeroot
 
 version="$(head -n 1 VERSION)"
 changelog="$(dpkg-parsechangelog -S Version)"

@@ -19,17 +19,21 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   openssl                                     # the MQTT TLS test makes its CA and the broker's certificate
 )
 
-missing=()
-for package in "${PROXIMITYD_DEBIAN_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# ensure_debian_packages WHO PACKAGE...: installs those of PACKAGE... that are missing, saying so as
+# WHO. scripts/package.sh and tests/package/run.sh use it for their own packages.
+ensure_debian_packages() {
+  local who=$1 package missing=() sudo=""
+  shift
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  ((${#missing[@]})) || return 0
+  echo "$who: installing ${missing[*]}" >&2
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+ensure_debian_packages setup "${PROXIMITYD_DEBIAN_PACKAGES[@]}"
 
 # bleak, a BLE client nobody here wrote, for the simulator's fidelity tests (from PyPI).
 venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv-tests"

@@ -28,18 +28,8 @@ repo=$PWD
 source scripts/setup.sh
 set +e   # setup.sh sets -e; each check runs under -e of its own, and a failed one must not end the run
 
-TEST_PACKAGES=(lintian debootstrap systemd-container binutils util-linux)
-missing=()
-for package in "${TEST_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if ((${#missing[@]})); then
-  echo "package tests: installing ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# systemd-container: systemd-nspawn, which boots the Debian 12 root.
+ensure_debian_packages "package tests" lintian debootstrap systemd-container binutils util-linux
 
 version="$(head -n 1 VERSION)"
 arch="$(dpkg --print-architecture)"
