@@ -709,9 +709,12 @@ func echoed(_ text: some StringProtocol) -> String {
     text.count <= maxEchoedLength ? String(text) : String(text.prefix(maxEchoedLength)) + "…"
 }
 
-/// `message`, cut to ``maxErrorMessageLength`` characters with a note of how much was left out.
+/// `message`, cut to at most ``maxErrorMessageLength`` characters in all, the note of how much was
+/// left out included.
 func cappedErrorMessage(_ message: String) -> String {
-    guard message.utf8.count > maxErrorMessageLength else { return message }
-    let kept = message.prefix(maxErrorMessageLength)
-    return kept + "… (\(message.utf8.count - kept.utf8.count) more bytes)"
+    guard message.count > maxErrorMessageLength else { return message }
+    // The note, "… (N more characters)", takes at most 32 characters for any message a D-Bus
+    // string can hold (N below 10⁹).
+    let kept = maxErrorMessageLength - 32
+    return message.prefix(kept) + "… (\(message.count - kept) more characters)"
 }

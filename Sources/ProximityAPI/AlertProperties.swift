@@ -181,7 +181,12 @@ extension Alert {
                     throw .definition(AlertDefinitionError(key, "must be a{sv} (a matcher), not the D-Bus type '\(value.type)'"))
                 }
                 var matcher: [String: DBusValue] = [:]
-                for entry in entries { matcher[entry.key.string ?? ""] = entry.value }
+                for entry in entries {
+                    let name = entry.key.string ?? ""
+                    guard matcher.updateValue(entry.value, forKey: name) == nil else {
+                        throw .definition(AlertDefinitionError(key, "\(name.debugDescription) is given twice"))
+                    }
+                }
                 do { _ = try RegionMatcher(busValues: matcher) } catch {
                     switch error {
                     case .matcher(let problem): throw .definition(AlertDefinitionError(key, "\(problem)"))
@@ -201,7 +206,14 @@ extension Alert {
                 guard value.type == .dictionary(key: .string, value: .string), let entries = value.dictEntries else {
                     throw .definition(AlertDefinitionError(key, "must be a{ss}, not the D-Bus type '\(value.type)'"))
                 }
-                parts.append((key, .map(Dictionary(entries.map { ($0.key.string ?? "", $0.value.string ?? "") }) { a, _ in a })))
+                var map: [String: String] = [:]
+                for entry in entries {
+                    let name = entry.key.string ?? ""
+                    guard map.updateValue(entry.value.string ?? "", forKey: name) == nil else {
+                        throw .definition(AlertDefinitionError(key, "\(name.debugDescription) is given twice"))
+                    }
+                }
+                parts.append((key, .map(map)))
             case (_, .string(let s)): parts.append((key, .text(s)))
             case (_, .double(let d)): parts.append((key, .number(d)))
             case (_, .byte), (_, .int16), (_, .uint16), (_, .int32), (_, .uint32), (_, .int64): parts.append((key, .integer(value.integer!)))

@@ -83,6 +83,9 @@ public enum ProximityBus {
         /// The most peers one `StartRecording` may name, and the most clients recording at once.
         public static let maxRecordedPeers = 64
         public static let maxRecorders = 16
+        /// The most clients one user outside group proximityd may record from at once (root and
+        /// the group have ``maxRecorders`` slots of their own).
+        public static let maxRecordersPerUser = 2
     }
 
     /// `org.proximityd.RegionMonitor1` at ``rootPath``: region monitoring commands.

@@ -61,13 +61,24 @@ public final class MosquittoBroker: Sendable {
         // Started as root, mosquitto runs as user mosquitto: it must be able to write its
         // persistence file here (else a restart forgets every session, silently).
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.path)
-        let port = try port ?? freeTCPPort()
         let persistence = configuration.contains { $0.hasPrefix("persistence ") } ? [] : ["persistence false"]
-        let lines = ["per_listener_settings false", "log_dest stderr", "log_type all"] + persistence + ["listener \(port) 127.0.0.1"] + configuration.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) }
         let file = directory.appendingPathComponent("mosquitto.conf")
-        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
-        let process = try await launch(file)
-        return MosquittoBroker(port: port, directory: directory, process: process)
+        // A free port may be taken by another test between freeTCPPort() and the broker's bind:
+        // then another port, a few times.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let chosen = try port ?? freeTCPPort()
+            let lines = ["per_listener_settings false", "log_dest stderr", "log_type all"] + persistence + ["listener \(chosen) 127.0.0.1"]
+                + configuration.map { $0.replacingOccurrences(of: "{dir}", with: directory.path) }
+            try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+            do {
+                let process = try await launch(file)
+                return MosquittoBroker(port: chosen, directory: directory, process: process)
+            } catch let error as TestKitError where port == nil && attempt < 5 && "\(error)".contains("Address already in use") {
+                continue
+            }
+        }
     }
 
     /// Runs `body` with a broker started for it, and stops the broker after it, however it ends

@@ -17,6 +17,10 @@ func exportErrorFixture(_ server: DBusConnection) async throws {
         DBusMethod("Refuse") { _ in throw Refusal() },
         DBusMethod("Crash") { _ in throw CocoaError(.fileNoSuchFile) },
         DBusMethod("Lie", outputs: [DBusArgument("n", .int32)]) { _ in [.string("not an int")] },
+        DBusMethod("Ramble", inputs: [DBusArgument("length", .int32)]) { call in
+            guard case .int32(let length) = call.arguments[0] else { return [] }
+            throw DBusError("org.proximityd.Error.InvalidArguments", String(repeating: "é", count: Int(length)))
+        },
     ], properties: [
         DBusProperty("Fixed", .string, .string("x"), changeSignal: .const),
         DBusProperty("Level", .uint16, .uint16(1)) { value in
@@ -102,6 +106,27 @@ struct ErrorTests {
             }
             await expectError("org.freedesktop.DBus.Error.Failed") {
                 _ = try await client.call(destination: dest, path: "/test/errors", interface: testInterface, member: "Lie")
+            }
+        }
+    }
+
+    @Test("an error message is at most 1024 characters, the note of what was cut included", arguments: [1023, 1024, 1025, 5000])
+    func cappedMessage(_ length: Int32) async throws {
+        try await withBusPair { _, server, client in
+            try await exportErrorFixture(server)
+            do {
+                _ = try await client.call(destination: server.uniqueName, path: "/test/errors", interface: testInterface,
+                                          member: "Ramble", [.int32(length)])
+                Issue.record("no error")
+            } catch let error as DBusError {
+                #expect(error.name.rawValue == "org.proximityd.Error.InvalidArguments")
+                #expect(error.message.count <= 1024, "\(error.message.count) characters")
+                if length <= 1024 {
+                    #expect(error.message == String(repeating: "é", count: Int(length)))
+                } else {
+                    #expect(error.message.hasSuffix("… (\(Int(length) - 992) more characters)"), "\(error.message.suffix(40))")
+                    #expect(error.message.hasPrefix(String(repeating: "é", count: 992) + "…"))
+                }
             }
         }
     }

@@ -950,6 +950,92 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                 == ["\(directory.path): cannot read: Is a directory"])
     }
 
+    @Test("a reload does not take a state directory made since the start (--state-dir) for a changed one")
+    func stateDirectoryMadeSinceStart() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-state-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        var commandLine = RunOptions()
+        commandLine.stateDirectory = path
+        let atStart = NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        let atReload = NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])
+        #expect(ConfigurationReload.restartOnly(atStart, atReload).isEmpty)
+        commandLine.stateDirectory = path + "-other"
+        #expect(ConfigurationReload.restartOnly(atStart, NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])) == ["state-dir"])
+    }
+
+    // MARK: - Limits: bad files cost little and change nothing
+
+    /// "Billion laughs": `levels` anchors, each a list of `width` aliases of the one before.
+    static func aliasBomb(levels: Int = 8, width: Int = 10) -> String {
+        var text = "a0: &a0 [x]\n"
+        for level in 1 ... levels {
+            text += "a\(level): &a\(level) [" + Array(repeating: "*a\(level - 1)", count: width).joined(separator: ",") + "]\n"
+        }
+        return text
+    }
+
+    @Test("a YAML alias bomb (8 levels of 10 aliases, 10⁸ values from a few hundred bytes) is refused, at once, by its count")
+    func aliasBomb() {
+        let bomb = Self.aliasBomb()
+        #expect(bomb.utf8.count < 500)
+        let problems = Self.problems(bomb)
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("\(Self.file):") == true)
+        #expect(problems.first?.contains("more than \(ConfigLimits.maxValues) values, with YAML aliases expanded") == true, "\(problems)")
+        // Below the limit, aliases are taken as YAML means them.
+        let small = Self.problems("region-monitor: &m {exit-period: 5}\nregions:\n  - identifier: a\n    match: {exit-period: 7}\n")
+        #expect(small.isEmpty, "\(small)")
+    }
+
+    @Test("collections nested too deep are refused before YAML composes them: flow, block, and `- - -` on one line",
+          arguments: [
+            (String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "\n", "1:64"),
+            ("regions:\n" + (0 ..< 70).map { String(repeating: " ", count: 2 * $0 + 2) + "k\($0):\n" }.joined() + "\n", "65:"),
+            ("regions:\n  " + String(repeating: "- ", count: 80) + "x\n", "2:"),
+          ])
+    func tooDeep(_ text: String, at position: String) {
+        let problems = Self.problems(text)
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("\(Self.file):\(position)") == true, "\(problems)")
+        #expect(problems.first?.hasSuffix(": collections nested more than \(ConfigLimits.maxDepth) deep") == true, "\(problems)")
+    }
+
+    @Test("the depth scan passes what is not nesting: brackets in quotes, comments and block scalars, deep but allowed files")
+    func notTooDeep() {
+        let brackets = String(repeating: "[", count: 200)
+        let text = """
+            # \(brackets)
+            name: "\(brackets)"
+            alerts:
+              - identifier: a
+                title: '\(brackets)'
+                description: |
+                  \(brackets)
+                  {{{{{{{{
+                text-to-speech: >-
+                  \(brackets)
+                match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: 1}
+            """
+        #expect(ConfigLimits.firstTooDeep(Array(text.unicodeScalars)) == nil)
+        #expect(Self.problems(text).allSatisfy { !$0.contains("nested") })
+        let deepButAllowed = String(repeating: "[", count: ConfigLimits.maxDepth - 1) + String(repeating: "]", count: ConfigLimits.maxDepth - 1)
+        #expect(ConfigLimits.firstTooDeep(Array(deepButAllowed.unicodeScalars)) == nil)
+    }
+
+    @Test("a file larger than ConfigFile.maxSize is refused before it is parsed")
+    func tooLarge() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-large-\(UUID().uuidString.prefix(8)).yaml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let line = "  - {identifier: r%06d, match: {uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e}}\n"
+        var text = "regions:\n"
+        var n = 0
+        while text.utf8.count <= ConfigFile.maxSize { text += String(format: line, n); n += 1 }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(Self.problems { () throws(ConfigurationError) in _ = try ConfigFile.load(path: path) }
+                == ["\(path): cannot read: larger than \(ConfigFile.maxSize >> 20) MiB"])
+    }
+
     // MARK: - The example
 
     static let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

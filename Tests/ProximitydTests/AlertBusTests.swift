@@ -37,6 +37,9 @@ struct AlertBusTests {
                 ("AddAlert", ["x", "{'Days': <'mon-fry'>, \(match)}"], invalid, "\"fry\" is not a day of the week"),
                 ("AddAlert", ["x", "{'CapCount': <uint32 2>, \(match)}"], invalid, "CapWindow is missing"),
                 ("AddAlert", ["x"], "org.freedesktop.DBus.Error.InvalidArgs", "expecting 'sa{sv}'"),
+                // A key given twice inside a nested dictionary, as a D-Bus dictionary may hold it.
+                ("AddAlert", ["x", "{'Match': <{'Kind': <'node'>, 'Kind': <'ibeacon'>}>}"], invalid, "Match \"Kind\" is given twice"),
+                ("AddAlert", ["x", "{'Extra': <{'room': '1', 'room': '2'}>, \(match)}"], invalid, "Extra \"room\" is given twice"),
                 ("RemoveAlert", ["nope"], missing, "no alert \"nope\" is defined"),
                 ("Accept", ["'/org/proximityd/alerts/kept/someone'"], missing, "no alert target at /org/proximityd/alerts/kept/someone"),
                 ("Decline", ["'/org/proximityd'"], missing, "no alert target at /org/proximityd"),

@@ -26,16 +26,26 @@ struct DaemonLifecycleTests {
         }
     }
 
-    @Test("SIGKILL and restart keeps the identity")
+    @Test("SIGKILL and restart keeps the identity; the restart removes the temporary files of writes the kill cut short")
     func killAndRestart() async throws {
         try await withBox { box in
             let first = try await box.startDaemon()
             let before = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", "Identifier"])
             first.signal(SIGKILL)
             _ = try await first.waitForExit()
+            // What a SIGKILL between a state file's write and its rename leaves: `.NAME.tmp-PID`
+            // of the killed process. One of a live process (this test's) stays.
+            let directory = box.stateDirectory
+            let interrupted = [".profile.json.tmp-\(first.pid)", ".regions.json.tmp-\(first.pid)"]
+            for name in interrupted + [".alerts.json.tmp-\(getpid())"] {
+                try Data("{\"torn\": ".utf8).write(to: directory.appendingPathComponent(name))
+            }
             let second = try await box.startDaemon()
             let after = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", "Identifier"])
             #expect(before.stdout == after.stdout)
+            let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".tmp-") }
+            #expect(left == [".alerts.json.tmp-\(getpid())"], "\(left)")
+            #expect(second.stderr.contains("removed the temporary files of 2 interrupted writes"), "\(second.stderr)")
             await second.stop()
         }
     }

@@ -111,6 +111,7 @@ struct ProfileBusTests {
                 ("RemoveRule", ["'nope'"], missing, "no rule \"nope\" is defined"),
                 ("TestRule", ["'nope'"], missing, "no rule \"nope\" is defined"),
                 ("TrackBeacon", ["'u'"], "org.freedesktop.DBus.Error.InvalidArgs", "expecting 'sssya{ss}'"),
+                ("TrackBeacon", ["'u'", "'1'", "'2'", "byte 1", "{'site': 'a', 'site': 'b'}"], invalid, "data: \"site\" is given twice"),
             ]
             for (method, arguments, name, message) in cases {
                 let result = try await runCommand("gdbus", ["call", "--address", box.address, "--dest", "org.proximityd",

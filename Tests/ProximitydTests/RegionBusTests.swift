@@ -22,6 +22,35 @@ struct RegionBusTests {
         return xml[start.lowerBound..<end.upperBound].split(whereSeparator: \.isWhitespace).joined(separator: " ")
     }
 
+    @Test("RequestState answers and signals, but writes no event log entry and runs no rule, however often it is called")
+    func requestStateWritesNothing() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            // A rule that counts the region events it sees into the profile.
+            let rule = #"{"on": ["region"], "when": {"key": "event.region", "op": "eq", "value": "fleet"}, "do": [{"set": {"a.seen": "{%event.type%}"}}]}"#
+            #expect(try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "AddRule", "ss", "count", rule]).status == 0)
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "fleet", "0"]).status == 0)
+            func events() async throws -> String {
+                try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.EventLog1", "GetEvents", "tdu", "0", "0", "1000"]).stdout
+            }
+            let attributes = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"]).stdout
+            #expect(attributes.contains("\"a.seen\" \"determined\""), "the rule ran on StartMonitoring's determined: \(attributes)")
+            #expect(try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "RemoveAttribute", "s", "a.seen"]).status == 0)
+            let before = try await events()
+            #expect(before.contains("\"determined\""), "StartMonitoring's determined is logged: \(before)")
+            let signals = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Region1",
+                                                                               member: "StateDetermined")))
+            for _ in 0 ..< 50 {
+                #expect(try await Self.monitor(box, "RequestState", ["s", "fleet"]).stdout.trimmed == "s \"unknown\"")
+            }
+            try await signals.wait(from: 49, timeout: .seconds(10), "the 50th StateDetermined") { $0.member == "StateDetermined" }
+            #expect(try await events() == before, "RequestState wrote to the event log")
+            let after = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"]).stdout
+            #expect(!after.contains("a.seen"), "a rule ran on RequestState: \(after)")
+            await daemon.stop()
+        }
+    }
+
     @Test("dbus/org.proximityd.RegionMonitor1.xml and Region1.xml match what the daemon returns from Introspect")
     func introspection() async throws {
         try await withBox { box in

@@ -17,8 +17,9 @@ import ProximityCore
 public struct ConfigFile: Sendable, Hashable {
     /// Where `proximityd run` and `proximityd check-config` look when given no file.
     public static let defaultPath = "/etc/proximityd/proximityd.yaml"
-    /// The largest file read, bytes: far more than 100 000 regions take.
-    public static let maxSize = 64 << 20
+    /// The largest file read, bytes, refused before it is parsed: about 50 000 regions fit; more
+    /// belong over D-Bus (`StartMonitoring`). ``ConfigLimits`` bounds what is inside.
+    public static let maxSize = 4 << 20
 
     /// The top-level keys: the `run` options' long names, then the sections.
     public static let keys = [

@@ -104,6 +104,9 @@ enum ConfigYAML {
             return (nil, [ConfigProblem(position: bad, message: "the file is not UTF-8 text")])
         }
         var scalars = Array(String(decoding: bytes, as: UTF8.self).unicodeScalars)
+        if let deep = ConfigLimits.firstTooDeep(scalars) {
+            return (nil, [ConfigProblem(position: deep, message: "collections nested more than \(ConfigLimits.maxDepth) deep")])
+        }
         var originals: [String: String] = [:]
         var renamed = 0
         while true {
@@ -130,7 +133,7 @@ enum ConfigYAML {
             guard let root else { return (nil, []) }
             var converter = Converter(originals: originals)
             let node = converter.node(root)
-            return (node, converter.problems)
+            return (converter.tooMany ? nil : node, converter.problems)
         }
     }
 
@@ -248,9 +251,24 @@ enum ConfigYAML {
     private struct Converter {
         let originals: [String: String]
         var problems: [ConfigProblem] = []
+        /// Values converted so far, each alias counted as the whole value it names.
+        var values = 0
+        /// More than ``ConfigLimits/maxValues``: the conversion stopped, and the tree is not used.
+        var tooMany = false
 
         mutating func node(_ node: Node) -> ConfigNode {
             let position = ConfigPosition(node.mark)
+            values += 1
+            guard values <= ConfigLimits.maxValues else {
+                if !tooMany {
+                    tooMany = true
+                    problems.append(ConfigProblem(position: position, message: """
+                        more than \(ConfigLimits.maxValues) values, with YAML aliases expanded (each alias stands for \
+                        the whole value of its anchor)
+                        """))
+                }
+                return ConfigNode(kind: .null, position: position, text: "", isPlain: false)
+            }
             switch node {
             case .scalar(let scalar):
                 let kind: ConfigNode.Kind

@@ -104,6 +104,11 @@ public final class NodeDaemon: Service, Sendable {
         let eventLog: EventLog
         do {
             state = try StateDirectory(configuration.stateDirectory)
+            let interrupted = state.removeInterruptedWrites()
+            if !interrupted.isEmpty {
+                logger.notice("removed the temporary files of \(interrupted.count) interrupted writes from the state directory",
+                              metadata: ["files": "\(interrupted.joined(separator: " "))"])
+            }
             settings = try NodeSettings.load(from: state)
             savedRegions = try RegionStore(state: state).load(clock: clock)
             savedAlerts = try AlertStore(state: state).load(clock: clock)
@@ -139,7 +144,7 @@ public final class NodeDaemon: Service, Sendable {
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
             let nodeObject = try await connection.export([
-                NodeInterface.declaration(properties, engine: engine, exporter: exporter, reload: reload),
+                NodeInterface.declaration(properties, engine: engine, exporter: exporter, reload: reload, connection: connection),
                 RegionMonitorInterface.declaration(engine: engine, exporter: exporter),
                 AlertManagerInterface.declaration(engine: engine, exporter: exporter, connection: connection),
                 ProfileInterface.declaration(engine: engine, exporter: exporter, attributes: await engine.profileAttributes),

@@ -11,6 +11,10 @@ struct RecordingState: Sendable {
         var peers: Set<PeerID>?
         /// Seconds since the Unix epoch when it (last) started: it gets no sample from before.
         var since: Double
+        /// The client's Unix user, and whether the node always serves it (root, its own user,
+        /// group proximityd): the others share the slots, a few each.
+        var uid: UInt32 = 0
+        var privileged = true
     }
 
     var clients: [BusName: Client] = [:]
@@ -84,13 +88,27 @@ extension NodeEngine {
 
     // MARK: - Commands (Node1)
 
-    /// `StartRecording` by `client` (its unique name): `peers` (checked by the caller; empty: every
-    /// peer) from now on. Again: the new peers replace the old.
-    public func startRecording(_ peers: [PeerID], for client: BusName) throws(DBusError) {
-        if recording.clients[client] == nil, recording.clients.count >= ProximityBus.Node1.maxRecorders {
-            throw DBusError(Errors.limitReached, "at most \(ProximityBus.Node1.maxRecorders) clients may record at once")
+    /// `StartRecording` by `client` (its unique name), of Unix user `uid`: `peers` (checked by the
+    /// caller; empty: every peer) from now on. Again: the new peers replace the old.
+    ///
+    /// Slots: ``ProximityBus/Node1/maxRecorders`` for the privileged (root, the node's user, group
+    /// proximityd), and as many again for everyone else, at most
+    /// ``ProximityBus/Node1/maxRecordersPerUser`` a user; so no user can lock the others out, and
+    /// nobody can lock out an operator.
+    public func startRecording(_ peers: [PeerID], for client: BusName, uid: UInt32, privileged: Bool) throws(DBusError) {
+        if recording.clients[client] == nil {
+            let sharing = recording.clients.values.filter { $0.privileged == privileged }
+            if sharing.count >= ProximityBus.Node1.maxRecorders {
+                throw DBusError(Errors.limitReached, privileged
+                                ? "at most \(ProximityBus.Node1.maxRecorders) clients of root and group proximityd may record at once"
+                                : "at most \(ProximityBus.Node1.maxRecorders) clients outside group proximityd may record at once")
+            }
+            if !privileged, sharing.filter({ $0.uid == uid }).count >= ProximityBus.Node1.maxRecordersPerUser {
+                throw DBusError(Errors.limitReached,
+                                "user \(uid) records from \(ProximityBus.Node1.maxRecordersPerUser) clients already (the most for a user outside group proximityd)")
+            }
         }
-        recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: clock.epoch(clock.now))
+        recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: clock.epoch(clock.now), uid: uid, privileged: privileged)
         recording.recompute()
         logger.info("recording samples", metadata: [
             "dbus.sender": "\(client)", "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])

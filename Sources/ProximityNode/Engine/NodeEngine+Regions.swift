@@ -47,9 +47,11 @@ extension NodeEngine {
 
     /// Publishes `changes` with the next sequence number, which it returns.
     @discardableResult
-    func publishRegions(_ changes: RegionChanges) -> UInt64 {
+    /// `logged`: the events go to the event log and through the rules first; false for what only
+    /// answers a question (`RequestState`), which anyone may ask as often as they like.
+    func publishRegions(_ changes: RegionChanges, logged: Bool = true) -> UInt64 {
         // Logged (and through the rules) before the signals go out.
-        let offers = react(Self.regionHappenings(changes.events, ranging: changes.ranging, at: clock.epoch(clock.now)), at: clock.now)
+        let offers = logged ? react(Self.regionHappenings(changes.events, ranging: changes.ranging, at: clock.epoch(clock.now)), at: clock.now) : []
         defer { if !offers.isEmpty { settleAlerts(offers) } }
         changeSequence += 1
         var numbered = changes
@@ -148,7 +150,9 @@ extension NodeEngine {
         guard let event = regions.requestState(identifier), case .determined(_, let state) = event else {
             throw DBusError(Errors.doesNotExist, "no region \(identifier.debugDescription) is monitored")
         }
-        return (state, publishRegions(RegionChanges(sequence: 0, events: [event])))
+        // Signalled (DidDetermineState), not logged: the state did not change, and RequestState
+        // is open to every caller, who must not fill the durable log or run the rules with it.
+        return (state, publishRegions(RegionChanges(sequence: 0, events: [event]), logged: false))
     }
 
     /// `GetMonitoredRegions`: the identifiers, sorted.

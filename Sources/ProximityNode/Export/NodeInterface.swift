@@ -14,7 +14,7 @@ enum NodeInterface {
     typealias Errors = ProximityBus.Errors
 
     static func declaration(_ properties: NodeProperties, engine: NodeEngine, exporter: BusExporter,
-                            reload: ConfigurationReload) -> DBusInterface {
+                            reload: ConfigurationReload, connection: DBusConnection) -> DBusInterface {
         let stringMap = DBusType.dictionary(key: .string, value: .string)
         return DBusInterface(Node1.interface, methods: [
             DBusMethod(Node1.getPeers, outputs: [DBusArgument("peers", .array(.objectPath))]) { _ in
@@ -48,7 +48,8 @@ enum NodeInterface {
             DBusMethod(Node1.startRecording, inputs: [DBusArgument("peers", .array(.string))]) { call in
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
                 let peers = try recordedPeers(call.arguments[0])
-                try await engine.startRecording(peers, for: sender)
+                let caller = try await CallerCredentials.of(sender, on: connection)
+                try await engine.startRecording(peers, for: sender, uid: caller.uid, privileged: caller.privileged)
                 return []
             },
             DBusMethod(Node1.stopRecording) { call in

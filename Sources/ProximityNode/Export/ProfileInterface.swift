@@ -38,7 +38,9 @@ enum ProfileInterface {
                 for entry in call.arguments[4].dictEntries ?? [] {
                     let k = entry.key.string ?? "", v = entry.value.string ?? ""
                     if let problem = Profile.problem(key: k) ?? Profile.problem(value: v) { throw DBusError(Errors.invalidArguments, "data: \(problem)") }
-                    data[k] = v
+                    guard data.updateValue(v, forKey: k) == nil else {
+                        throw DBusError(Errors.invalidArguments, "data: \(k.debugDescription) is given twice")
+                    }
                 }
                 guard data.count <= 64 else { throw DBusError(Errors.invalidArguments, "data has more than 64 entries") }
                 return await shown(try await engine.trackBeacon(uuid: texts[0], major: texts[1], minor: texts[2], prox: Int(prox), data: data))

@@ -36,6 +36,12 @@ struct Identifier: Sendable {
     var incomingLinkTimeout: Duration = .seconds(15)
     /// How long after the peer's link ended before connecting.
     var linkSettleTime: Duration = .seconds(3)
+    /// The most one GATT operation (the hello's write, one read of the identity) may take. BlueZ
+    /// waits for an ATT response for 30 s; a peer that does not answer within this bound will not
+    /// answer at all (on bluetoothd 5.66 a first read was seen to get no answer for 32 s and then
+    /// fail with ATT error 0x0e), and the attempt fails now, to be retried, instead of holding the
+    /// link for half a minute.
+    var gattTimeout: Duration = .seconds(10)
 
     func identify(_ device: ObjectPath, address: String, attempt: Int) async -> IdentificationResult {
         logger.debug("connecting to identify a peer", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)"])
@@ -88,7 +94,13 @@ struct Identifier: Sendable {
         // without the hello characteristic (an older node) connects back instead.
         if let hello = await mirror.characteristic(ProximityUUIDs.helloCharacteristic, inService: serviceUUID, of: path) {
             do {
-                try await GattCharacteristic(connection: connection, hello).writeValue(GattApplication.helloValue(identity))
+                var characteristic = GattCharacteristic(connection: connection, hello)
+                characteristic.timeout = gattTimeout
+                try await characteristic.writeValue(GattApplication.helloValue(identity))
+            } catch let error as BlueZCallError where error.name == ErrorName.noReply.rawValue || error.name == ErrorName.timeout.rawValue {
+                // The peer did not answer: its ATT bearer still waits on the write, so a read now
+                // would wait behind it. This attempt is over.
+                throw error
             } catch {
                 logger.notice("could not introduce this node to the peer", metadata: ["error": "\(error)"])
             }
@@ -98,7 +110,9 @@ struct Identifier: Sendable {
         }
         let bytes: [UInt8]
         do {
-            bytes = try await GattCharacteristic(connection: connection, info).readAll(maxLength: maxLength)
+            var characteristic = GattCharacteristic(connection: connection, info)
+            characteristic.timeout = gattTimeout
+            bytes = try await characteristic.readAll(maxLength: maxLength)
         } catch let error as GattReadError {
             throw IdentificationError(description: "\(error)")
         }

@@ -24,12 +24,15 @@ public struct StateDirectory: Sendable {
     public let url: URL
 
     /// `--state-dir`, else systemd's `$STATE_DIRECTORY` (first entry), else `/var/lib/proximityd`.
+    /// Always a directory URL: `URL(fileURLWithPath:)` alone asks the file system, so the same
+    /// path would give a different URL before and after the directory is made (and a reload would
+    /// take the state directory for changed).
     public static func resolve(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let explicit { return URL(fileURLWithPath: explicit) }
+        if let explicit { return URL(fileURLWithPath: explicit, isDirectory: true) }
         if let fromSystemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first {
-            return URL(fileURLWithPath: String(fromSystemd))
+            return URL(fileURLWithPath: String(fromSystemd), isDirectory: true)
         }
-        return URL(fileURLWithPath: "/var/lib/proximityd")
+        return URL(fileURLWithPath: "/var/lib/proximityd", isDirectory: true)
     }
 
     /// Opens (creating if needed, mode 0750) the directory.
@@ -54,6 +57,22 @@ public struct StateDirectory: Sendable {
     }
 
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Removes the temporary files (`.NAME.tmp-PID`) of writes that a process ended before their
+    /// rename, a SIGKILL say, and returns their names. Those of a process still running (another
+    /// pid, alive) are left alone. The daemon calls it once, at start.
+    @discardableResult
+    public func removeInterruptedWrites() -> [String] {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: url.path) else { return [] }
+        var removed: [String] = []
+        for name in names where name.hasPrefix(".") {
+            guard let marker = name.range(of: ".tmp-", options: .backwards),
+                  let pid = Int32(name[marker.upperBound...]), pid > 0 else { continue }
+            if pid != getpid(), kill(pid, 0) == 0 || errno == EPERM { continue }
+            if unlink(file(name).path) == 0 { removed.append(name) }
+        }
+        return removed.sorted()
+    }
 
     /// The file's content, or nil if it does not exist.
     public func read(_ name: String) throws(StateError) -> Data? {
