@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "proximityd",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "proximityd", targets: ["proximityd"]),
         .executable(name: "proximityctl", targets: ["proximityctl"]),
@@ -79,13 +78,21 @@ let package = Package(
             dependencies: [
                 "MQTTKit", "ProximityCore",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Command-line options the executables share (the broker's, for proximity-fleet and
+        // proximityctl fleet): declared once, outside the libraries.
+        .target(
+            name: "ProximityCommandLine",
+            dependencies: [
+                "MQTTKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "proximity-fleet",
             dependencies: [
-                "ProximityFleet", "MQTTKit", "ProximityCore", "ProximityVersion",
+                "ProximityFleet", "ProximityCommandLine", "MQTTKit", "ProximityCore", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -114,7 +121,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityFleet", "ProximityVersion",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityCommandLine", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -161,10 +168,20 @@ let package = Package(
             ],
             path: "Tools/dbuskit-bench"
         ),
+        // The test kit: private buses, child processes, signals, a test broker, bluez-sim's
+        // boxes. No node: bluez-sim and the benchmarks link it.
         .target(
             name: "ProximityTesting",
             dependencies: [
-                "DBusKit", "BlueZSim", "ProximityNode", "ProximityCore", "MQTTKit",
+                "DBusKit", "BlueZSim",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A node on bluez-sim's boxes for the tests, in this process or as a proximityd process.
+        .target(
+            name: "NodeTesting",
+            dependencies: [
+                "ProximityTesting", "ProximityNode", "ProximityCore", "BlueZSim", "DBusKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -211,11 +228,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityNodeTests",
-            dependencies: ["ProximityNode", "ProximityCore", "DBusKit", "ProximityTesting", "BlueZSim"]
+            dependencies: ["ProximityNode", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim"]
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "BlueZSim", "ProximityAPI", "MQTTKit"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit"]
         ),
     ]
 )

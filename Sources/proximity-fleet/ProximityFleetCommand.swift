@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import MQTTKit
 import ProximityCore
+import ProximityCommandLine
 import ProximityFleet
 import ServiceLifecycle
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import MQTTKit
-import ProximityFleet
+import ProximityCommandLine
 import Synchronization
 
 /// `proximityctl fleet`: the fleet service's live table, from the broker.

@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityCore
 import ProximityNode
+import NodeTesting
 import ProximityTesting
 import Testing
 

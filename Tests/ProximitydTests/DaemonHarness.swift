@@ -2,6 +2,7 @@ import BlueZSim
 import DBusKit
 import Foundation
 import ProximityNode
+import NodeTesting
 import ProximityTesting
 import Testing
 

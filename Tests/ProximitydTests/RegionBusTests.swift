@@ -3,6 +3,7 @@ import Foundation
 import ProximityAPI
 import ProximityCore
 import ProximityNode
+import NodeTesting
 import ProximityTesting
 import Testing
 
@@ -26,24 +27,28 @@ struct RegionBusTests {
     func requestStateWritesNothing() async throws {
         try await withBox { box in
             let daemon = try await box.startDaemon()
-            // A rule that counts the region events it sees into the profile.
+            // A rule that marks the region events it sees in the profile.
             let rule = #"{"on": ["region"], "when": {"key": "event.region", "op": "eq", "value": "fleet"}, "do": [{"set": {"a.seen": "{%event.type%}"}}]}"#
             #expect(try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "AddRule", "ss", "count", rule]).status == 0)
-            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "fleet", "0"]).status == 0)
+            let signals = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Region1",
+                                                                               member: "StateDetermined")))
+            // No peer here: after its exit period of 1 s the region goes from unknown to outside,
+            // a determined event of its own. Then nothing changes it any more.
+            #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "fleet", "1", "ExitPeriod", "d", "1"]).status == 0)
+            try await signals.wait(timeout: .seconds(30), "StateDetermined(outside)") { $0.body.first?.string == "outside" }
             func events() async throws -> String {
                 try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.EventLog1", "GetEvents", "tdu", "0", "0", "1000"]).stdout
             }
             let attributes = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"]).stdout
-            #expect(attributes.contains("\"a.seen\" \"determined\""), "the rule ran on StartMonitoring's determined: \(attributes)")
+            #expect(attributes.contains("\"a.seen\" \"determined\""), "the rule ran on the region's determined: \(attributes)")
             #expect(try await box.busctl(["call", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "RemoveAttribute", "s", "a.seen"]).status == 0)
             let before = try await events()
-            #expect(before.contains("\"determined\""), "StartMonitoring's determined is logged: \(before)")
-            let signals = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Region1",
-                                                                               member: "StateDetermined")))
+            #expect(before.contains("\"determined\""), "the region's determined events are logged: \(before)")
+            let mark = signals.count
             for _ in 0 ..< 50 {
-                #expect(try await Self.monitor(box, "RequestState", ["s", "fleet"]).stdout.trimmed == "s \"unknown\"")
+                #expect(try await Self.monitor(box, "RequestState", ["s", "fleet"]).stdout.trimmed == "s \"outside\"")
             }
-            try await signals.wait(from: 49, timeout: .seconds(10), "the 50th StateDetermined") { $0.member == "StateDetermined" }
+            try await signals.wait(from: mark + 49, timeout: .seconds(10), "the 50th StateDetermined") { $0.member == "StateDetermined" }
             #expect(try await events() == before, "RequestState wrote to the event log")
             let after = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Profile1", "Attributes"]).stdout
             #expect(!after.contains("a.seen"), "a rule ran on RequestState: \(after)")

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import ProximityCore
 import ProximityNode
+import ProximityTesting
 import ServiceLifecycle
 import Synchronization
 
