@@ -45,7 +45,7 @@ struct RegionSimulationTests {
         final class Log: Sendable { let value = Mutex(State()) }
         let log = Log()
         let task: Task<Void, Never>
-        init(_ stream: AsyncStream<NodeEvent>, clock: any NodeClock) {
+        init(_ stream: NodeEventStream, clock: any NodeClock) {
             let log = self.log
             task = Task {
                 var now: Timestamp = 0

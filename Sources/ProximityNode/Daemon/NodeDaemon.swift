@@ -61,8 +61,8 @@ public final class NodeDaemon: Service, Sendable {
         public let bus: String
         /// The exporter's subscription, made before the node took its name, so the exporter sees
         /// every event (a command may come the moment the name is taken).
-        let exporterEvents: AsyncStream<NodeEvent>
-        let publisherEvents: AsyncStream<NodeEvent>
+        let exporterEvents: NodeEventStream
+        let publisherEvents: NodeEventStream
         let reloads: Bool
 
         /// The node's parts as services, in start order.
@@ -113,7 +113,7 @@ public final class NodeDaemon: Service, Sendable {
             savedRegions = try RegionStore(state: state).load(clock: clock)
             savedAlerts = try AlertStore(state: state).load(clock: clock)
             savedProfile = try ProfileStore(state: state).load(clock: clock)
-            eventLog = try EventLog(state: state)
+            eventLog = try EventLog(state: state, clock: clock)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
             await connection.close()
@@ -246,7 +246,7 @@ struct EngineService: Service {
 /// The bus exporter as a service: the first to stop.
 struct ExporterService: Service {
     let exporter: BusExporter
-    let events: AsyncStream<NodeEvent>
+    let events: NodeEventStream
 
     func run() async throws {
         await cancelWhenGracefulShutdown { [exporter, events] in await exporter.run(events) }
@@ -256,7 +256,7 @@ struct ExporterService: Service {
 /// MQTT publishing as a service: stops before the bus exporter, saying `offline` first.
 struct PublisherService: Service {
     let publisher: MQTTPublisher
-    let events: AsyncStream<NodeEvent>
+    let events: NodeEventStream
 
     func run() async throws {
         await cancelWhenGracefulShutdown { [publisher, events] in await publisher.run(events) }

@@ -46,7 +46,7 @@ public actor BusExporter {
     public func attach(node: DBusObject) { nodeObject = node }
 
     /// Applies `events` until they end or the task is cancelled.
-    public func run(_ events: AsyncStream<NodeEvent>) async {
+    public func run(_ events: NodeEventStream) async {
         for await event in events { await apply(event) }
         // Shutting down: a command waiting for its change to be shown answers now.
         let waiting = changeWaiters

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import ProximityAPI
+import ProximityCore
+import Synchronization
 
 /// The events waiting for the broker: the event log's entries (region, alert, tracking, profile
 /// and rule events, each on disk before anything announces it) after the last one the broker
@@ -13,10 +15,12 @@ import ProximityAPI
 ///   acknowledged in the second before may go out again (once or more, never lost), none is lost.
 /// - The first time (no file) it starts after the log's last entry: the history before MQTT was
 ///   configured is not sent.
-final class MQTTOutbox: @unchecked Sendable {
+final class MQTTOutbox: Sendable {
     static let fileName = "mqtt-outbox.json"
     /// How often the position is written while events are acknowledged, seconds.
     static let saveInterval: Double = 1
+    /// The least time between two log lines about dropped events, seconds.
+    static let dropLogInterval: Double = 10
 
     struct Position: Codable, Hashable {
         /// The last entry the broker acknowledged (or that was dropped).
@@ -28,60 +32,74 @@ final class MQTTOutbox: @unchecked Sendable {
     private let state: StateDirectory
     private let log: EventLog
     private let logger: Logger
-    private let lock = NSLock()
-    private var position: Position
-    private var pending = Queue()
-    /// The highest sequence number taken into `pending` (or delivered).
-    private var lastQueued: UInt64
-    private var savedPosition: Position?
-    private var savedAt = Date.distantPast
-    private var lastDropLog = Date.distantPast
-    private var droppedSinceLog: UInt64 = 0
-    var capacity: Int
+    /// The node's clock: when to save the position and to log drops.
+    private let clock: any NodeClock
 
-    init(state: StateDirectory, log: EventLog, capacity: Int, logger: Logger) {
+    private struct Contents {
+        var position: Position
+        var pending = Queue()
+        /// The highest sequence number taken into `pending` (or delivered).
+        var lastQueued: UInt64
+        var savedPosition: Position?
+        var savedAt = -Double.infinity
+        var lastDropLog = -Double.infinity
+        var droppedSinceLog: UInt64 = 0
+        var capacity: Int
+    }
+    private let contents: Mutex<Contents>
+
+    init(state: StateDirectory, log: EventLog, capacity: Int, clock: any NodeClock, logger: Logger) {
         self.state = state
         self.log = log
-        self.capacity = capacity
         self.logger = logger
+        self.clock = clock
         let url = state.url.appendingPathComponent(Self.fileName)
-        if let data = try? Data(contentsOf: url), let saved = try? JSONDecoder().decode(Position.self, from: data) {
-            position = saved
-            savedPosition = saved
+        let position: Position
+        var saved: Position?
+        if let data = try? Data(contentsOf: url), let read = try? JSONDecoder().decode(Position.self, from: data) {
+            position = read
+            saved = read
         } else {
             if FileManager.default.fileExists(atPath: url.path) {
                 logger.error("\(url.path) is unreadable: the MQTT outbox starts after the event log's last entry")
             }
             position = Position(delivered: log.lastSeq, dropped: 0)
         }
-        lastQueued = position.delivered
+        contents = Mutex(Contents(position: position, lastQueued: position.delivered, savedPosition: saved, capacity: capacity))
         refill()
     }
 
     /// Events waiting.
-    var count: Int { lock.withLock { pending.count } }
-    var dropped: UInt64 { lock.withLock { position.dropped } }
-    var first: LogEntryValue? { lock.withLock { pending.first } }
+    var count: Int { contents.withLock { $0.pending.count } }
+    var dropped: UInt64 { contents.withLock { $0.position.dropped } }
+    var first: LogEntryValue? { contents.withLock { $0.pending.first } }
+    /// The most events kept while the broker is away (`mqtt.outbox-size`, reloadable).
+    var capacity: Int {
+        get { contents.withLock { $0.capacity } }
+        set { contents.withLock { $0.capacity = newValue } }
+    }
 
     /// Reads the entries after the last one queued from the log.
     private func refill() {
-        let entries = log.read(after: lastQueued)
-        lock.withLock {
-            if let first = entries.first, first.seq > lastQueued + 1 {
+        let entries = log.read(after: contents.withLock { $0.lastQueued })
+        let now = clock.now
+        contents.withLock { c in
+            if let first = entries.first, first.seq > c.lastQueued + 1 {
                 // Rotated out of the log before they could go.
-                drop(first.seq - lastQueued - 1)
+                drop(first.seq - c.lastQueued - 1, from: &c, at: now)
             }
-            for entry in entries { enqueue(entry) }
+            for entry in entries { enqueue(entry, into: &c, at: now) }
         }
     }
 
     /// A new entry of the log (from the engine's `Logged`): queued, or, if entries came before it
     /// that this outbox did not see, those are read from the log first.
     func offer(_ entry: LogEntryValue) {
-        let gap = lock.withLock { () -> Bool in
-            if entry.seq <= lastQueued { return false }
-            if entry.seq == lastQueued + 1 {
-                enqueue(entry)
+        let now = clock.now
+        let gap = contents.withLock { c -> Bool in
+            if entry.seq <= c.lastQueued { return false }
+            if entry.seq == c.lastQueued + 1 {
+                enqueue(entry, into: &c, at: now)
                 return false
             }
             return true
@@ -89,51 +107,54 @@ final class MQTTOutbox: @unchecked Sendable {
         if gap { refill() }
     }
 
-    private func enqueue(_ entry: LogEntryValue) {
-        guard entry.seq > lastQueued else { return }
-        pending.append(entry)
-        lastQueued = entry.seq
-        if pending.count > capacity {
-            let excess = pending.count - capacity
-            pending.removeFirst(excess)
-            drop(UInt64(excess))
+    private func enqueue(_ entry: LogEntryValue, into c: inout Contents, at now: Timestamp) {
+        guard entry.seq > c.lastQueued else { return }
+        c.pending.append(entry)
+        c.lastQueued = entry.seq
+        if c.pending.count > c.capacity {
+            let excess = c.pending.count - c.capacity
+            c.pending.removeFirst(excess)
+            drop(UInt64(excess), from: &c, at: now)
         }
     }
 
     /// Counts `n` dropped events (the oldest), moves the position past them, logs (at most every
-    /// 10 s, with the count since the last line).
-    private func drop(_ n: UInt64) {
-        position.dropped += n
-        position.delivered = max(position.delivered, (pending.first?.seq ?? lastQueued + 1) - 1)
-        droppedSinceLog += n
-        let now = Date()
-        if now.timeIntervalSince(lastDropLog) >= 10 {
+    /// ``dropLogInterval`` seconds, with the count since the last line).
+    private func drop(_ n: UInt64, from c: inout Contents, at now: Timestamp) {
+        c.position.dropped += n
+        c.position.delivered = max(c.position.delivered, (c.pending.first?.seq ?? c.lastQueued + 1) - 1)
+        c.droppedSinceLog += n
+        if now - c.lastDropLog >= Self.dropLogInterval {
             logger.warning("MQTT outbox full: dropped the oldest events", metadata: [
-                "dropped": "\(droppedSinceLog)", "dropped.total": "\(position.dropped)", "outbox.capacity": "\(capacity)",
+                "dropped": "\(c.droppedSinceLog)", "dropped.total": "\(c.position.dropped)", "outbox.capacity": "\(c.capacity)",
             ])
-            lastDropLog = now
-            droppedSinceLog = 0
+            c.lastDropLog = now
+            c.droppedSinceLog = 0
         }
     }
 
     /// The broker acknowledged the first entry, `seq`.
     func delivered(_ seq: UInt64) {
-        let due = lock.withLock { () -> Bool in
-            if pending.first?.seq == seq { pending.removeFirst() }
-            position.delivered = max(position.delivered, seq)
-            return Date().timeIntervalSince(savedAt) >= Self.saveInterval || pending.isEmpty
+        let now = clock.now
+        let due = contents.withLock { c -> Bool in
+            if c.pending.first?.seq == seq { c.pending.removeFirst() }
+            c.position.delivered = max(c.position.delivered, seq)
+            return now - c.savedAt >= Self.saveInterval || c.pending.isEmpty
         }
         if due { save() }
     }
 
     /// Writes the position if it changed.
     func save() {
-        let current = lock.withLock { position }
-        guard current != savedPosition else { return }
+        let (current, saved) = contents.withLock { ($0.position, $0.savedPosition) }
+        guard current != saved else { return }
         do {
             try state.writeJSON(Self.fileName, current)
-            savedPosition = current
-            savedAt = Date()
+            let now = clock.now
+            contents.withLock { c in
+                c.savedPosition = current
+                c.savedAt = now
+            }
         } catch {
             logger.error("cannot save the MQTT outbox position", metadata: ["error": "\(error)"])
         }
@@ -142,7 +163,7 @@ final class MQTTOutbox: @unchecked Sendable {
 
 /// A first-in, first-out queue of entries: an array and the index of its head, compacted when
 /// half of it is gone.
-private struct Queue {
+private struct Queue: Sendable {
     private var items: [LogEntryValue] = []
     private var head = 0
 

@@ -65,7 +65,7 @@ public actor MQTTPublisher {
 
     /// Connects (when configured) and publishes `events` until they end or the task is
     /// cancelled; then says `offline` and disconnects.
-    public func run(_ events: AsyncStream<NodeEvent>) async {
+    public func run(_ events: NodeEventStream) async {
         for status in await engine.regionSnapshot.defined { regions[status.region.identifier] = status.state }
         if let settings { start(settings) }
         for await event in events {
@@ -99,7 +99,7 @@ public actor MQTTPublisher {
         throttle = ReportThrottle(configuration: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved))
         reported = []
         if let outbox { outbox.capacity = settings.outboxSize } else {
-            outbox = MQTTOutbox(state: state, log: eventLog, capacity: settings.outboxSize, logger: logger)
+            outbox = MQTTOutbox(state: state, log: eventLog, capacity: settings.outboxSize, clock: clock, logger: logger)
         }
         var password: String?
         if let file = settings.passwordFile {
