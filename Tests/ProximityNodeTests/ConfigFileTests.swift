@@ -964,6 +964,28 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(ConfigurationReload.restartOnly(atStart, NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])) == ["state-dir"])
     }
 
+    @Test("after a reload the node runs the new configuration, tracking and rules included, with the restart-only settings it started with")
+    func appliedAfterReload() throws {
+        var commandLine = RunOptions()
+        commandLine.stateDirectory = "/var/lib/proximityd-test"
+        let running = NodeConfiguration(commandLine: commandLine, file: try ConfigFile.parse("name: kitchen\nmax-peers: 10\n", path: "a"),
+                                        environment: [:])
+        let next = NodeConfiguration(commandLine: commandLine, file: try ConfigFile.parse("""
+            name: hall
+            max-peers: 20
+            clear-interval: 4
+            tracking: {heartbeat: 30}
+            rules:
+              - {identifier: r, when: {key: a.x, op: ex}, do: [{log: {}}]}
+            """, path: "b"), environment: [:])
+        #expect(ConfigurationReload.restartOnly(running, next) == ["name", "max-peers"])
+        let applied = ConfigurationReload.applied(next, running: running)
+        #expect(applied.name == "kitchen" && applied.maxPeers == 10, "restart-only settings wait for the restart")
+        #expect(applied.clearInterval == 4 && applied.tracking.heartbeat == 30 && applied.rules.map(\.identifier) == ["r"],
+                "everything else is taken")
+        #expect(ConfigurationReload.restartOnly(applied, next) == ["name", "max-peers"], "the warning comes again at the next reload")
+    }
+
     // MARK: - Limits: bad files cost little and change nothing
 
     /// "Billion laughs": `levels` anchors, each a list of `width` aliases of the one before.

@@ -53,35 +53,46 @@ public actor ConfigurationReload {
         }
         await exporter.waitUntilShown(sequence)
         if next.logLevel != current.logLevel { LogLevelSwitch.shared.level = next.logLevel }
-        current.logLevel = next.logLevel
-        current.regions = next.regions
-        current.alerts = next.alerts
-        current.regionMonitor = next.regionMonitor
-        current.clearInterval = next.clearInterval
-        current.rssiOffset = next.rssiOffset
-        current.configFile = next.configFile
-        var running = next
-        running.name = current.name   // a new name waits for the restart, as its warning says
-        await publisher?.reconfigure(running)
-        current.mqtt = next.mqtt
+        // What runs now: the new configuration, but the settings that wait for a restart (a new
+        // name among them, as its warning says).
+        current = Self.applied(next, running: current)
+        await publisher?.reconfigure(current)
         logger.notice("configuration reloaded", metadata: ["regions": "\(next.regions.count)", "alerts": "\(next.alerts.count)"])
     }
 
+    /// A setting a reload does not change, by its config file key.
+    struct RestartOnly: Sendable {
+        let key: String
+        let differs: @Sendable (NodeConfiguration, NodeConfiguration) -> Bool
+        let keep: @Sendable (inout NodeConfiguration, NodeConfiguration) -> Void
+
+        init<Value: Equatable>(_ key: String, _ path: WritableKeyPath<NodeConfiguration, Value> & Sendable) {
+            self.key = key
+            differs = { $0[keyPath: path] != $1[keyPath: path] }
+            keep = { $0[keyPath: path] = $1[keyPath: path] }
+        }
+    }
+
+    /// The settings that need a restart: the one list the warning and the running configuration
+    /// follow. Everything else a reload applies.
+    static let restartOnlySettings: [RestartOnly] = [
+        RestartOnly("bus", \.bus), RestartOnly("bus-name", \.busName), RestartOnly("state-dir", \.stateDirectory),
+        RestartOnly("name", \.name), RestartOnly("service-uuid", \.serviceUUID), RestartOnly("adapter", \.adapter),
+        RestartOnly("power-on", \.powerOn), RestartOnly("measured-power", \.measuredPower),
+        RestartOnly("path-loss-exponent", \.pathLossExponent), RestartOnly("max-peers", \.maxPeers),
+        RestartOnly("beacons", \.trackBeacons),
+    ]
+
     /// The settings that differ and need a restart, by their config file key.
     static func restartOnly(_ a: NodeConfiguration, _ b: NodeConfiguration) -> [String] {
-        var keys: [String] = []
-        if a.bus != b.bus { keys.append("bus") }
-        if a.busName != b.busName { keys.append("bus-name") }
-        if a.stateDirectory != b.stateDirectory { keys.append("state-dir") }
-        if a.name != b.name { keys.append("name") }
-        if a.serviceUUID != b.serviceUUID { keys.append("service-uuid") }
-        if a.adapter != b.adapter { keys.append("adapter") }
-        if a.powerOn != b.powerOn { keys.append("power-on") }
-        if a.measuredPower != b.measuredPower { keys.append("measured-power") }
-        if a.pathLossExponent != b.pathLossExponent { keys.append("path-loss-exponent") }
-        if a.maxPeers != b.maxPeers { keys.append("max-peers") }
-        if a.trackBeacons != b.trackBeacons { keys.append("beacons") }
-        return keys
+        restartOnlySettings.filter { $0.differs(a, b) }.map(\.key)
+    }
+
+    /// `next` as it runs after a reload: with the restart-only settings of `running`.
+    static func applied(_ next: NodeConfiguration, running: NodeConfiguration) -> NodeConfiguration {
+        var applied = next
+        for setting in restartOnlySettings { setting.keep(&applied, running) }
+        return applied
     }
 }
 
