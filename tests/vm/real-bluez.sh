@@ -56,10 +56,10 @@ bare() { sed -e 's/^[a-z]* //' -e 's/"//g'; }
 adapter_address() { busctl --system get-property org.bluez "/org/bluez/hci$1" org.bluez.Adapter1 Address | bare; }
 count() { grep -c -- "$2" "$WORK/node$1.log" 2>/dev/null || true; }
 
-start_node() {
-    local i=$1
-    "$BIN/proximityd" run --bus system --adapter "hci$i" --bus-name "$(name_of "$i")" --state-dir "$WORK/state$i" \
-        --name "node$i" --power-on --log-level debug 2>>"$WORK/node$i.log" &
+start_node() { # NODE [STATE-DIR LOG]: proximityd on hciNODE, with its own state and log unless given
+    local i=$1 state=${2:-$WORK/state$1} log=${3:-$WORK/node$1.log}
+    "$BIN/proximityd" run --bus system --adapter "hci$i" --bus-name "$(name_of "$i")" --state-dir "$state" \
+        --name "node$i" --power-on --log-level debug 2>>"$log" &
     echo $! >"$WORK/node$i.pid"
     wait_for 60 "node$i owns $(name_of "$i")" node_prop "$i" Identifier
 }
@@ -88,6 +88,7 @@ sees_device() { # NODE ADDRESS: BlueZ shows ADDRESS under the node's adapter, ad
 cleanup() {
     for i in "${NODES[@]}"; do [ -f "$WORK/node$i.pid" ] && kill -TERM "$(cat "$WORK/node$i.pid")" 2>/dev/null; done
     [ -n "${HOG:-}" ] && kill -TERM "$HOG" 2>/dev/null
+    [ -n "${FOREIGN:-}" ] && kill -TERM "$FOREIGN" 2>/dev/null
     wait 2>/dev/null
 }
 trap cleanup EXIT
@@ -338,8 +339,72 @@ for i in "${NODES[@]}"; do
         || fail "node$i did not unregister"
 done
 
+# ---------------------------------------------------------------------------------------------
+say "7. a foreign peer: the identity characteristic only, no hello"
+# A peripheral that is not proximityd (tests/vm/foreign_peer.py): it advertises the general
+# service and serves only the identity characteristic; it never writes a hello and never connects.
+# A fresh node (new state, so a new identity and no peers) meets it alone, the other nodes being
+# stopped. 7a: the node has the lower address and connects at once. 7b: it has the higher one,
+# so it first waits the scheduler's yield time (30 s) for a hello that never comes, then connects.
+# Bounds, from the node's start (docs/real-bluez.md, "A foreign peer"): measured 15-31 s for 7a
+# (the node's start, the peer's start, up to 10.24 s for the kernel's discovery window to end
+# before a connection is made, the read, 2 s of Disconnect); 45 s leaves room for a loaded host
+# but not for an attempt that stalls (a 30 s ATT timeout, or a 10 s GATT bound and a retry).
+FOREIGN_BOUND=45
+FOREIGN_YIELD_BOUND=75
+foreign() { # NODE PEER BOUND: a fresh node on hciNODE identifies the foreign peer on hciPEER
+    local n=$1 p=$2 bound=$3 t0 fid took log="$WORK/foreign-node$n.log" out="$WORK/foreign$p.out"
+    fid=$(cat /proc/sys/kernel/random/uuid)
+    t0=$(now)
+    start_node "$n" "$WORK/foreign-state$n" "$log" || return 1
+    # btvirt reports an advertiser only when a scanner or the advertiser switches on
+    # (scripts/vm/README.md): the peer starts advertising once the node scans.
+    wait_for 60 "node$n discovers" bash -c "busctl --system get-property $(name_of "$n") /org/proximityd org.proximityd.Node1 Discovering | grep -q true"
+    /usr/bin/python3 "$HERE/foreign_peer.py" "hci$p" "$fid" >"$out" 2>&1 &
+    FOREIGN=$!
+    wait_for 60 "the foreign peer advertises on hci$p" grep -q "advertising$" "$out" &&
+        pass "the foreign peer on hci$p (${ADDR[$p]}) advertises, identity $fid"
+    # Waits past the bound, to report the time even when it is over.
+    if wait_for 150 "node$n identifies the foreign peer" has_identities "$n" "$fid"; then
+        took=$(elapsed "$t0" "$(now)")
+        local reads failed yielded
+        reads=$(grep -c "identified a peer" "$log")
+        failed=$(grep -c "identification failed" "$log")
+        yielded=$(grep -c "the peer did not introduce itself" "$log")
+        awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' &&
+            pass "node$n identified the foreign peer by reading it, $took s after its start (bound $bound s; $reads read, $failed failed attempts, $yielded yield run out)" ||
+            fail "node$n identified the foreign peer $took s after its start, over the bound of $bound s ($failed failed attempts, $yielded yield run out)"
+        grep "identification failed" "$log" | sed 's/^/     /'
+        [ "$reads" = 1 ] || fail "node$n logged $reads reads of the foreign peer"
+        if [ "$n" -lt "$p" ]; then
+            [ "$yielded" = 0 ] && pass "node$n (lower address) connected without waiting for a hello" || fail "node$n waited for a hello though its address is the lower"
+        else
+            [ "$yielded" = 1 ] && pass "node$n (higher address) waited for a hello, then connected" || fail "node$n: $yielded yields run out"
+        fi
+        echo "$took" >"$WORK/foreign-took$n"
+    else
+        echo none >"$WORK/foreign-took$n"
+        grep "identif\|connect" "$log" | tail -n 20
+    fi
+    kill -TERM "$FOREIGN" 2>/dev/null
+    wait "$FOREIGN" 2>/dev/null
+    FOREIGN=
+    echo "foreign peer: $(tr '\n' ' ' <"$out")"
+    stop_node "$n"
+}
+say "7a. a fresh node on hci0 (the lower address) and the foreign peer on hci1"
+foreign 0 1 "$FOREIGN_BOUND"
+say "7b. a fresh node on hci2 (the higher address) and the foreign peer on hci1"
+foreign 2 1 "$FOREIGN_YIELD_BOUND"
+# Only 7a goes with the time-to-identify figures: 7b's 30 s are the yield, by design.
+if [ -n "${REAL_BLUEZ_RESULTS:-}" ]; then
+    echo "time_to_identify 0-foreign $(cat "$WORK/foreign-took0" 2>/dev/null || echo none)" >>"$REAL_BLUEZ_RESULTS"
+fi
+echo "foreign peer: identified $(cat "$WORK/foreign-took0" 2>/dev/null || echo -) s after node0's start (7a), $(cat "$WORK/foreign-took2" 2>/dev/null || echo -) s after node2's (7b)"
+
 if ((FAILURES)); then
     for i in "${NODES[@]}"; do echo "---- node$i log (tail)"; tail -n 40 "$WORK/node$i.log"; done
+    for i in 0 2; do [ -f "$WORK/foreign-node$i.log" ] && { echo "---- foreign-node$i log (tail)"; tail -n 40 "$WORK/foreign-node$i.log"; }; done
     echo "real-bluez: $FAILURES check(s) failed"
     exit 1
 fi
