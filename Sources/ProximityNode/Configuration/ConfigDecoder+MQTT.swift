@@ -1,0 +1,110 @@
+import Foundation
+import ProximityCore
+
+/// `mqtt:` (`docs/mqtt.md`).
+extension ConfigDecoder {
+    /// `mqtt:`: the broker and how to publish to it (`docs/mqtt.md`). `broker` is required; null
+    /// or an absent section: no publishing.
+    mutating func decodeMQTT(_ section: ConfigEntry) {
+        let path = "mqtt"
+        let node = section.value
+        guard !isNull(node) else { return }
+        guard let entries = mapping(node, path: path, keys: ConfigFile.mqttKeys,
+                                    expected: "a mapping of broker:, username: and the other mqtt keys") else { return }
+        guard let brokerEntry = entries.first(where: { $0.key == "broker" }) else {
+            report(section.keyPosition, "mqtt: broker is required (for example broker: mqtt://localhost)")
+            return
+        }
+        guard let broker = text(brokerEntry, path: "mqtt.broker", MQTTSettings.checked(broker:)) else { return }
+        var settings = MQTTSettings(broker: broker)
+        var valid = true
+        func file(_ entry: ConfigEntry, _ key: String) -> String? {
+            text(entry, path: key) { (t: String) throws(OptionProblem) -> String in
+                guard t.hasPrefix("/") else { throw OptionProblem("must be an absolute path, not '\(t)'") }
+                return t
+            }
+        }
+        for entry in entries {
+            let key = "\(path).\(entry.key)"
+            let before = problems.count
+            switch entry.key {
+            case "ca-file": settings.caFile = file(entry, key)
+            case "cert-file": settings.certificateFile = file(entry, key)
+            case "key-file": settings.keyFile = file(entry, key)
+            case "username": settings.username = text(entry, path: key) { (t: String) throws(OptionProblem) -> String in
+                    guard !t.isEmpty, t.utf8.count <= 65535 else { throw OptionProblem("must be 1 to 65535 bytes") }
+                    return t
+                }
+            case "password-file": settings.passwordFile = file(entry, key)
+            case "client-id": settings.clientID = text(entry, path: key, MQTTSettings.checked(clientID:))
+            case "prefix": settings.prefix = text(entry, path: key, MQTTSettings.checked(prefix:))
+            case "keepalive":
+                let range = MQTTSettings.keepaliveRange
+                if let v = integer(entry, "an integer number of seconds in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
+                    guard range.contains(n) else { throw OptionProblem("must be in \(range.lowerBound)...\(range.upperBound), not \(n)") }
+                    return n
+                }) { settings.keepalive = v }
+            case "report-interval":
+                if let v = seconds(entry, key, in: MQTTSettings.reportIntervalRange) { settings.reportInterval = v }
+            case "report-moved":
+                let range = MQTTSettings.reportMovedRange
+                let shown = entry.value.text
+                if let v = number(entry, named: key, "a number of metres in 0...100", { (d: Double) throws(OptionProblem) -> Double in
+                    guard d.isFinite, range.contains(d) else { throw OptionProblem("must be a number of metres in 0...100, not \(shown)") }
+                    return d
+                }) { settings.reportMoved = v }
+            case "compat":
+                if let modes = compatibility(entry, path: key) { settings.compatibility = modes }
+            case "room": settings.room = text(entry, path: key, MQTTSettings.checked(level:))
+            case "discovery": if let b = boolean(entry, path: key) { settings.discovery = b }
+            case "discovery-prefix": if let v = text(entry, path: key, MQTTSettings.checked(prefix:)) { settings.discoveryPrefix = v }
+            case "outbox-size":
+                let range = MQTTSettings.outboxSizeRange
+                if let v = integer(entry, "an integer in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
+                    guard range.contains(n) else { throw OptionProblem("must be an integer in \(range.lowerBound)...\(range.upperBound), not \(n)") }
+                    return n
+                }) { settings.outboxSize = v }
+            case "reconnect-max":
+                let range = MQTTSettings.reconnectRange
+                if let v = integer(entry, "an integer number of seconds in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
+                    guard range.contains(n) else { throw OptionProblem("must be in \(range.lowerBound)...\(range.upperBound), not \(n)") }
+                    return n
+                }) { settings.reconnectMax = v }
+            default: break
+            }
+            if problems.count != before { valid = false }
+        }
+        if settings.certificateFile != nil, settings.keyFile == nil {
+            report(section.keyPosition, "mqtt: cert-file needs key-file"); valid = false
+        }
+        if settings.keyFile != nil, settings.certificateFile == nil {
+            report(section.keyPosition, "mqtt: key-file needs cert-file"); valid = false
+        }
+        if !settings.broker.tls, settings.caFile != nil || settings.certificateFile != nil {
+            report(brokerEntry.value.position, "mqtt.broker: ca-file and cert-file need an mqtts:// broker"); valid = false
+        }
+        if valid { mqtt = settings }
+    }
+
+    /// `compat:`: a list of compatibility modes, or one.
+    mutating func compatibility(_ entry: ConfigEntry, path: String) -> [MQTTSettings.Compatibility]? {
+        let names = MQTTSettings.Compatibility.allCases.map(\.rawValue)
+        let items: [ConfigNode]
+        switch entry.value.kind {
+        case .null: return []
+        case .sequence(let list): items = list
+        default: items = [entry.value]
+        }
+        var modes: [MQTTSettings.Compatibility] = []
+        var valid = true
+        for (i, item) in items.enumerated() {
+            guard let name = string(item), let mode = MQTTSettings.Compatibility(rawValue: name) else {
+                report(at: item, fallback: entry.keyPosition, "\(path)[\(i)]: must be one of \(Self.alternatives(names)), not \(item.summary)")
+                valid = false
+                continue
+            }
+            if !modes.contains(mode) { modes.append(mode) }
+        }
+        return valid ? modes : nil
+    }
+}
