@@ -65,7 +65,7 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit",
+                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit", "ProximityMQTT",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -76,10 +76,13 @@ let package = Package(
         .target(
             name: "ProximityFleet",
             dependencies: [
-                "MQTTKit", "ProximityCore",
+                "MQTTKit", "ProximityCore", "ProximityMQTT",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // proximityd's and proximity-fleet's MQTT topics and payloads, as Codable types: written by
+        // the node and the fleet service, read by the fleet service, proximityctl fleet and the tests.
+        .target(name: "ProximityMQTT", dependencies: ["MQTTKit"]),
         // Command-line options the executables share (the broker's, for proximity-fleet and
         // proximityctl fleet): declared once, outside the libraries.
         .target(
@@ -121,7 +124,7 @@ let package = Package(
         .executableTarget(
             name: "proximityctl",
             dependencies: [
-                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityCommandLine", "ProximityVersion",
+                "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityMQTT", "ProximityCommandLine", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -228,11 +231,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityNodeTests",
-            dependencies: ["ProximityNode", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim"]
+            dependencies: ["ProximityNode", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT"]
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit", "ProximityMQTT"]
         ),
     ]
 )

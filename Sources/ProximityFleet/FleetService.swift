@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import MQTTKit
 import ProximityCore
+import ProximityMQTT
 
 /// What the fleet service is told at start (`proximity-fleet`'s options; docs/fleet.md).
 public struct FleetConfiguration: Sendable {
@@ -72,10 +73,11 @@ public actor FleetService {
         rule = configuration.makeRule()
     }
 
-    var statusTopic: String { "\(configuration.prefix)/status" }
-    func roomTopic(_ device: String) -> String { "\(configuration.prefix)/devices/\(MQTTTopic.segment(device))/room" }
-    func attributesTopic(_ device: String) -> String { "\(configuration.prefix)/devices/\(MQTTTopic.segment(device))/attributes" }
-    var tableTopic: String { "\(configuration.prefix)/table" }
+    var topics: FleetTopics { FleetTopics(prefix: configuration.prefix) }
+    var statusTopic: String { topics.status }
+    func roomTopic(_ device: String) -> String { topics.room(device) }
+    func attributesTopic(_ device: String) -> String { topics.attributes(device) }
+    var tableTopic: String { topics.table }
 
     /// Runs until the task is cancelled: connects (reconnecting with back-off), and ticks the
     /// rule once a second. At the end says `offline` and disconnects.
@@ -187,8 +189,8 @@ public actor FleetService {
         guard levels.count == root + 3, levels[root + 1] == "peers" else { return }
         let device = MQTTTopic.name(levels[root + 2])
         if let track = configuration.track, !track.contains(device) { return }
-        guard let json = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any],
-              let distance = json["distance"] as? Double, distance.isFinite, distance > 0 else { return }
+        guard let report = MQTTJSON.decode(PeerReport.self, from: message.payload),
+              let distance = report.distance, distance.isFinite, distance > 0 else { return }
         apply(rule.observe(device: device, node: node, distance: distance, at: t))
         reported.insert(device)
         dirty = true
@@ -229,25 +231,25 @@ public actor FleetService {
         var distances: [String: Double] = [:]
         var ages: [String: Double] = [:]
         for r in rule.readings(of: device) {
-            distances[r.node] = (r.distance * 100).rounded() / 100
-            ages[r.node] = (r.age(at: t) * 10).rounded() / 10
+            distances[r.node] = MQTTRounding.metres(r.distance)
+            ages[r.node] = MQTTRounding.tenths(r.age(at: t))
         }
-        return Self.json(["room": published[device] ?? "not_home", "distances": distances, "ages": ages,
-                          "since": since[device] ?? t, "rule": rule.name])
+        return MQTTJSON.encode(FleetAttributes(room: published[device] ?? "not_home", distances: distances, ages: ages,
+                                               since: since[device] ?? t, rule: rule.name))
     }
 
     private func publishTable(at t: Double) {
         guard connected else { return }
         dirty = false
         lastTable = t
-        var rows: [[String: Any]] = []
+        var rows: [FleetTable.Device] = []
         for device in Set(rule.devices).union(published.keys).sorted() {
-            let readings = rule.readings(of: device).map { r -> [String: Any] in
-                ["node": r.node, "distance": (r.distance * 100).rounded() / 100, "age": (r.age(at: t) * 10).rounded() / 10]
+            let readings = rule.readings(of: device).map {
+                FleetTable.Reading(node: $0.node, distance: MQTTRounding.metres($0.distance), age: MQTTRounding.tenths($0.age(at: t)))
             }
-            rows.append(["id": device, "room": published[device] ?? "not_home", "readings": readings])
+            rows.append(FleetTable.Device(id: device, room: published[device] ?? "not_home", readings: readings))
         }
-        send(tableTopic, Self.json(["time": t, "rule": rule.name, "devices": rows]))
+        send(tableTopic, MQTTJSON.encode(FleetTable(time: t, rule: rule.name, devices: rows)))
     }
 
     /// Home Assistant `device_tracker` discovery for `device`, once per connection.
@@ -255,16 +257,16 @@ public actor FleetService {
         guard configuration.discovery, connected, !discovered.contains(device) else { return }
         discovered.insert(device)
         let object = "proximity_fleet_\(MQTTTopic.objectID(device))"
-        send("\(configuration.discoveryPrefix)/device_tracker/\(object)/config", Self.json([
-            "name": device, "unique_id": object, "object_id": object,
-            "state_topic": roomTopic(device), "json_attributes_topic": attributesTopic(device),
-            "payload_home": "home", "payload_not_home": "not_home", "source_type": "bluetooth_le",
-            "availability_topic": statusTopic, "payload_available": "online", "payload_not_available": "offline",
-            "device": ["identifiers": [object], "name": device, "manufacturer": "proximityd", "model": "tracked device"],
-            "origin": ["name": "proximity-fleet"],
-        ]))
+        var config = DiscoveryConfig(name: device, uniqueID: object, stateTopic: roomTopic(device),
+                                     device: .init(identifiers: [object], name: device, manufacturer: "proximityd", model: "tracked device"),
+                                     origin: .init(name: "proximity-fleet"))
+        config.objectID = object
+        config.jsonAttributesTopic = attributesTopic(device)
+        config.payloadHome = "home"
+        config.payloadNotHome = "not_home"
+        config.sourceType = "bluetooth_le"
+        config.setAvailability(statusTopic)
+        send("\(configuration.discoveryPrefix)/device_tracker/\(object)/config", MQTTJSON.encode(config))
     }
-
-    static func json(_ object: [String: Any]) -> String { MQTTTopic.json(object) }
 }
 

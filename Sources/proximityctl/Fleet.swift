@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MQTTKit
+import ProximityMQTT
 import ProximityCommandLine
 import Synchronization
 
@@ -72,7 +73,7 @@ struct FleetCommand: AsyncParsableCommand {
                     if json {
                         print(message.string)
                     } else {
-                        let text = FleetTable.render(message.payload)
+                        let text = FleetTableText.render(message.payload)
                         print(terminal ? "\u{1B}[H\u{1B}[2J" + text : (tables > 0 ? "\n" : "") + text, terminator: "")
                     }
                     fflush(nil)
@@ -98,19 +99,15 @@ struct FleetCommand: AsyncParsableCommand {
 }
 
 /// The fleet table as text: one line per device, its room and each node's distance (and age).
-enum FleetTable {
+enum FleetTableText {
     static func render(_ payload: [UInt8]) -> String {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
-              let devices = object["devices"] as? [[String: Any]] else { return "(not a fleet table)\n" }
-        let time = (object["time"] as? Double).map { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: $0)) } ?? "?"
-        var lines = ["proximity-fleet — \(devices.count) device\(devices.count == 1 ? "" : "s") — rule \(object["rule"] as? String ?? "?") — \(time)"]
-        let rows = devices.map { d -> (String, String, String) in
-            let readings = (d["readings"] as? [[String: Any]] ?? []).map { r -> String in
-                let distance = (r["distance"] as? Double).map { String(format: "%.2f m", $0) } ?? "?"
-                let age = (r["age"] as? Double).map { String(format: "%.0f s", $0) } ?? "?"
-                return "\(r["node"] as? String ?? "?") \(distance) (\(age))"
-            }
-            return (d["id"] as? String ?? "?", d["room"] as? String ?? "?", readings.joined(separator: ", "))
+        guard let table = MQTTJSON.decode(FleetTable.self, from: payload) else { return "(not a fleet table)\n" }
+        let time = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: table.time))
+        let count = table.devices.count
+        var lines = ["proximity-fleet — \(count) device\(count == 1 ? "" : "s") — rule \(table.rule) — \(time)"]
+        let rows = table.devices.map { d -> (String, String, String) in
+            let readings = d.readings.map { "\($0.node) \(String(format: "%.2f m", $0.distance)) (\(String(format: "%.0f s", $0.age)))" }
+            return (d.id, d.room, readings.joined(separator: ", "))
         }
         let w0 = max(6, rows.map(\.0.count).max() ?? 0), w1 = max(4, rows.map(\.1.count).max() ?? 0)
         func pad(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(0, w - s.count)) }

@@ -2,6 +2,7 @@ import BlueZSim
 import DBusKit
 import Foundation
 import ProximityCore
+import ProximityMQTT
 import ProximityNode
 import NodeTesting
 import ProximityTesting
@@ -17,8 +18,9 @@ struct MQTTReportTests {
         var distance: Double
     }
 
-    static func json(_ text: Substring) -> [String: Any]? {
-        try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+    /// The payloads of `topic` in `mosquitto_sub -F '%t|%p'` lines, as `T`.
+    static func payloads<T: Decodable>(_ type: T.Type, _ topic: String, in lines: [Substring]) -> [T] {
+        lines.filter { $0.hasPrefix(topic + "|") }.compactMap { MQTTJSON.decode(type, from: Array($0.dropFirst(topic.count + 1).utf8)) }
     }
 
     @Test("a peer standing still is reported once per report-interval; one that moves is reported at once; ESPresense's and mqtt_room's payloads carry the same reports")
@@ -54,22 +56,21 @@ struct MQTTReportTests {
                 let origin = alpha.log.clock.epoch(0)
                 let arrived = await sub.waitForOutput(timeout: .seconds(20)) { out in
                     out.split(separator: "\n").contains { line in
-                        line.hasPrefix(topic + "|") && (Self.json(line.dropFirst(topic.count + 1))?["time"] as? Double).map {
-                            $0 - origin > moved + 15
-                        } == true
+                        line.hasPrefix(topic + "|")
+                            && (MQTTJSON.decode(PeerReport.self, from: Array(line.dropFirst(topic.count + 1).utf8))?.time).map {
+                                $0 - origin > moved + 15
+                            } == true
                     }
                 }
                 #expect(arrived)
                 let lines = sub.stdout.split(separator: "\n")
-                func payloads(_ t: String) -> [[String: Any]] {
-                    lines.filter { $0.hasPrefix(t + "|") }.compactMap { Self.json($0.dropFirst(t.count + 1)) }
-                }
-                let native = payloads(topic)
+                let native = Self.payloads(PeerReport.self, topic, in: lines)
+                #expect(native.count == lines.filter { $0.hasPrefix(topic + "|") }.count, "every payload is a PeerReport")
                 let reports = native.compactMap { p -> Report? in
-                    guard let time = p["time"] as? Double, let distance = p["distance"] as? Double else { return nil }
+                    guard let time = p.time, let distance = p.distance else { return nil }
                     return Report(time: time - origin, distance: distance)
                 }
-                #expect(reports.count == native.count, "\(native)")
+                #expect(reports.count == native.count, "\(native.filter { $0.time == nil || $0.distance == nil })")
                 // Every report came an interval after the one before, or the peer had moved.
                 for (a, b) in zip(reports, reports.dropFirst()) {
                     #expect(b.time - a.time >= 5 - 0.001 || abs(b.distance - a.distance) >= 0.5, "\(a) → \(b)")
@@ -84,16 +85,20 @@ struct MQTTReportTests {
                 #expect(first.map { $0.time - moved <= 4 } == true, "first report after the move: \(String(describing: first))")
 
                 // ESPresense: espresense/devices/<id>/<room>, with its fields; mqtt_room: {id, name, distance}.
-                let espresense = payloads("espresense/devices/\(peer)/alpha")
+                let espresense = Self.payloads(ESPresenseReport.self, "espresense/devices/\(peer)/alpha", in: lines)
                 #expect(espresense.count == native.count)
+                #expect(espresense.map(\.distance) == native.compactMap(\.distance), "the same reports")
                 if let e = espresense.first {
-                    #expect(e["id"] as? String == peer)
-                    #expect(e["rssi@1m"] as? Int == -59)
-                    #expect(e["rssi"] is Int && e["distance"] is Double && e["name"] is String)
+                    #expect(e.id == peer && e.rssiAt1m == -59 && e.raw == e.distance && !e.name.isEmpty)
                 }
-                let room = payloads("room_presence/alpha")
+                let room = Self.payloads(MQTTRoomReport.self, "room_presence/alpha", in: lines)
                 #expect(room.count == native.count)
-                if let r = room.first { #expect(Set(r.keys) == ["id", "name", "distance"] && r["id"] as? String == peer) }
+                #expect(room.allSatisfy { $0.id == peer })
+                // mqtt_room's form has exactly its three fields.
+                if let raw = lines.first(where: { $0.hasPrefix("room_presence/alpha|") }),
+                   let object = try? JSONSerialization.jsonObject(with: Data(raw.dropFirst("room_presence/alpha|".count).utf8)) as? [String: Any] {
+                    #expect(Set(object.keys) == ["id", "name", "distance"])
+                }
                 #expect(lines.contains("espresense/rooms/alpha/status|online"))
                 #expect(lines.contains("proximityd/alpha/status|online"))
 

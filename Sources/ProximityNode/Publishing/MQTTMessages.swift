@@ -2,6 +2,7 @@ import Foundation
 import MQTTKit
 import ProximityAPI
 import ProximityCore
+import ProximityMQTT
 
 /// One message for the broker.
 struct MQTTOutgoing: Sendable, Hashable {
@@ -26,18 +27,15 @@ struct MQTTMessages: Sendable {
 
     var prefix: String { settings.prefix(name: name) }
     var room: String { settings.room(name: name) }
-    var statusTopic: String { "\(prefix)/status" }
-    var stateTopic: String { "\(prefix)/state" }
-    func peerTopic(_ peer: String) -> String { "\(prefix)/peers/\(MQTTTopic.segment(peer))" }
-    func regionTopic(_ region: String) -> String { "\(prefix)/regions/\(MQTTTopic.segment(region))" }
-    func eventTopic(_ source: String) -> String { "\(prefix)/events/\(MQTTTopic.segment(source))" }
-    var espresenseStatusTopic: String { "espresense/rooms/\(MQTTTopic.segment(room))/status" }
-    func espresenseTopic(_ peer: String) -> String { "espresense/devices/\(MQTTTopic.segment(peer))/\(MQTTTopic.segment(room))" }
-    var mqttRoomTopic: String { "room_presence/\(MQTTTopic.segment(room))" }
-
-    static func json(_ object: [String: Any]) -> String { MQTTTopic.json(object) }
-
-    static func metres(_ d: Double) -> Double { (d * 100).rounded() / 100 }
+    var topics: NodeTopics { NodeTopics(prefix: prefix) }
+    var statusTopic: String { topics.status }
+    var stateTopic: String { topics.state }
+    func peerTopic(_ peer: String) -> String { topics.peer(peer) }
+    func regionTopic(_ region: String) -> String { topics.region(region) }
+    func eventTopic(_ source: String) -> String { topics.events(source) }
+    var espresenseStatusTopic: String { ESPresenseReport.statusTopic(room: room) }
+    func espresenseTopic(_ peer: String) -> String { ESPresenseReport.topic(peer: peer, room: room) }
+    var mqttRoomTopic: String { MQTTRoomReport.topic(room: room) }
 
     // MARK: - Availability and state
 
@@ -51,10 +49,9 @@ struct MQTTMessages: Sendable {
 
     /// The node as it is: retained.
     func state(_ node: NodeView) -> MQTTOutgoing {
-        MQTTOutgoing(topic: stateTopic, payload: Self.json([
-            "id": identity, "name": name, "adapter": node.adapter, "advertising": node.advertising, "discovering": node.discovering,
-            "peers": node.peerCount, "rssi_offset": node.rssiOffset, "outbox_dropped": node.outboxDropped,
-        ]), retain: true)
+        MQTTOutgoing(topic: stateTopic, payload: MQTTJSON.encode(NodeStatePayload(
+            id: identity, name: name, adapter: node.adapter, advertising: node.advertising, discovering: node.discovering,
+            peers: node.peerCount, rssiOffset: node.rssiOffset, outboxDropped: node.outboxDropped)), retain: true)
     }
 
     /// A region's state: retained `inside`, `outside` or `unknown`; an empty payload clears it.
@@ -67,24 +64,21 @@ struct MQTTMessages: Sendable {
     /// The reports of one peer that passed the rate control: native, and the compatibility ones.
     func reports(_ peer: PeerState, at time: Double) -> [MQTTOutgoing] {
         let id = peer.identifier.rawValue
-        let distance = Self.metres(peer.distance)
-        var native: [String: Any] = [
-            "id": id, "kind": peer.kind.rawValue, "rssi": Int(peer.rssi), "rssi@1m": Int(peer.measuredPower),
-            "distance": distance, "proximity": peer.proximity.rawValue, "time": (time * 1000).rounded() / 1000,
-        ]
-        if !peer.name.isEmpty { native["name"] = peer.name }
-        if !peer.address.isEmpty { native["mac"] = peer.address }
-        var out = [MQTTOutgoing(topic: peerTopic(id), payload: Self.json(native), qos: 0)]
+        let distance = MQTTRounding.metres(peer.distance)
+        let native = PeerReport(id: id, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),
+                                distance: distance, proximity: peer.proximity.rawValue, time: MQTTRounding.milliseconds(time),
+                                name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address)
+        var out = [MQTTOutgoing(topic: peerTopic(id), payload: MQTTJSON.encode(native), qos: 0)]
+        let shownName = peer.name.isEmpty ? id : peer.name
         if settings.compatibility.contains(.espresense) {
-            var e: [String: Any] = ["id": id, "rssi@1m": Int(peer.measuredPower), "rssi": Int(peer.rssi), "distance": distance,
-                                    "raw": distance]
-            e["name"] = peer.name.isEmpty ? id : peer.name
-            if !peer.address.isEmpty { e["mac"] = peer.address.replacingOccurrences(of: ":", with: "").lowercased() }
-            out.append(MQTTOutgoing(topic: espresenseTopic(id), payload: Self.json(e), qos: 0))
+            let mac = peer.address.isEmpty ? nil : peer.address.replacingOccurrences(of: ":", with: "").lowercased()
+            let report = ESPresenseReport(id: id, name: shownName, rssiAt1m: Int(peer.measuredPower), rssi: Int(peer.rssi),
+                                          distance: distance, mac: mac)
+            out.append(MQTTOutgoing(topic: espresenseTopic(id), payload: MQTTJSON.encode(report), qos: 0))
         }
         if settings.compatibility.contains(.mqttRoom) {
-            out.append(MQTTOutgoing(topic: mqttRoomTopic, payload: Self.json(["id": id, "name": peer.name.isEmpty ? id : peer.name,
-                                                                              "distance": distance]), qos: 0))
+            out.append(MQTTOutgoing(topic: mqttRoomTopic, payload: MQTTJSON.encode(MQTTRoomReport(id: id, name: shownName, distance: distance)),
+                                    qos: 0))
         }
         return out
     }
@@ -92,17 +86,16 @@ struct MQTTMessages: Sendable {
     /// A peer no longer heard (silent, or gone from the table): one native report with no
     /// distance, so a fleet service hands over at once.
     func gone(_ peer: String, at time: Double) -> MQTTOutgoing {
-        MQTTOutgoing(topic: peerTopic(peer), payload: Self.json(["id": peer, "proximity": "unknown", "distance": NSNull(),
-                                                                 "time": (time * 1000).rounded() / 1000]), qos: 0)
+        MQTTOutgoing(topic: peerTopic(peer), payload: MQTTJSON.encode(PeerReport.gone(peer, at: MQTTRounding.milliseconds(time))), qos: 0)
     }
 
     // MARK: - Events
 
     /// An event of the log: QoS 1, not retained, on `events/<source>`.
     func event(_ entry: LogEntryValue) -> MQTTOutgoing {
-        var object: [String: Any] = ["seq": entry.seq, "time": entry.time, "source": entry.source, "type": entry.type]
-        if !entry.data.isEmpty { object["data"] = entry.data }
-        return MQTTOutgoing(topic: eventTopic(entry.source), payload: Self.json(object))
+        let payload = EventPayload(seq: entry.seq, time: entry.time, source: entry.source, type: entry.type,
+                                   data: entry.data.isEmpty ? nil : entry.data)
+        return MQTTOutgoing(topic: eventTopic(entry.source), payload: MQTTJSON.encode(payload))
     }
 
     // MARK: - Home Assistant discovery
@@ -120,44 +113,47 @@ struct MQTTMessages: Sendable {
 
     static func regionObject(_ region: String) -> String { "region_\(MQTTTopic.objectID(region))" }
 
-    private var device: [String: Any] {
-        ["identifiers": [nodeObjectID], "name": name, "manufacturer": "proximityd", "model": "proximityd node"]
+    private var device: DiscoveryConfig.Device {
+        DiscoveryConfig.Device(identifiers: [nodeObjectID], name: name, manufacturer: "proximityd", model: "proximityd node")
     }
 
-    private var availability: [String: Any] {
-        ["availability_topic": statusTopic, "payload_available": "online", "payload_not_available": "offline"]
-    }
-
-    private func config(_ component: String, _ object: String, _ fields: [String: Any]) -> MQTTOutgoing {
-        var all = fields
-        all["unique_id"] = "\(nodeObjectID)_\(object)"
-        all["device"] = device
-        all["origin"] = ["name": "proximityd"]
-        return MQTTOutgoing(topic: discoveryTopic(component, object), payload: Self.json(all), retain: true)
+    /// The config of one of the node's entities, `configure` filling in its own fields.
+    private func config(_ component: String, _ object: String, name: String, stateTopic: String,
+                        _ configure: (inout DiscoveryConfig) -> Void) -> MQTTOutgoing {
+        var config = DiscoveryConfig(name: name, uniqueID: "\(nodeObjectID)_\(object)", stateTopic: stateTopic, device: device,
+                                     origin: .init(name: "proximityd"))
+        configure(&config)
+        return MQTTOutgoing(topic: discoveryTopic(component, object), payload: MQTTJSON.encode(config), retain: true)
     }
 
     /// The node as a device: connectivity, the peer count, and one occupancy sensor per region.
     func discovery(regions: [String]) -> [MQTTOutgoing] {
         var out = [
-            config("binary_sensor", "connectivity", [
-                "name": "Connectivity", "device_class": "connectivity", "entity_category": "diagnostic", "state_topic": statusTopic,
-                "payload_on": "online", "payload_off": "offline",
-            ]),
-            config("sensor", "peers", [
-                "name": "Peers", "state_topic": stateTopic, "value_template": "{{ value_json.peers }}", "state_class": "measurement",
-                "icon": "mdi:bluetooth",
-            ].merging(availability) { a, _ in a }),
+            config("binary_sensor", "connectivity", name: "Connectivity", stateTopic: statusTopic) {
+                $0.deviceClass = "connectivity"
+                $0.entityCategory = "diagnostic"
+                $0.payloadOn = "online"
+                $0.payloadOff = "offline"
+            },
+            config("sensor", "peers", name: "Peers", stateTopic: stateTopic) {
+                $0.valueTemplate = "{{ value_json.peers }}"
+                $0.stateClass = "measurement"
+                $0.icon = "mdi:bluetooth"
+                $0.setAvailability(statusTopic)
+            },
         ]
         for region in regions { out.append(regionDiscovery(region)) }
         return out
     }
 
     func regionDiscovery(_ region: String) -> MQTTOutgoing {
-        config("binary_sensor", Self.regionObject(region), [
-            "name": "Region \(region)", "device_class": "occupancy", "state_topic": regionTopic(region),
-            "value_template": "{{ value if value in ('inside', 'outside') else 'None' }}",
-            "payload_on": "inside", "payload_off": "outside",
-        ].merging(availability) { a, _ in a })
+        config("binary_sensor", Self.regionObject(region), name: "Region \(region)", stateTopic: regionTopic(region)) {
+            $0.deviceClass = "occupancy"
+            $0.valueTemplate = "{{ value if value in ('inside', 'outside') else 'None' }}"
+            $0.payloadOn = "inside"
+            $0.payloadOff = "outside"
+            $0.setAvailability(statusTopic)
+        }
     }
 
     /// Deletes a region's entity (and its retained state).

@@ -1,0 +1,333 @@
+import Foundation
+import MQTTKit
+
+/// The JSON of every payload proximityd and proximity-fleet publish: sorted keys, slashes as they
+/// are (what `mosquitto_sub` shows and Home Assistant reads).
+public enum MQTTJSON {
+    public static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Every payload type here encodes; a failure would be a programming error.
+        guard let data = try? encoder.encode(value) else { preconditionFailure("cannot encode \(type(of: value))") }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `bytes` as a `T`, or nil when they are not one.
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: some Sequence<UInt8>) -> T? {
+        try? JSONDecoder().decode(type, from: Data(bytes))
+    }
+}
+
+/// Seconds rounded to the millisecond and metres to the centimetre, as payloads carry them.
+public enum MQTTRounding {
+    public static func metres(_ d: Double) -> Double { (d * 100).rounded() / 100 }
+    public static func milliseconds(_ t: Double) -> Double { (t * 1000).rounded() / 1000 }
+    public static func tenths(_ t: Double) -> Double { (t * 10).rounded() / 10 }
+}
+
+// MARK: - A node's topics (`docs/mqtt.md`)
+
+/// The topics of one node under its prefix (`proximityd/<name>` by default).
+public struct NodeTopics: Sendable, Hashable {
+    public let prefix: String
+
+    public init(prefix: String) { self.prefix = prefix }
+
+    /// `online`/`offline`, retained; the will.
+    public var status: String { "\(prefix)/status" }
+    /// ``NodeStatePayload``, retained.
+    public var state: String { "\(prefix)/state" }
+    /// ``PeerReport``s of one peer.
+    public func peer(_ id: String) -> String { "\(prefix)/peers/\(MQTTTopic.segment(id))" }
+    /// A region's state, retained: `inside`, `outside`, `unknown`.
+    public func region(_ id: String) -> String { "\(prefix)/regions/\(MQTTTopic.segment(id))" }
+    /// ``EventPayload``s of one source of the event log.
+    public func events(_ source: String) -> String { "\(prefix)/events/\(MQTTTopic.segment(source))" }
+}
+
+/// What `<prefix>/state` holds: the node as it is.
+public struct NodeStatePayload: Codable, Hashable, Sendable {
+    public var id: String
+    public var name: String
+    public var adapter: String
+    public var advertising: Bool
+    public var discovering: Bool
+    public var peers: Int
+    public var rssiOffset: Double
+    public var outboxDropped: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, adapter, advertising, discovering, peers
+        case rssiOffset = "rssi_offset", outboxDropped = "outbox_dropped"
+    }
+
+    public init(id: String, name: String, adapter: String, advertising: Bool, discovering: Bool, peers: Int, rssiOffset: Double,
+                outboxDropped: UInt64) {
+        self.id = id
+        self.name = name
+        self.adapter = adapter
+        self.advertising = advertising
+        self.discovering = discovering
+        self.peers = peers
+        self.rssiOffset = rssiOffset
+        self.outboxDropped = outboxDropped
+    }
+}
+
+/// What `<prefix>/peers/<id>` holds: one peer's report, or, with `distance` null and no RSSI, a
+/// peer no longer heard. The node writes every field it knows; a reader (the fleet service) needs
+/// only `id` and `distance`, so reports from other publishers in the same form are read too.
+public struct PeerReport: Codable, Hashable, Sendable {
+    public var id: String
+    public var kind: String?
+    public var rssi: Int?
+    /// `rssi@1m`: the measured power the peer was ranged with.
+    public var rssiAt1m: Int?
+    /// Metres; null for a peer no longer heard.
+    public var distance: Double?
+    /// `immediate`, `near`, `far` or `unknown`.
+    public var proximity: String?
+    /// Seconds since the Unix epoch.
+    public var time: Double?
+    public var name: String?
+    public var mac: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, kind, rssi, rssiAt1m = "rssi@1m", distance, proximity, time, name, mac
+    }
+
+    public init(id: String, kind: String?, rssi: Int?, rssiAt1m: Int?, distance: Double?, proximity: String?, time: Double?,
+                name: String? = nil, mac: String? = nil) {
+        self.id = id
+        self.kind = kind
+        self.rssi = rssi
+        self.rssiAt1m = rssiAt1m
+        self.distance = distance
+        self.proximity = proximity
+        self.time = time
+        self.name = name
+        self.mac = mac
+    }
+
+    /// A peer no longer heard: no distance, so a fleet service hands over at once.
+    public static func gone(_ id: String, at time: Double) -> PeerReport {
+        PeerReport(id: id, kind: nil, rssi: nil, rssiAt1m: nil, distance: nil, proximity: "unknown", time: time)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encodeIfPresent(kind, forKey: .kind)
+        try c.encodeIfPresent(rssi, forKey: .rssi)
+        try c.encodeIfPresent(rssiAt1m, forKey: .rssiAt1m)
+        try c.encode(distance, forKey: .distance)   // null, not absent, for a peer no longer heard
+        try c.encodeIfPresent(proximity, forKey: .proximity)
+        try c.encodeIfPresent(time, forKey: .time)
+        try c.encodeIfPresent(name, forKey: .name)
+        try c.encodeIfPresent(mac, forKey: .mac)
+    }
+}
+
+/// ESPresense's report (`espresense/devices/<id>/<room>`), as its companion and Home Assistant read it.
+public struct ESPresenseReport: Codable, Hashable, Sendable {
+    public var id: String
+    public var name: String
+    public var rssiAt1m: Int
+    public var rssi: Int
+    public var distance: Double
+    public var raw: Double
+    /// Lowercase hex, no colons.
+    public var mac: String?
+
+    enum CodingKeys: String, CodingKey { case id, name, rssiAt1m = "rssi@1m", rssi, distance, raw, mac }
+
+    public init(id: String, name: String, rssiAt1m: Int, rssi: Int, distance: Double, mac: String?) {
+        self.id = id
+        self.name = name
+        self.rssiAt1m = rssiAt1m
+        self.rssi = rssi
+        self.distance = distance
+        raw = distance
+        self.mac = mac
+    }
+
+    public static func topic(peer: String, room: String) -> String {
+        "espresense/devices/\(MQTTTopic.segment(peer))/\(MQTTTopic.segment(room))"
+    }
+
+    public static func statusTopic(room: String) -> String { "espresense/rooms/\(MQTTTopic.segment(room))/status" }
+}
+
+/// Home Assistant's `mqtt_room` report (`room_presence/<room>`).
+public struct MQTTRoomReport: Codable, Hashable, Sendable {
+    public var id: String
+    public var name: String
+    public var distance: Double
+
+    public init(id: String, name: String, distance: Double) {
+        self.id = id
+        self.name = name
+        self.distance = distance
+    }
+
+    public static func topic(room: String) -> String { "room_presence/\(MQTTTopic.segment(room))" }
+}
+
+/// An entry of the event log on `<prefix>/events/<source>`.
+public struct EventPayload: Codable, Hashable, Sendable {
+    public var seq: UInt64
+    public var time: Double
+    public var source: String
+    public var type: String
+    public var data: [String: String]?
+
+    public init(seq: UInt64, time: Double, source: String, type: String, data: [String: String]?) {
+        self.seq = seq
+        self.time = time
+        self.source = source
+        self.type = type
+        self.data = data
+    }
+}
+
+// MARK: - The fleet service's topics (`docs/fleet.md`)
+
+/// The fleet service's topics under its prefix (`proximity-fleet` by default).
+public struct FleetTopics: Sendable, Hashable {
+    public let prefix: String
+
+    public init(prefix: String) { self.prefix = prefix }
+
+    /// `online`/`offline`, retained; the will.
+    public var status: String { "\(prefix)/status" }
+    /// The device's room, retained: a node's name or `not_home`.
+    public func room(_ device: String) -> String { "\(prefix)/devices/\(MQTTTopic.segment(device))/room" }
+    /// ``FleetAttributes``, retained.
+    public func attributes(_ device: String) -> String { "\(prefix)/devices/\(MQTTTopic.segment(device))/attributes" }
+    /// ``FleetTable``, retained.
+    public var table: String { "\(prefix)/table" }
+}
+
+/// What `<prefix>/devices/<id>/attributes` holds: the room, each node's distance and its age.
+public struct FleetAttributes: Codable, Hashable, Sendable {
+    public var room: String
+    public var distances: [String: Double]
+    public var ages: [String: Double]
+    public var since: Double
+    public var rule: String
+
+    public init(room: String, distances: [String: Double], ages: [String: Double], since: Double, rule: String) {
+        self.room = room
+        self.distances = distances
+        self.ages = ages
+        self.since = since
+        self.rule = rule
+    }
+}
+
+/// What `<prefix>/table` holds: every device, its room and the nodes' readings of it.
+public struct FleetTable: Codable, Hashable, Sendable {
+    public struct Reading: Codable, Hashable, Sendable {
+        public var node: String
+        public var distance: Double
+        public var age: Double
+
+        public init(node: String, distance: Double, age: Double) {
+            self.node = node
+            self.distance = distance
+            self.age = age
+        }
+    }
+
+    public struct Device: Codable, Hashable, Sendable {
+        public var id: String
+        public var room: String
+        public var readings: [Reading]
+
+        public init(id: String, room: String, readings: [Reading]) {
+            self.id = id
+            self.room = room
+            self.readings = readings
+        }
+    }
+
+    public var time: Double
+    public var rule: String
+    public var devices: [Device]
+
+    public init(time: Double, rule: String, devices: [Device]) {
+        self.time = time
+        self.rule = rule
+        self.devices = devices
+    }
+}
+
+// MARK: - Home Assistant discovery
+
+/// One entity's discovery config (`<discovery-prefix>/<component>/<object>/<entity>/config`):
+/// the fields the node's and the fleet service's entities use.
+public struct DiscoveryConfig: Codable, Hashable, Sendable {
+    public struct Device: Codable, Hashable, Sendable {
+        public var identifiers: [String]
+        public var name: String
+        public var manufacturer: String
+        public var model: String
+
+        public init(identifiers: [String], name: String, manufacturer: String, model: String) {
+            self.identifiers = identifiers
+            self.name = name
+            self.manufacturer = manufacturer
+            self.model = model
+        }
+    }
+
+    public struct Origin: Codable, Hashable, Sendable {
+        public var name: String
+        public init(name: String) { self.name = name }
+    }
+
+    public var name: String
+    public var uniqueID: String
+    public var objectID: String?
+    public var deviceClass: String?
+    public var entityCategory: String?
+    public var stateTopic: String
+    public var valueTemplate: String?
+    public var stateClass: String?
+    public var icon: String?
+    public var payloadOn: String?
+    public var payloadOff: String?
+    public var jsonAttributesTopic: String?
+    public var payloadHome: String?
+    public var payloadNotHome: String?
+    public var sourceType: String?
+    public var availabilityTopic: String?
+    public var payloadAvailable: String?
+    public var payloadNotAvailable: String?
+    public var device: Device
+    public var origin: Origin
+
+    enum CodingKeys: String, CodingKey {
+        case name, uniqueID = "unique_id", objectID = "object_id", deviceClass = "device_class", entityCategory = "entity_category"
+        case stateTopic = "state_topic", valueTemplate = "value_template", stateClass = "state_class", icon
+        case payloadOn = "payload_on", payloadOff = "payload_off", jsonAttributesTopic = "json_attributes_topic"
+        case payloadHome = "payload_home", payloadNotHome = "payload_not_home", sourceType = "source_type"
+        case availabilityTopic = "availability_topic", payloadAvailable = "payload_available", payloadNotAvailable = "payload_not_available"
+        case device, origin
+    }
+
+    public init(name: String, uniqueID: String, stateTopic: String, device: Device, origin: Origin) {
+        self.name = name
+        self.uniqueID = uniqueID
+        self.stateTopic = stateTopic
+        self.device = device
+        self.origin = origin
+    }
+
+    /// Available while `topic` says `online`.
+    public mutating func setAvailability(_ topic: String) {
+        availabilityTopic = topic
+        payloadAvailable = "online"
+        payloadNotAvailable = "offline"
+    }
+}
