@@ -61,10 +61,4 @@ public enum MQTTTopic {
         if text.utf8.count > 255 { return "is longer than 255 bytes" }
         return nil
     }
-
-    /// `object` as JSON with sorted keys and unescaped slashes: the payloads of this project.
-    public static func json(_ object: [String: Any]) -> String {
-        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
-    }
 }
