@@ -210,3 +210,19 @@ public final class NodeRunner: Sendable {
         return daemon
     }
 }
+
+/// Runs `body` with a node started in this process on `box` (``NodeRunner/startInProcess(_:on:configure:)``),
+/// and stops the node after it, however it ends: a test's node never outlives its scope.
+public func withNode<T>(_ box: String, on boxes: SimBoxes, configure: (inout NodeConfiguration) -> Void = { _ in },
+                        _ body: (NodeRunner) async throws -> T) async throws -> T {
+    let node = try await NodeRunner.startInProcess(box, on: boxes, configure: configure)
+    do {
+        let result = try await body(node)
+        await node.stop()
+        return result
+    } catch {
+        await node.stop()
+        throw error
+    }
+}
+

@@ -32,43 +32,43 @@ struct IdentificationSimulationTests {
     @Test("attempts back off 1, 2, 4 … 60 s and stop after 8; the higher address yields 30 s; once connections succeed one link identifies both")
     func backoffBanYieldAndHello() async throws {
         try await withSimBoxes(Self.scenario(), time: .simulated) { boxes in
-            let alpha = try await NodeRunner.startInProcess("alpha", on: boxes)   // AA:00:00:00:00:01, connects
-            let beta = try await NodeRunner.startInProcess("beta", on: boxes)     // AA:00:00:00:00:02, yields
-            defer { Task { await alpha.stop(); await beta.stop() } }
-            let failed = { (node: NodeRunner, peer: String) in
-                node.log.entries("identification failed", ["peer.address": peer]).filter { $0.message == "identification failed" }
-            }
+            // alpha is AA:00:00:00:00:01 and connects; beta, AA:00:00:00:00:02, yields.
+            try await withNode("alpha", on: boxes) { alpha in try await withNode("beta", on: boxes) { beta in
+                let failed = { (node: NodeRunner, peer: String) in
+                    node.log.entries("identification failed", ["peer.address": peer]).filter { $0.message == "identification failed" }
+                }
 
-            // Alpha: eight attempts, each after the backoff of the one before, then a ban.
-            #expect(try await Self.advance(boxes, until: 300) {
-                !alpha.log.entries("leaving the peer alone", ["peer.address": "AA:00:00:00:00:02"]).isEmpty
-            }, "alpha never gave up: \(alpha.log.entries.suffix(20))")
-            let times = failed(alpha, "AA:00:00:00:00:02").map(\.time)
-            #expect(times.count == 8, "\(times)")
-            let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
-            for (gap, backoff) in zip(gaps, [1.0, 2, 4, 8, 16, 32, 60]) {
-                #expect(gap >= backoff && gap < backoff + 2, "gaps \(gaps)")
-            }
-            // Beta waited 30 s for alpha's hello before connecting itself.
-            let betaFirst = try #require(beta.log.entries("connecting to identify a peer", ["peer.address": "AA:00:00:00:00:01"]).first)
-            #expect(betaFirst.time >= 30, "beta connected at \(betaFirst.time)")
-            #expect(!beta.log.entries("the peer did not introduce itself").isEmpty)
+                // Alpha: eight attempts, each after the backoff of the one before, then a ban.
+                #expect(try await Self.advance(boxes, until: 300) {
+                    !alpha.log.entries("leaving the peer alone", ["peer.address": "AA:00:00:00:00:02"]).isEmpty
+                }, "alpha never gave up: \(alpha.log.entries.suffix(20))")
+                let times = failed(alpha, "AA:00:00:00:00:02").map(\.time)
+                #expect(times.count == 8, "\(times)")
+                let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+                for (gap, backoff) in zip(gaps, [1.0, 2, 4, 8, 16, 32, 60]) {
+                    #expect(gap >= backoff && gap < backoff + 2, "gaps \(gaps)")
+                }
+                // Beta waited 30 s for alpha's hello before connecting itself.
+                let betaFirst = try #require(beta.log.entries("connecting to identify a peer", ["peer.address": "AA:00:00:00:00:01"]).first)
+                #expect(betaFirst.time >= 30, "beta connected at \(betaFirst.time)")
+                #expect(!beta.log.entries("the peer did not introduce itself").isEmpty)
 
-            // Connections work again: whoever connects next identifies both in one link.
-            try await boxes.control("Configure", [.vardict(["ConnectionFailureRate": .double(0)])])
-            let banned = boxes.simulator.clock.now
-            let bothKnown = try await Self.advance(boxes, until: 700) {
-                let (a, b) = (await alpha.identities, await beta.identities)
-                return a.count == 1 && b.count == 1
-            }
-            #expect(bothKnown, "alpha \(alpha.log.entries.suffix(5)) beta \(beta.log.entries.suffix(5))")
-            // Alpha stayed banned meanwhile: it made no attempt before its ten minutes were up,
-            // unless beta's hello came first.
-            let alphaAfter = alpha.log.entries("connecting to identify a peer").filter { $0.time > banned }
-            #expect(alphaAfter.allSatisfy { $0.time >= times.last! + 600 }, "\(alphaAfter)")
-            let introductions = alpha.log.entries("a peer introduced itself") + beta.log.entries("a peer introduced itself")
-            let reads = alpha.log.entries("identified a peer") + beta.log.entries("identified a peer")
-            #expect(reads.count == 1 && introductions.count == 1, "reads \(reads), hellos \(introductions)")
+                // Connections work again: whoever connects next identifies both in one link.
+                try await boxes.control("Configure", [.vardict(["ConnectionFailureRate": .double(0)])])
+                let banned = boxes.simulator.clock.now
+                let bothKnown = try await Self.advance(boxes, until: 700) {
+                    let (a, b) = (await alpha.identities, await beta.identities)
+                    return a.count == 1 && b.count == 1
+                }
+                #expect(bothKnown, "alpha \(alpha.log.entries.suffix(5)) beta \(beta.log.entries.suffix(5))")
+                // Alpha stayed banned meanwhile: it made no attempt before its ten minutes were up,
+                // unless beta's hello came first.
+                let alphaAfter = alpha.log.entries("connecting to identify a peer").filter { $0.time > banned }
+                #expect(alphaAfter.allSatisfy { $0.time >= times.last! + 600 }, "\(alphaAfter)")
+                let introductions = alpha.log.entries("a peer introduced itself") + beta.log.entries("a peer introduced itself")
+                let reads = alpha.log.entries("identified a peer") + beta.log.entries("identified a peer")
+                #expect(reads.count == 1 && introductions.count == 1, "reads \(reads), hellos \(introductions)")
+            } }
         }
     }
 
@@ -77,16 +77,15 @@ struct IdentificationSimulationTests {
         var scenario = twoBoxes(distance: 1, seed: 4)
         scenario.radio.connectionFailureRate = 0
         try await withSimBoxes(scenario, time: .simulated) { boxes in
-            let alpha = try await NodeRunner.startInProcess("alpha", on: boxes)
-            let beta = try await NodeRunner.startInProcess("beta", on: boxes)
-            defer { Task { await alpha.stop(); await beta.stop() } }
-            #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:02"] != nil })
-            let identity = await alpha.identities["AA:00:00:00:00:02"]
-            // Beta's private address rotates: higher than alpha's still, so alpha connects again.
-            try await boxes.control("SetAddress", [.string("beta"), .string("AA:00:00:00:00:09")])
-            #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:09"] != nil })
-            #expect(await alpha.identities == ["AA:00:00:00:00:09": identity!])
-            #expect(!alpha.log.entries("a peer changed address", ["peer.previous": "AA:00:00:00:00:02"]).isEmpty)
+            try await withNode("alpha", on: boxes) { alpha in try await withNode("beta", on: boxes) { beta in
+                #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:02"] != nil })
+                let identity = await alpha.identities["AA:00:00:00:00:02"]
+                // Beta's private address rotates: higher than alpha's still, so alpha connects again.
+                try await boxes.control("SetAddress", [.string("beta"), .string("AA:00:00:00:00:09")])
+                #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:09"] != nil })
+                #expect(await alpha.identities == ["AA:00:00:00:00:09": identity!])
+                #expect(!alpha.log.entries("a peer changed address", ["peer.previous": "AA:00:00:00:00:02"]).isEmpty)
+            } }
         }
     }
 }

@@ -120,61 +120,60 @@ struct RegionSimulationTests {
         let spells = ["visitor", "tag"].map { Self.longestBadSpell(scenario, from: $0, span: 620) }
         #expect(spells.allSatisfy { $0 > 2 && $0 < 10 }, "longest bad spells \(spells)")
         try await withSimBoxes(scenario, time: .simulated) { boxes in
-            let watcher = try await NodeRunner.startInProcess("watcher", on: boxes)
-            let visitor = try await NodeRunner.startInProcess("visitor", on: boxes)
-            defer { Task { await watcher.stop(); await visitor.stop() } }
-            let recorder = Recorder(watcher.engine.events.subscribe(buffer: 4096), clock: watcher.log.clock)
-            defer { recorder.task.cancel() }
-            let visitorID = visitor.engine.identity
-            var byUUID = RegionMatcher()
-            byUUID.uuid = Self.fleet
-            var byIdentifier = RegionMatcher()
-            byIdentifier.identifier = visitorID.uuidString.lowercased()
-            _ = try await watcher.engine.startMonitoring(Region(identifier: "fleet", matcher: byUUID, source: .bus))
-            _ = try await watcher.engine.startMonitoring(Region(identifier: "visitor", matcher: byIdentifier, source: .bus))
-            _ = try await watcher.engine.startMonitoring(Region(identifier: "anyone", matcher: RegionMatcher(), source: .bus))
+            try await withNode("watcher", on: boxes) { watcher in try await withNode("visitor", on: boxes) { visitor in
+                let recorder = Recorder(watcher.engine.events.subscribe(buffer: 4096), clock: watcher.log.clock)
+                defer { recorder.task.cancel() }
+                let visitorID = visitor.engine.identity
+                var byUUID = RegionMatcher()
+                byUUID.uuid = Self.fleet
+                var byIdentifier = RegionMatcher()
+                byIdentifier.identifier = visitorID.uuidString.lowercased()
+                _ = try await watcher.engine.startMonitoring(Region(identifier: "fleet", matcher: byUUID, source: .bus))
+                _ = try await watcher.engine.startMonitoring(Region(identifier: "visitor", matcher: byIdentifier, source: .bus))
+                _ = try await watcher.engine.startMonitoring(Region(identifier: "anyone", matcher: RegionMatcher(), source: .bus))
 
-            for _ in 0..<6_000 { await boxes.advance(0.1) }
-            let stayed = recorder.all
-            let entered = stayed.compactMap { if case .entered(let id) = $0.event { id } else { nil } }
-            #expect(entered.sorted() == ["anyone", "fleet", "visitor"], "\(stayed.map(\.event))")
-            #expect(!stayed.contains { if case .exited = $0.event { true } else { false } }, "\(stayed.map { ($0.time, $0.event) })")
+                for _ in 0..<6_000 { await boxes.advance(0.1) }
+                let stayed = recorder.all
+                let entered = stayed.compactMap { if case .entered(let id) = $0.event { id } else { nil } }
+                #expect(entered.sorted() == ["anyone", "fleet", "visitor"], "\(stayed.map(\.event))")
+                #expect(!stayed.contains { if case .exited = $0.event { true } else { false } }, "\(stayed.map { ($0.time, $0.event) })")
 
-            // Both leave: the iBeacon is taken away, the node walks 5 km off.
-            let left = boxes.simulator.clock.now
-            _ = try await boxes.control("RemoveBeacon", [.string("tag")])
-            _ = try await boxes.control("MoveBox", [.string("visitor"), .double(5_000), .double(0), .double(0)])
-            // Finer steps: the clock moves without waiting for the node, so each step also gives
-            // the node real time to take in what the air delivered before the clock moves on.
-            // Every 0.2 s, until the three exits are in, the clock waits for the node's report of
-            // the last second: on a loaded machine a node left behind would report late on the
-            // simulated clock, and its exits with it. (Once its table is empty the node stops
-            // reporting, so the waiting stops with the exits.)
-            func exited() -> Int {
-                recorder.all.filter { if case .exited = $0.event { $0.time >= left } else { false } }.count
-            }
-            for step in 1...750 {
-                await boxes.advance(0.02)
-                if step % 10 == 0, exited() < 3 { await recorder.waitForReport(atLeast: boxes.simulator.clock.now - 1, timeout: .seconds(2)) }
-            }
-            let exits = recorder.all.filter { $0.time >= left }.compactMap { entry -> (String, Timestamp, Timestamp)? in
-                if case .exited(let id) = entry.event { (id, entry.time, entry.lastHeard) } else { nil }
-            }
-            #expect(exits.map(\.0).sorted() == ["anyone", "fleet", "visitor"], "\(exits)")
-            // At most the exit period after the node last heard the peers, plus one report: the
-            // region monitor's promise, on the node's own clock. When the node last heard them
-            // depends on bluetoothd's bunches (up to `report_batching` after the radio heard the
-            // last advertisement) and, in this process, on how late the node takes in what the
-            // air delivered while the simulated clock moves on (under load, a second or more);
-            // the strict bound from the walk-out, exit period plus one second, is checked end to
-            // end in real time (RegionEndToEndTests).
-            // The report itself can run late on the simulated clock too (the clock does not wait
-            // for the node's tick): up to half a second allowed for that.
-            let lateReport = 0.5
-            for (region, time, lastHeard) in exits {
-                #expect(time - lastHeard <= 10 + 1 + lateReport, "\(region) exited \(time - lastHeard) s after the node last heard its peers")
-                #expect(time - left >= 10 - 1, "\(region) exited early: \(time - left) s after its peers left")
-            }
+                // Both leave: the iBeacon is taken away, the node walks 5 km off.
+                let left = boxes.simulator.clock.now
+                _ = try await boxes.control("RemoveBeacon", [.string("tag")])
+                _ = try await boxes.control("MoveBox", [.string("visitor"), .double(5_000), .double(0), .double(0)])
+                // Finer steps: the clock moves without waiting for the node, so each step also gives
+                // the node real time to take in what the air delivered before the clock moves on.
+                // Every 0.2 s, until the three exits are in, the clock waits for the node's report of
+                // the last second: on a loaded machine a node left behind would report late on the
+                // simulated clock, and its exits with it. (Once its table is empty the node stops
+                // reporting, so the waiting stops with the exits.)
+                func exited() -> Int {
+                    recorder.all.filter { if case .exited = $0.event { $0.time >= left } else { false } }.count
+                }
+                for step in 1...750 {
+                    await boxes.advance(0.02)
+                    if step % 10 == 0, exited() < 3 { await recorder.waitForReport(atLeast: boxes.simulator.clock.now - 1, timeout: .seconds(2)) }
+                }
+                let exits = recorder.all.filter { $0.time >= left }.compactMap { entry -> (String, Timestamp, Timestamp)? in
+                    if case .exited(let id) = entry.event { (id, entry.time, entry.lastHeard) } else { nil }
+                }
+                #expect(exits.map(\.0).sorted() == ["anyone", "fleet", "visitor"], "\(exits)")
+                // At most the exit period after the node last heard the peers, plus one report: the
+                // region monitor's promise, on the node's own clock. When the node last heard them
+                // depends on bluetoothd's bunches (up to `report_batching` after the radio heard the
+                // last advertisement) and, in this process, on how late the node takes in what the
+                // air delivered while the simulated clock moves on (under load, a second or more);
+                // the strict bound from the walk-out, exit period plus one second, is checked end to
+                // end in real time (RegionEndToEndTests).
+                // The report itself can run late on the simulated clock too (the clock does not wait
+                // for the node's tick): up to half a second allowed for that.
+                let lateReport = 0.5
+                for (region, time, lastHeard) in exits {
+                    #expect(time - lastHeard <= 10 + 1 + lateReport, "\(region) exited \(time - lastHeard) s after the node last heard its peers")
+                    #expect(time - left >= 10 - 1, "\(region) exited early: \(time - left) s after its peers left")
+                }
+            } }
         }
     }
 }

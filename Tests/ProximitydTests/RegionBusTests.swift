@@ -188,31 +188,31 @@ struct RegionLimitTests {
         try await withSimBoxes(twoBoxes(distance: 1), time: .simulated) { boxes in
             var matcher = RegionMatcher()
             matcher.kind = .node
-            let node = try await NodeRunner.startInProcess("alpha", on: boxes) { configuration in
+            try await withNode("alpha", on: boxes, configure: { configuration in
                 configuration.regionMonitor.maxRegions = 2
                 configuration.regions = [Region(identifier: "from-config", matcher: matcher, source: .config)]
+            }) { node in
+                let client = try await boxes.client("alpha")
+                func call(_ member: MemberName, _ arguments: [DBusValue]) async -> ErrorName? {
+                    do {
+                        _ = try await client.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.RegionMonitor1",
+                                                  member: member, arguments)
+                        return nil
+                    } catch let error as DBusError { return error.name } catch { return "other" }
+                }
+                let empty = DBusValue.dictionary(key: .string, value: .variant, [])
+                #expect(await call("StartMonitoring", [.string("one"), empty]) == nil)
+                #expect(await call("StartMonitoring", [.string("two"), empty]) == ProximityBus.Errors.limitReached)
+                #expect(await call("StartMonitoring", [.string("one"), empty]) == nil, "a redefinition is not a new region")
+                #expect(await call("StopMonitoring", [.string("from-config")]) == ProximityBus.Errors.notPermitted)
+                #expect(await call("StartMonitoring", [.string("from-config"), empty]) == ProximityBus.Errors.notPermitted)
+                #expect(await call("StopMonitoringAll", []) == nil)
+                #expect(await node.engine.monitoredRegions == ["from-config"])
+                let source = try await client.getProperty(destination: "org.proximityd", path: ProximityBus.regionPath("from-config"),
+                                                          interface: "org.proximityd.Region1", name: "Source")
+                #expect(source.unwrapped.string == "config")
+                await client.close()
             }
-            defer { Task { await node.stop() } }
-            let client = try await boxes.client("alpha")
-            func call(_ member: MemberName, _ arguments: [DBusValue]) async -> ErrorName? {
-                do {
-                    _ = try await client.call(destination: "org.proximityd", path: "/org/proximityd", interface: "org.proximityd.RegionMonitor1",
-                                              member: member, arguments)
-                    return nil
-                } catch let error as DBusError { return error.name } catch { return "other" }
-            }
-            let empty = DBusValue.dictionary(key: .string, value: .variant, [])
-            #expect(await call("StartMonitoring", [.string("one"), empty]) == nil)
-            #expect(await call("StartMonitoring", [.string("two"), empty]) == ProximityBus.Errors.limitReached)
-            #expect(await call("StartMonitoring", [.string("one"), empty]) == nil, "a redefinition is not a new region")
-            #expect(await call("StopMonitoring", [.string("from-config")]) == ProximityBus.Errors.notPermitted)
-            #expect(await call("StartMonitoring", [.string("from-config"), empty]) == ProximityBus.Errors.notPermitted)
-            #expect(await call("StopMonitoringAll", []) == nil)
-            #expect(await node.engine.monitoredRegions == ["from-config"])
-            let source = try await client.getProperty(destination: "org.proximityd", path: ProximityBus.regionPath("from-config"),
-                                                      interface: "org.proximityd.Region1", name: "Source")
-            #expect(source.unwrapped.string == "config")
-            await client.close()
         }
     }
 }
