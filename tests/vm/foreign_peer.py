@@ -124,7 +124,7 @@ class Advertisement(dbus.service.Object):
     """org.bluez.LEAdvertisement1: connectable, the general service UUID and a short name."""
 
     def __init__(self, bus):
-        self.path = "/org/test/foreign/advertisement0"
+        self.path = "/org/test/foreign_advertisement0"
         super().__init__(bus, self.path)
 
     def get_properties(self):

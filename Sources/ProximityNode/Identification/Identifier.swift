@@ -74,15 +74,42 @@ struct Identifier: Sendable {
         // would make a second link to the same peer.
         if hadLink { try await Task.sleep(for: linkSettleTime) }
         let device = Device(connection: connection, path: path)
-        try await device.connect()
         do {
-            let identity = try await readIdentity(path)
-            try? await device.disconnect()
-            return identity
+            try await device.connect()
         } catch {
-            try? await device.disconnect()
+            // A Connect given up on (its timeout, or the node stopping) stays pending in
+            // bluetoothd: the kernel makes the link later (once discovery pauses, or the peer
+            // advertises again), for nobody. Every later attempt then waits for it as if it were
+            // the peer's own link, and on btvirt it is a second link on the controller. Disconnect
+            // cancels a pending Connect. A Connect that bluetoothd answered with an error left
+            // nothing pending.
+            if Self.leftPending(error) { await release(device) }
             throw error
         }
+        do {
+            let identity = try await readIdentity(path)
+            await release(device)
+            return identity
+        } catch {
+            await release(device)
+            throw error
+        }
+    }
+
+    /// Whether a failed `Connect` may still be pending in bluetoothd: it was given up on (no
+    /// reply in time) or the task was cancelled, rather than answered with an error.
+    static func leftPending(_ error: any Error) -> Bool {
+        if error is CancellationError { return true }
+        if let error = error as? BlueZCallError {
+            return error.name == ErrorName.noReply.rawValue || error.name == ErrorName.timeout.rawValue
+        }
+        return false
+    }
+
+    /// `Disconnect`, also when this task is cancelled (the node stopping): a call from a cancelled
+    /// task is never sent, and the link or the pending Connect would outlive the node.
+    private func release(_ device: Device) async {
+        await Task { _ = try? await device.disconnect() }.value
     }
 
     private func readIdentity(_ path: ObjectPath) async throws -> UUID {
