@@ -13,12 +13,14 @@ source scripts/setup.sh
 runs=1
 keep=()
 deb=""
+usage() { echo "usage: scripts/test-real-bluez.sh [--deb FILE] [--runs N] [--keep-logs DIR]${1:+ ($1)}" >&2; exit 64; }
 while [ $# -gt 0 ]; do
   case "$1" in
+    --deb|--runs|--keep-logs) [ $# -ge 2 ] && [ -n "$2" ] || usage "$1 needs a value" ;;&
     --deb) deb="$2"; shift ;;
-    --runs) runs="$2"; shift ;;
+    --runs) [[ $2 =~ ^[1-9][0-9]*$ ]] || usage "--runs takes a positive number, not '$2'"; runs="$2"; shift ;;
     --keep-logs) keep=(--keep-logs "$2"); shift ;;
-    *) echo "usage: scripts/test-real-bluez.sh [--deb FILE] [--runs N] [--keep-logs DIR]" >&2; exit 64 ;;
+    *) usage "unknown argument '$1'" ;;
   esac
   shift
 done

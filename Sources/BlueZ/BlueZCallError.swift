@@ -47,6 +47,12 @@ public enum BlueZCallError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// No reply came in time (the call's own timeout): BlueZ may still be working on it.
+    public var isTimeout: Bool {
+        guard case .other(let name, _) = self else { return false }
+        return name == ErrorName.noReply.rawValue || name == ErrorName.timeout.rawValue
+    }
+
     /// The D-Bus error name this stands for.
     public var name: String {
         switch self {

@@ -74,16 +74,12 @@ public actor FleetService {
     }
 
     var topics: FleetTopics { FleetTopics(prefix: configuration.prefix) }
-    var statusTopic: String { topics.status }
-    func roomTopic(_ device: String) -> String { topics.room(device) }
-    func attributesTopic(_ device: String) -> String { topics.attributes(device) }
-    var tableTopic: String { topics.table }
 
     /// Runs until the task is cancelled: connects (reconnecting with back-off), and ticks the
     /// rule once a second. At the end says `offline` and disconnects.
     public func run() async throws {
         var options = configuration.broker
-        options.will = .init(topic: statusTopic, payload: "offline", qos: 1, retain: true)
+        options.will = .init(topic: topics.status, payload: "offline", qos: 1, retain: true)
         let client = try MQTTClient(options)
         self.client = client
         let events = Task { [weak self] in for await e in client.events { await self?.connection(e) } }
@@ -102,7 +98,7 @@ public actor FleetService {
     private func finish(events: Task<Void, Never>, messages: Task<Void, Never>) async {
         guard let client else { return }
         if connected {
-            let topic = statusTopic
+            let topic = topics.status
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { try? await client.publish(topic, "offline", qos: 1, retain: true) }
                 group.addTask { try? await Task.sleep(for: .seconds(2)) }
@@ -129,7 +125,7 @@ public actor FleetService {
             connected = true
             lastProblem = nil
             logger.notice("connected to the MQTT broker")
-            send(statusTopic, "online")
+            send(topics.status, "online")
             discovered = []
             let patterns = ["\(configuration.root)/+/status", "\(configuration.root)/+/peers/+", "\(configuration.prefix)/devices/+/room"]
                 + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])
@@ -205,7 +201,7 @@ public actor FleetService {
         }
         guard connected else { return }
         for device in reported where t - (attributesSent[device] ?? -.infinity) >= configuration.attributesInterval {
-            send(attributesTopic(device), attributes(device, at: t))
+            send(topics.attributes(device), attributes(device, at: t))
             attributesSent[device] = t
             reported.remove(device)
         }
@@ -220,8 +216,8 @@ public actor FleetService {
                                            "reason": "\(decision.reason.rawValue)"])
             published[decision.device] = room
             discover(decision.device)
-            send(roomTopic(decision.device), room)
-            send(attributesTopic(decision.device), attributes(decision.device, at: decision.at))
+            send(topics.room(decision.device), room)
+            send(topics.attributes(decision.device), attributes(decision.device, at: decision.at))
             attributesSent[decision.device] = decision.at
             dirty = true
         }
@@ -249,7 +245,7 @@ public actor FleetService {
             }
             rows.append(FleetTable.Device(id: device, room: published[device] ?? "not_home", readings: readings))
         }
-        send(tableTopic, MQTTJSON.encode(FleetTable(time: t, rule: rule.name, devices: rows)))
+        send(topics.table, MQTTJSON.encode(FleetTable(time: t, rule: rule.name, devices: rows)))
     }
 
     /// Home Assistant `device_tracker` discovery for `device`, once per connection.
@@ -257,15 +253,15 @@ public actor FleetService {
         guard configuration.discovery, connected, !discovered.contains(device) else { return }
         discovered.insert(device)
         let object = "proximity_fleet_\(MQTTTopic.objectID(device))"
-        var config = DiscoveryConfig(name: device, uniqueID: object, stateTopic: roomTopic(device),
+        var config = DiscoveryConfig(name: device, uniqueID: object, stateTopic: topics.room(device),
                                      device: .init(identifiers: [object], name: device, manufacturer: "proximityd", model: "tracked device"),
                                      origin: .init(name: "proximity-fleet"))
         config.objectID = object
-        config.jsonAttributesTopic = attributesTopic(device)
+        config.jsonAttributesTopic = topics.attributes(device)
         config.payloadHome = "home"
         config.payloadNotHome = "not_home"
         config.sourceType = "bluetooth_le"
-        config.setAvailability(statusTopic)
+        config.setAvailability(topics.status)
         send("\(configuration.discoveryPrefix)/device_tracker/\(object)/config", MQTTJSON.encode(config))
     }
 }

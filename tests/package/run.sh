@@ -29,7 +29,8 @@ source scripts/setup.sh
 set +e   # setup.sh sets -e; each check runs under -e of its own, and a failed one must not end the run
 
 # systemd-container: systemd-nspawn, which boots the Debian 12 root.
-ensure_debian_packages "package tests" lintian debootstrap systemd-container binutils util-linux
+# procps: pgrep, to find the booted machine's systemd.
+ensure_debian_packages "package tests" lintian debootstrap systemd-container binutils util-linux procps dbus-bin
 
 version="$(head -n 1 VERSION)"
 arch="$(dpkg --print-architecture)"

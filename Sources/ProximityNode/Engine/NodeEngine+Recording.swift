@@ -13,8 +13,8 @@ struct RecordingState: Sendable {
         var since: Double
         /// The client's Unix user, and whether the node always serves it (root, its own user,
         /// group proximityd): the others share the slots, a few each.
-        var uid: UInt32 = 0
-        var privileged = true
+        var uid: UInt32
+        var privileged: Bool
     }
 
     var clients: [BusName: Client] = [:]

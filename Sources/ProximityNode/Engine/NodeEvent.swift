@@ -326,7 +326,7 @@ public struct NodeEventStream: AsyncSequence, Sendable {
         private static func bound(_ s: inout State, capacity: Int) {
             while s.events.count - s.head > capacity {
                 var newest: [NodeEvent.Kind: Int] = [:]
-                for i in s.head ..< s.events.count { newest[s.events[i].kind] = i }
+                for i in s.head ..< s.events.count where s.events[i].isWhole { newest[s.events[i].kind] = i }
                 if let i = (s.head ..< s.events.count).first(where: { s.events[$0].isWhole && newest[s.events[$0].kind] != $0 }) {
                     s.events.remove(at: i)
                     continue
@@ -381,8 +381,6 @@ public struct NodeEventStream: AsyncSequence, Sendable {
             terminate?()
         }
 
-        /// Events held and not yet taken.
-        var pending: Int { state.withLock { $0.events.count - $0.head } }
     }
 
     /// Ends the subscription when the last iterator (or the stream, if never iterated) goes.

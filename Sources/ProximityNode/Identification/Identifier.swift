@@ -99,11 +99,7 @@ struct Identifier: Sendable {
     /// Whether a failed `Connect` may still be pending in bluetoothd: it was given up on (no
     /// reply in time) or the task was cancelled, rather than answered with an error.
     static func leftPending(_ error: any Error) -> Bool {
-        if error is CancellationError { return true }
-        if let error = error as? BlueZCallError {
-            return error.name == ErrorName.noReply.rawValue || error.name == ErrorName.timeout.rawValue
-        }
-        return false
+        error is CancellationError || (error as? BlueZCallError)?.isTimeout == true
     }
 
     /// `Disconnect`, also when this task is cancelled (the node stopping): a call from a cancelled
@@ -124,7 +120,7 @@ struct Identifier: Sendable {
                 var characteristic = GattCharacteristic(connection: connection, hello)
                 characteristic.timeout = gattTimeout
                 try await characteristic.writeValue(GattApplication.helloValue(identity))
-            } catch let error as BlueZCallError where error.name == ErrorName.noReply.rawValue || error.name == ErrorName.timeout.rawValue {
+            } catch let error as BlueZCallError where error.isTimeout {
                 // The peer did not answer: its ATT bearer still waits on the write, so a read now
                 // would wait behind it. This attempt is over.
                 throw error

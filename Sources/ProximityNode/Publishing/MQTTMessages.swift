@@ -28,11 +28,6 @@ struct MQTTMessages: Sendable {
     var prefix: String { settings.prefix(name: name) }
     var room: String { settings.room(name: name) }
     var topics: NodeTopics { NodeTopics(prefix: prefix) }
-    var statusTopic: String { topics.status }
-    var stateTopic: String { topics.state }
-    func peerTopic(_ peer: String) -> String { topics.peer(peer) }
-    func regionTopic(_ region: String) -> String { topics.region(region) }
-    func eventTopic(_ source: String) -> String { topics.events(source) }
     var espresenseStatusTopic: String { ESPresenseReport.statusTopic(room: room) }
     func espresenseTopic(_ peer: String) -> String { ESPresenseReport.topic(peer: peer, room: room) }
     var mqttRoomTopic: String { MQTTRoomReport.topic(room: room) }
@@ -40,7 +35,7 @@ struct MQTTMessages: Sendable {
     // MARK: - Availability and state
 
     func status(_ online: Bool) -> MQTTOutgoing {
-        MQTTOutgoing(topic: statusTopic, payload: online ? "online" : "offline", retain: true)
+        MQTTOutgoing(topic: topics.status, payload: online ? "online" : "offline", retain: true)
     }
 
     func espresenseStatus(_ online: Bool) -> MQTTOutgoing {
@@ -49,14 +44,14 @@ struct MQTTMessages: Sendable {
 
     /// The node as it is: retained.
     func state(_ node: NodeView) -> MQTTOutgoing {
-        MQTTOutgoing(topic: stateTopic, payload: MQTTJSON.encode(NodeStatePayload(
+        MQTTOutgoing(topic: topics.state, payload: MQTTJSON.encode(NodeStatePayload(
             id: identity, name: name, adapter: node.adapter, advertising: node.advertising, discovering: node.discovering,
             peers: node.peerCount, rssiOffset: node.rssiOffset, outboxDropped: node.outboxDropped)), retain: true)
     }
 
     /// A region's state: retained `inside`, `outside` or `unknown`; an empty payload clears it.
     func region(_ id: String, _ state: RegionState?) -> MQTTOutgoing {
-        MQTTOutgoing(topic: regionTopic(id), payload: state?.rawValue ?? "", retain: true)
+        MQTTOutgoing(topic: topics.region(id), payload: state?.rawValue ?? "", retain: true)
     }
 
     // MARK: - Reports
@@ -68,7 +63,7 @@ struct MQTTMessages: Sendable {
         let native = PeerReport(id: id, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),
                                 distance: distance, proximity: peer.proximity.rawValue, time: MQTTRounding.milliseconds(time),
                                 name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address)
-        var out = [MQTTOutgoing(topic: peerTopic(id), payload: MQTTJSON.encode(native), qos: 0)]
+        var out = [MQTTOutgoing(topic: topics.peer(id), payload: MQTTJSON.encode(native), qos: 0)]
         let shownName = peer.name.isEmpty ? id : peer.name
         if settings.compatibility.contains(.espresense) {
             let mac = peer.address.isEmpty ? nil : peer.address.replacingOccurrences(of: ":", with: "").lowercased()
@@ -86,7 +81,7 @@ struct MQTTMessages: Sendable {
     /// A peer no longer heard (silent, or gone from the table): one native report with no
     /// distance, so a fleet service hands over at once.
     func gone(_ peer: String, at time: Double) -> MQTTOutgoing {
-        MQTTOutgoing(topic: peerTopic(peer), payload: MQTTJSON.encode(PeerReport.gone(peer, at: MQTTRounding.milliseconds(time))), qos: 0)
+        MQTTOutgoing(topic: topics.peer(peer), payload: MQTTJSON.encode(PeerReport.gone(peer, at: MQTTRounding.milliseconds(time))), qos: 0)
     }
 
     // MARK: - Events
@@ -95,7 +90,7 @@ struct MQTTMessages: Sendable {
     func event(_ entry: LogEntryValue) -> MQTTOutgoing {
         let payload = EventPayload(seq: entry.seq, time: entry.time, source: entry.source, type: entry.type,
                                    data: entry.data.isEmpty ? nil : entry.data)
-        return MQTTOutgoing(topic: eventTopic(entry.source), payload: MQTTJSON.encode(payload))
+        return MQTTOutgoing(topic: topics.events(entry.source), payload: MQTTJSON.encode(payload))
     }
 
     // MARK: - Home Assistant discovery
@@ -129,17 +124,17 @@ struct MQTTMessages: Sendable {
     /// The node as a device: connectivity, the peer count, and one occupancy sensor per region.
     func discovery(regions: [String]) -> [MQTTOutgoing] {
         var out = [
-            config("binary_sensor", "connectivity", name: "Connectivity", stateTopic: statusTopic) {
+            config("binary_sensor", "connectivity", name: "Connectivity", stateTopic: topics.status) {
                 $0.deviceClass = "connectivity"
                 $0.entityCategory = "diagnostic"
                 $0.payloadOn = "online"
                 $0.payloadOff = "offline"
             },
-            config("sensor", "peers", name: "Peers", stateTopic: stateTopic) {
+            config("sensor", "peers", name: "Peers", stateTopic: topics.state) {
                 $0.valueTemplate = "{{ value_json.peers }}"
                 $0.stateClass = "measurement"
                 $0.icon = "mdi:bluetooth"
-                $0.setAvailability(statusTopic)
+                $0.setAvailability(topics.status)
             },
         ]
         for region in regions { out.append(regionDiscovery(region)) }
@@ -147,12 +142,12 @@ struct MQTTMessages: Sendable {
     }
 
     func regionDiscovery(_ region: String) -> MQTTOutgoing {
-        config("binary_sensor", Self.regionObject(region), name: "Region \(region)", stateTopic: regionTopic(region)) {
+        config("binary_sensor", Self.regionObject(region), name: "Region \(region)", stateTopic: topics.region(region)) {
             $0.deviceClass = "occupancy"
             $0.valueTemplate = "{{ value if value in ('inside', 'outside') else 'None' }}"
             $0.payloadOn = "inside"
             $0.payloadOff = "outside"
-            $0.setAvailability(statusTopic)
+            $0.setAvailability(topics.status)
         }
     }
 

@@ -3,6 +3,7 @@ import Logging
 import MQTTKit
 import ProximityAPI
 import ProximityCore
+import ProximityMQTT
 
 /// Publishes the node to an MQTT broker (`mqtt:` in the config file; topics and payloads in
 /// `docs/mqtt.md`). It subscribes to the node's events, like the bus exporter:
@@ -116,7 +117,7 @@ public actor MQTTPublisher {
         }
         let options = MQTTOptions(host: settings.broker.host, port: settings.broker.port, clientID: settings.clientID(name: name),
                                   keepalive: settings.keepalive, username: settings.username, password: password,
-                                  will: .init(topic: messages.statusTopic, payload: "offline", qos: 1, retain: true), tls: tls,
+                                  will: .init(topic: messages.topics.status, payload: "offline", qos: 1, retain: true), tls: tls,
                                   reconnectDelay: 1...settings.reconnectMax)
         let client: MQTTClient
         do { client = try MQTTClient(options) } catch {
@@ -262,9 +263,9 @@ public actor MQTTPublisher {
         guard object.hasPrefix("region_"), !regions.keys.contains(where: { MQTTMessages.regionObject($0) == object }) else { return }
         logger.info("deleting the discovery of a region this node no longer has", metadata: ["topic": "\(message.topic)"])
         send(MQTTOutgoing(topic: message.topic, payload: "", retain: true))
-        if let config = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any],
-           let stateTopic = config["state_topic"] as? String, stateTopic.hasPrefix(messages.prefix + "/regions/") {
-            send(MQTTOutgoing(topic: stateTopic, payload: "", retain: true))
+        if let config = MQTTJSON.decode(DiscoveryConfig.self, from: message.payload),
+           config.stateTopic.hasPrefix(messages.prefix + "/regions/") {
+            send(MQTTOutgoing(topic: config.stateTopic, payload: "", retain: true))
         }
     }
 

@@ -1,0 +1,34 @@
+import Foundation
+import ProximityAPI
+import ProximityCore
+@testable import ProximityNode
+import ProximityMQTT
+import Testing
+
+/// The node's payloads as the shared Codable types write them: the forms docs/mqtt.md shows.
+@Suite("MQTT payloads")
+struct MQTTPayloadTests {
+    static let messages = MQTTMessages(identity: UUID(uuidString: "4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")!, name: "kitchen",
+                                       settings: MQTTSettings(broker: .init(host: "127.0.0.1", port: 1883)))
+
+    @Test("a peer no longer heard: distance null (not absent), no RSSI; a reader takes it as no distance")
+    func gone() throws {
+        let out = Self.messages.gone("ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2", at: 1795455467.0844)
+        #expect(out.topic == "proximityd/kitchen/peers/ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2")
+        #expect(out.payload == #"{"distance":null,"id":"ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2","proximity":"unknown","time":1795455467.084}"#)
+        let read = try #require(MQTTJSON.decode(PeerReport.self, from: Array(out.payload.utf8)))
+        #expect(read.distance == nil && read.rssi == nil && read.proximity == "unknown")
+        // What another publisher writes, with only id and distance, is read too.
+        #expect(MQTTJSON.decode(PeerReport.self, from: Array(#"{"id":"tag1","distance":1.5}"#.utf8))?.distance == 1.5)
+        #expect(MQTTJSON.decode(PeerReport.self, from: Array(#"{"distance":1.5}"#.utf8)) == nil, "id is required")
+    }
+
+    @Test("the state and an event: snake_case keys, data only when there is some")
+    func stateAndEvent() {
+        let state = Self.messages.state(NodeView(adapter: "hci0", advertising: true, peerCount: 3, rssiOffset: -4, outboxDropped: 2))
+        #expect(state.retain && state.topic == "proximityd/kitchen/state")
+        #expect(state.payload == #"{"adapter":"hci0","advertising":true,"discovering":false,"id":"4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","name":"kitchen","outbox_dropped":2,"peers":3,"rssi_offset":-4}"#)
+        let bare = Self.messages.event(LogEntryValue(seq: 7, time: 12.5, source: "region", type: "entered", data: [:]))
+        #expect(bare.payload == #"{"seq":7,"source":"region","time":12.5,"type":"entered"}"# && bare.topic == "proximityd/kitchen/events/region")
+    }
+}
