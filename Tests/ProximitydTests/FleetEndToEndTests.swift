@@ -1,5 +1,6 @@
 import Foundation
 import MQTTKit
+import ProximityMQTT
 import ProximityTesting
 import Testing
 
@@ -47,9 +48,15 @@ struct FleetEndToEndTests {
             #expect(config["state_topic"] as? String == room)
             #expect(config["payload_not_home"] as? String == "not_home")
 
-            // proximityctl fleet: the table, once (once the service has published one with the room).
+            // proximityctl fleet: the table, once (once the service has published one with the room
+            // and both nodes' readings; the two reports of a round arrive one after the other).
             #expect(await sub.process.waitForOutput { out in
-                out.split(separator: "\n").contains { $0.hasPrefix("proximity-fleet/table|") && $0.contains("\"room\":\"kitchen\"") }
+                out.split(separator: "\n").contains { line in
+                    guard line.hasPrefix("proximity-fleet/table|"),
+                          let table = MQTTJSON.decode(FleetTable.self, from: line.dropFirst("proximity-fleet/table|".count).utf8),
+                          let tag = table.devices.first(where: { $0.id == "tag1" }) else { return false }
+                    return tag.room == "kitchen" && Set(tag.readings.map(\.node)) == ["kitchen", "hall"]
+                }
             })
             let table = try await runCommand(BuiltProducts.path("proximityctl"),
                                              ["fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--count", "1"])
