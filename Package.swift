@@ -69,8 +69,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Yams", package: "Yams"),
+                "StrictYAML",
             ]
+        ),
+        // The strict YAML tree with positions (FILE:LINE:COLUMN), duplicate keys kept for the
+        // reader to report, and the size, depth and alias limits: the config file's and the
+        // simulator's scenarios'.
+        .target(
+            name: "StrictYAML",
+            dependencies: [.product(name: "Yams", package: "Yams")]
         ),
         // The fleet service: each device's room from every node's MQTT reports.
         .target(
@@ -193,9 +200,8 @@ let package = Package(
         .target(
             name: "BlueZSim",
             dependencies: [
-                "DBusKit",
+                "DBusKit", "StrictYAML",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Yams", package: "Yams"),
             ],
             path: "Tools/BlueZSim"
         ),

@@ -186,8 +186,8 @@ import BlueZSim
             Issue.record("accepted a bad address")
         } catch {
             #expect(error.path == "boxes[1].address")
-            #expect(error.line == 7)
-            #expect(error.description == "line 7: boxes[1].address: \"not an address\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF")
+            #expect(error.line == 7 && error.column == 14)
+            #expect(error.description == "line 7, column 14: boxes[1].address: \"not an address\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF")
         }
         // A rule checked after decoding (a duplicate name) still finds its line.
         do {
@@ -210,7 +210,7 @@ import BlueZSim
             Issue.record("loaded a bad file")
         } catch {
             #expect(error.file == file.path)
-            #expect(error.description.hasPrefix("\(file.path):7: boxes[1].address: "))
+            #expect(error.description.hasPrefix("\(file.path):7:14: boxes[1].address: "))
         }
         do {
             _ = try Scenario.load(from: directory.appendingPathComponent("missing.json"))

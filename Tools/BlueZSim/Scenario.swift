@@ -1,5 +1,5 @@
 import Foundation
-import Yams
+import StrictYAML
 
 /// A simulation: which boxes and beacons exist, where they are over time, the radio between
 /// them, and the seed every random number is derived from.
@@ -30,7 +30,8 @@ public struct Scenario: Sendable, Hashable {
     public func beacon(named name: String) -> BeaconSpec? { beacons.first { $0.name == name } }
 
     /// Reads a scenario file; the format follows the extension: `.json`, `.yaml` or `.yml`.
-    /// Errors carry the file's path and, where known, the line.
+    /// Errors carry the file's path and, where known, the line and column. A file larger than
+    /// ``YAMLLimits/maxSize`` is refused unread.
     public static func load(from url: URL) throws(ScenarioError) -> Scenario {
         let file = url.path
         let format: ScenarioFormat
@@ -43,30 +44,41 @@ public struct Scenario: Sendable, Hashable {
         }
         let data: Data
         do {
+            let size = try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int ?? 0
+            guard size <= YAMLLimits.maxSize else {
+                throw ScenarioError(path: "", message: "the file is larger than \(YAMLLimits.maxSize >> 20) MiB", file: file)
+            }
             data = try Data(contentsOf: url)
+        } catch let error as ScenarioError {
+            throw error
         } catch {
             throw ScenarioError(path: "", message: "cannot read the file: \(error.localizedDescription)", file: file)
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        // YAML finds the place of a byte that is not UTF-8 itself.
+        if format == .json, String(data: data, encoding: .utf8) == nil {
             throw ScenarioError(path: "", message: "the file is not UTF-8 text", file: file)
         }
         do {
-            return try parse(text, format: format)
+            return try parse(bytes: Array(data), format: format)
         } catch {
-            throw ScenarioError(path: error.path, message: error.message, line: error.line, file: file)
+            throw ScenarioError(path: error.path, message: error.message, line: error.line, column: error.column, file: file)
         }
     }
 
     /// Parses and validates a scenario. Unknown keys, wrong types and out-of-range values are
     /// errors, each with the path of the offending value (`boxes[1].address`).
     public static func parse(_ text: String, format: ScenarioFormat) throws(ScenarioError) -> Scenario {
-        let tree = try ScenarioTree.parse(text, format: format)
+        try parse(bytes: Array(text.utf8), format: format)
+    }
+
+    static func parse(bytes: [UInt8], format: ScenarioFormat) throws(ScenarioError) -> Scenario {
+        let tree = try ScenarioTree.parse(bytes, format: format)
         var decoder = ScenarioDecoder()
         let scenario = try decoder.scenario(tree)
         do {
             try scenario.validate()
         } catch {
-            throw ScenarioError(path: error.path, message: error.message, line: decoder.line(for: error.path))
+            throw error.at(decoder.place(for: error.path))
         }
         return scenario
     }
@@ -122,29 +134,35 @@ public enum ScenarioFormat: Sendable, Hashable {
 }
 
 /// A bad scenario: where (`path`, e.g. `boxes[1].address`; empty for the document as a whole)
-/// and what is wrong; the file and line when known.
+/// and what is wrong; the file, line and column when known.
 public struct ScenarioError: Error, CustomStringConvertible, Sendable, Hashable {
     public let path: String
     public let message: String
-    /// 1-based line of the offending value, when the parser knows it.
+    /// 1-based line of the offending value (or key), when the parser knows it.
     public let line: Int?
+    /// 1-based column of the offending value (or key), in characters, when the parser knows it.
+    public let column: Int?
     /// The file, for errors from ``Scenario/load(from:)``.
     public let file: String?
 
-    public init(path: String, message: String, line: Int? = nil, file: String? = nil) {
+    public init(path: String, message: String, line: Int? = nil, column: Int? = nil, file: String? = nil) {
         self.path = path
         self.message = message
         self.line = line
+        self.column = line == nil ? nil : column
         self.file = file
     }
 
-    /// `walk-past.yaml:12: boxes[1].address: "x" is not a Bluetooth address ...`
+    /// `walk-past.yaml:12:14: boxes[1].address: "x" is not a Bluetooth address ...`, as the
+    /// daemon's config file reports its problems (FILE:LINE:COLUMN); `line 12, column 14: …`
+    /// without a file.
     public var description: String {
         var text = ""
-        switch (file, line) {
-        case let (file?, line?): text = "\(file):\(line): "
+        let place = line.map { line in column.map { "\(line):\($0)" } ?? "\(line)" }
+        switch (file, place) {
+        case let (file?, place?): text = "\(file):\(place): "
         case let (file?, nil): text = "\(file): "
-        case let (nil, line?): text = "line \(line): "
+        case (nil, _?): text = "line \(line!)" + (column.map { ", column \($0)" } ?? "") + ": "
         case (nil, nil): break
         }
         return text + (path.isEmpty ? message : "\(path): \(message)")
@@ -157,7 +175,7 @@ public struct ScenarioError: Error, CustomStringConvertible, Sendable, Hashable 
 
     /// The same error under `prefix` (`waypoints[2].t` under `boxes[1]`).
     func prefixed(_ prefix: String) -> ScenarioError {
-        ScenarioError(path: Self.join(prefix, path), message: message, line: line, file: file)
+        ScenarioError(path: Self.join(prefix, path), message: message, line: line, column: column, file: file)
     }
 
     /// `a` then `b` as one path: `boxes[1]` and `name` give `boxes[1].name`; either may be empty.
@@ -295,13 +313,13 @@ public struct BeaconSpec: Sendable, Hashable {
         } catch {
             throw error.prefixed("radio")
         }
-        let tree = try ScenarioTree.parse(text, format: format)
+        let tree = try ScenarioTree.parse(Array(text.utf8), format: format)
         var decoder = ScenarioDecoder()
         let beacon = try decoder.beacon(tree, "", radio: radio)
         do {
             try beacon.validate()
         } catch {
-            throw ScenarioError(path: error.path, message: error.message, line: decoder.line(for: error.path))
+            throw error.at(decoder.place(for: error.path))
         }
         return beacon
     }
@@ -323,22 +341,22 @@ extension BeaconFrame {
 
 /// Turns a ``ScenarioTree`` into a ``Scenario``: shapes, types, unknown keys and per-field ranges,
 /// each error with its path. Cross-field rules are ``Scenario/validate()``'s; the decoder keeps
-/// the line of every path it visits so those errors get a line too.
+/// the place of every path it visits so those errors get a line and column too.
 private struct ScenarioDecoder {
-    private var lines: [String: Int] = [:]
+    private var places: [String: ScenarioPlace] = [:]
 
-    /// The line of `path`, or of its nearest ancestor the decoder saw.
-    func line(for path: String) -> Int? {
+    /// The place of `path`, or of its nearest ancestor the decoder saw.
+    func place(for path: String) -> ScenarioPlace? {
         var path = Substring(path)
         while true {
-            if let line = lines[String(path)] { return line }
+            if let place = places[String(path)] { return place }
             guard let cut = path.lastIndex(where: { $0 == "." || $0 == "[" }) else { return nil }
             path = path[..<cut]
         }
     }
 
     private func error(_ path: String, _ message: String, _ tree: ScenarioTree) -> ScenarioError {
-        ScenarioError(path: path, message: message, line: tree.line)
+        ScenarioError(path: path, message: message).at(tree.place)
     }
 
     private static func join(_ path: String, _ key: String) -> String {
@@ -350,7 +368,7 @@ private struct ScenarioDecoder {
     /// A mapping whose keys are all in `keys`; returns the values by key. Duplicate keys (JSON)
     /// and unknown keys are errors.
     private mutating func object(_ tree: ScenarioTree, _ path: String, keys: [String]) throws(ScenarioError) -> [String: ScenarioTree] {
-        lines[path] = tree.line
+        places[path] = tree.place
         guard case .mapping(let entries) = tree.kind else {
             throw error(path, "expected a mapping, found \(tree.kindDescription)", tree)
         }
@@ -358,14 +376,14 @@ private struct ScenarioDecoder {
         for entry in entries {
             let keyPath = Self.join(path, entry.key)
             guard keys.contains(entry.key) else {
-                throw ScenarioError(path: keyPath, message: "unknown key; expected one of: \(keys.joined(separator: ", "))",
-                                    line: entry.keyLine ?? entry.value.line)
+                throw ScenarioError(path: keyPath, message: "unknown key; expected one of: \(keys.joined(separator: ", "))")
+                    .at(entry.keyPlace ?? entry.value.place)
             }
             guard result[entry.key] == nil else {
-                throw ScenarioError(path: keyPath, message: "duplicate key", line: entry.keyLine ?? entry.value.line)
+                throw ScenarioError(path: keyPath, message: "duplicate key").at(entry.keyPlace ?? entry.value.place)
             }
             result[entry.key] = entry.value
-            lines[keyPath] = entry.value.line
+            places[keyPath] = entry.value.place
         }
         return result
     }
@@ -378,11 +396,11 @@ private struct ScenarioDecoder {
     }
 
     private mutating func list(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> [ScenarioTree] {
-        lines[path] = tree.line
+        places[path] = tree.place
         guard case .sequence(let items) = tree.kind else {
             throw error(path, "expected a list, found \(tree.kindDescription)", tree)
         }
-        for (i, item) in items.enumerated() { lines["\(path)[\(i)]"] = item.line }
+        for (i, item) in items.enumerated() { places["\(path)[\(i)]"] = item.place }
         return items
     }
 
@@ -444,7 +462,7 @@ private struct ScenarioDecoder {
         do {
             try radio.validate()  // now: the beacon defaults below are computed from it
         } catch {
-            throw error.prefixed("radio").withLine(line(for: "radio." + error.path))
+            throw error.prefixed("radio").at(place(for: "radio." + error.path))
         }
         let boxesTree = try required(fields, "boxes", in: "", root)
         var boxes: [BoxSpec] = []
@@ -494,7 +512,7 @@ private struct ScenarioDecoder {
             case "realistic": radio = .realistic
             default:
                 throw ScenarioError(path: Self.join(path, "preset"), message: "must be simple or realistic, not \"\(name)\"")
-                    .withLine(line(for: Self.join(path, "preset")))
+                    .at(place(for: Self.join(path, "preset")))
             }
         }
         for (key, keyPath) in keys + realisticKeys {
@@ -613,7 +631,7 @@ private struct ScenarioDecoder {
                 return try Trajectory(waypoints: waypoints)
             } catch {
                 let full = error.prefixed(path)
-                throw full.withLine(line(for: full.path))
+                throw full.at(place(for: full.path))
             }
         case (nil, nil):
             throw error(path, "missing a position: give position (a fixed point) or waypoints", parent)
@@ -637,15 +655,24 @@ private struct ScenarioDecoder {
 }
 
 extension ScenarioError {
-    fileprivate func withLine(_ line: Int?) -> ScenarioError {
-        ScenarioError(path: path, message: message, line: self.line ?? line, file: file)
+    /// The error at `place`, unless it already has a line.
+    fileprivate func at(_ place: ScenarioPlace?) -> ScenarioError {
+        guard line == nil, let place else { return self }
+        return ScenarioError(path: path, message: message, line: place.line, column: place.column, file: file)
     }
+}
+
+/// Where a value of a scenario file is: 1-based line, and column in characters.
+struct ScenarioPlace: Sendable, Hashable {
+    var line: Int
+    var column: Int?
 }
 
 // MARK: - The parsed document, whatever the syntax
 
-/// A parsed JSON or YAML document: the subset of both that a scenario uses, with the line of
-/// every value for error messages.
+/// A parsed JSON or YAML document: the subset of both that a scenario uses, with the place of
+/// every value for error messages. YAML comes through the strict tree the daemon's config file
+/// uses (StrictYAML): positions, duplicate keys refused where they are, its limits.
 private struct ScenarioTree {
     struct Number {
         var value: Double
@@ -658,7 +685,7 @@ private struct ScenarioTree {
 
     struct Entry {
         var key: String
-        var keyLine: Int?
+        var keyPlace: ScenarioPlace?
         var value: ScenarioTree
     }
 
@@ -672,7 +699,7 @@ private struct ScenarioTree {
     }
 
     var kind: Kind
-    var line: Int?
+    var place: ScenarioPlace?
     /// The source text of an unquoted YAML scalar, whatever type YAML resolved it to.
     var plainText: String?
 
@@ -692,26 +719,22 @@ private struct ScenarioTree {
         }
     }
 
-    static func parse(_ text: String, format: ScenarioFormat) throws(ScenarioError) -> ScenarioTree {
+    static func parse(_ bytes: [UInt8], format: ScenarioFormat) throws(ScenarioError) -> ScenarioTree {
         switch format {
         case .json:
-            var reader = ScenarioJSONReader(text)
+            var reader = ScenarioJSONReader(bytes)
             return try reader.document()
         case .yaml:
-            return try yaml(text)
+            return try yaml(bytes)
         }
     }
 
-    // MARK: YAML, through Yams
+    // MARK: YAML, through StrictYAML
 
-    static func yaml(_ text: String) throws(ScenarioError) -> ScenarioTree {
-        let root: Node?
-        do {
-            root = try Yams.compose(yaml: text)
-        } catch let error as YamlError {
-            throw ScenarioError(yamlError: error)
-        } catch {
-            throw ScenarioError(path: "", message: "invalid YAML: \(error)")
+    static func yaml(_ bytes: [UInt8]) throws(ScenarioError) -> ScenarioTree {
+        let (root, problems) = StrictYAML.parse(bytes)
+        if let problem = problems.min(by: { ($0.position ?? .init(line: 0, column: 0)) < ($1.position ?? .init(line: 0, column: 0)) }) {
+            throw ScenarioError(path: "", message: problem.message).at(problem.position.map(ScenarioPlace.init))
         }
         guard let root else {
             throw ScenarioError(path: "", message: "the scenario is empty")
@@ -719,79 +742,64 @@ private struct ScenarioTree {
         return try ScenarioTree(yaml: root, depth: 0)
     }
 
-    private init(kind: Kind, line: Int?, plainText: String? = nil) {
+    private init(kind: Kind, place: ScenarioPlace?, plainText: String? = nil) {
         self.kind = kind
-        self.line = line
+        self.place = place
         self.plainText = plainText
     }
 
-    private init(yaml node: Node, depth: Int) throws(ScenarioError) {
-        let line = node.mark?.line
+    private init(yaml node: YAMLNode, depth: Int) throws(ScenarioError) {
+        let place = ScenarioPlace(node.position)
         guard depth < ScenarioJSONReader.maximumDepth else {
-            throw ScenarioError(path: "", message: "nested too deeply", line: line)
+            throw ScenarioError(path: "", message: "nested too deeply").at(place)
         }
-        switch node {
-        case .scalar(let scalar):
-            let plain = scalar.style == .plain ? scalar.string : nil
-            let kind: Kind
-            switch Tag.Name(rawValue: node.tag.rawValue) {
-            case .null:
-                kind = .null
-            case .bool:
-                kind = Bool.construct(from: scalar).map(Kind.bool) ?? .string(scalar.string)
-            case .int:
-                let int64 = Int64.construct(from: scalar), uint64 = UInt64.construct(from: scalar)
-                let value = int64.map(Double.init) ?? uint64.map(Double.init) ?? Double(scalar.string) ?? .nan
-                kind = .number(Number(value: value, text: scalar.string, int64: int64, uint64: uint64))
-            case .float:
-                kind = .number(Number(value: Double.construct(from: scalar) ?? .nan, text: scalar.string))
-            default:
-                kind = .string(scalar.string)
-            }
-            self.init(kind: kind, line: line, plainText: plain)
+        switch node.kind {
+        case .null:
+            self.init(kind: .null, place: place, plainText: node.isPlain ? node.text : nil)
+        case .bool(let b):
+            self.init(kind: .bool(b), place: place, plainText: node.isPlain ? node.text : nil)
+        case .integer(let int64):
+            let uint64 = node.unsignedValue
+            let value = int64.map(Double.init) ?? uint64.map(Double.init) ?? Double(node.text) ?? .nan
+            self.init(kind: .number(Number(value: value, text: node.text, int64: int64, uint64: uint64)), place: place,
+                      plainText: node.isPlain ? node.text : nil)
+        case .float(let d):
+            self.init(kind: .number(Number(value: d, text: node.text)), place: place, plainText: node.isPlain ? node.text : nil)
+        case .string(let text):
+            self.init(kind: .string(text), place: place, plainText: node.isPlain ? node.text : nil)
         case .sequence(let sequence):
             var items: [ScenarioTree] = []
             for item in sequence {
                 items.append(try ScenarioTree(yaml: item, depth: depth + 1))
             }
-            self.init(kind: .sequence(items), line: line)
+            self.init(kind: .sequence(items), place: place)
         case .mapping(let mapping):
             var entries: [Entry] = []
-            for (key, value) in mapping {
-                guard case .scalar(let keyScalar) = key else {
-                    throw ScenarioError(path: "", message: "mapping keys must be plain strings", line: key.mark?.line)
+            var seen: [String: YAMLPosition] = [:]
+            for entry in mapping {
+                // Refused where the second one is, as the config file refuses it.
+                if let first = seen[entry.key] {
+                    throw ScenarioError(path: "", message: "duplicate key '\(entry.key)' (first at \(first))")
+                        .at(ScenarioPlace(entry.keyPosition))
                 }
-                entries.append(Entry(key: keyScalar.string, keyLine: key.mark?.line,
-                                     value: try ScenarioTree(yaml: value, depth: depth + 1)))
+                seen[entry.key] = entry.keyPosition
+                entries.append(Entry(key: entry.key, keyPlace: ScenarioPlace(entry.keyPosition),
+                                     value: try ScenarioTree(yaml: entry.value, depth: depth + 1)))
             }
-            self.init(kind: .mapping(entries), line: line)
-        case .alias:
-            // Yams resolves aliases while composing; an alias here would be a Yams change.
-            throw ScenarioError(path: "", message: "unresolved YAML alias", line: line)
+            self.init(kind: .mapping(entries), place: place)
         }
     }
 
     // MARK: JSON
 
-    static func json(_ kind: Kind, line: Int) -> ScenarioTree {
-        ScenarioTree(kind: kind, line: line)
+    static func json(_ kind: Kind, place: ScenarioPlace) -> ScenarioTree {
+        ScenarioTree(kind: kind, place: place)
     }
 }
 
-extension ScenarioError {
-    fileprivate init(yamlError: YamlError) {
-        switch yamlError {
-        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _),
-             .composer(_, let problem, let mark, _):
-            self.init(path: "", message: "invalid YAML: \(problem)", line: mark.line)
-        case .duplicatedKeysInMapping(let duplicates, let context):
-            self.init(path: "", message: "invalid YAML: duplicate key \(duplicates.joined(separator: ", "))",
-                      line: context.mark.line)
-        case .reader(let problem, _, _, _):
-            self.init(path: "", message: "invalid YAML: \(problem)")
-        default:
-            self.init(path: "", message: "invalid YAML: \(yamlError)")
-        }
+extension ScenarioPlace {
+    init(_ position: YAMLPosition) {
+        self.init(line: position.line, column: position.column)
     }
 }
 
@@ -806,8 +814,8 @@ private struct ScenarioJSONReader {
     private var line = 1
     private var lineStart = 0
 
-    init(_ text: String) {
-        var bytes = Array(text.utf8)
+    init(_ bytes: [UInt8]) {
+        var bytes = bytes
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }  // a byte-order mark
         self.bytes = bytes
     }
@@ -823,6 +831,11 @@ private struct ScenarioJSONReader {
             throw failure("unexpected \(current) after the document")
         }
         return value
+    }
+
+    /// Where the reader is: the line, and the column in characters.
+    private var place: ScenarioPlace {
+        ScenarioPlace(line: line, column: 1 + bytes[lineStart ..< index].count { $0 & 0xC0 != 0x80 })
     }
 
     private var current: String {
@@ -861,7 +874,7 @@ private struct ScenarioJSONReader {
     private mutating func value(depth: Int) throws(ScenarioError) -> ScenarioTree {
         guard depth < Self.maximumDepth else { throw failure("nested too deeply") }
         guard index < bytes.count else { throw failure("expected a value, found end of input") }
-        let startLine = line
+        let start = place
         switch bytes[index] {
         case UInt8(ascii: "{"):
             index += 1
@@ -869,11 +882,11 @@ private struct ScenarioJSONReader {
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .json(.mapping(entries), line: startLine)
+                return .json(.mapping(entries), place: start)
             }
             while true {
                 skipWhitespace()
-                let keyLine = line
+                let keyPlace = place
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
                     throw failure("expected a key in double quotes, found \(current)")
                 }
@@ -881,14 +894,14 @@ private struct ScenarioJSONReader {
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "':'")
                 skipWhitespace()
-                entries.append(ScenarioTree.Entry(key: key, keyLine: keyLine, value: try value(depth: depth + 1)))
+                entries.append(ScenarioTree.Entry(key: key, keyPlace: keyPlace, value: try value(depth: depth + 1)))
                 skipWhitespace()
                 if index < bytes.count, bytes[index] == UInt8(ascii: ",") {
                     index += 1
                     continue
                 }
                 try expect(UInt8(ascii: "}"), "',' or '}'")
-                return .json(.mapping(entries), line: startLine)
+                return .json(.mapping(entries), place: start)
             }
         case UInt8(ascii: "["):
             index += 1
@@ -896,7 +909,7 @@ private struct ScenarioJSONReader {
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
                 index += 1
-                return .json(.sequence(items), line: startLine)
+                return .json(.sequence(items), place: start)
             }
             while true {
                 skipWhitespace()
@@ -907,21 +920,21 @@ private struct ScenarioJSONReader {
                     continue
                 }
                 try expect(UInt8(ascii: "]"), "',' or ']'")
-                return .json(.sequence(items), line: startLine)
+                return .json(.sequence(items), place: start)
             }
         case UInt8(ascii: "\""):
-            return .json(.string(try string()), line: startLine)
+            return .json(.string(try string()), place: start)
         case UInt8(ascii: "t"):
             try literal("true")
-            return .json(.bool(true), line: startLine)
+            return .json(.bool(true), place: start)
         case UInt8(ascii: "f"):
             try literal("false")
-            return .json(.bool(false), line: startLine)
+            return .json(.bool(false), place: start)
         case UInt8(ascii: "n"):
             try literal("null")
-            return .json(.null, line: startLine)
+            return .json(.null, place: start)
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return .json(.number(try number()), line: startLine)
+            return .json(.number(try number()), place: start)
         default:
             throw failure("expected a value, found \(current)")
         }

@@ -1,21 +1,23 @@
-/// The bounds a config file must keep before anything is built from it, so that a hostile or
-/// broken file costs the daemon little time and memory and changes nothing (`check-config`,
-/// SIGHUP and `Reload()` read files through them):
+/// The bounds a YAML document must keep before anything is built from it, so that a hostile or
+/// broken file costs its reader little time and memory (the daemon's config file through
+/// `check-config`, SIGHUP and `Reload()`; the simulator's scenarios):
 ///
-/// - at most ``ConfigFile/maxSize`` bytes, refused before the file is parsed;
+/// - at most ``maxSize`` bytes, refused by the reader before the file is parsed;
 /// - collections nested at most ``maxDepth`` deep, checked on the text before YAML composes it
 ///   (the composer recurses once per level);
 /// - at most ``maxValues`` values once YAML aliases are expanded, counted while the tree is
 ///   converted (a "billion laughs" file of 441 bytes, 8 levels of 10 aliases, stands for 10⁸
 ///   values).
-enum ConfigLimits {
+public enum YAMLLimits {
+    /// The largest file a reader takes, bytes: 4 MiB.
+    public static let maxSize = 4 << 20
     /// Collections inside collections, block and flow together.
-    static let maxDepth = 64
+    public static let maxDepth = 64
     /// Scalars and collections, with each alias counted as the whole value it names. The largest
-    /// file the limits allow otherwise (1000 alerts, 1000 rules, 100 000 regions at max-regions'
-    /// top) needs far fewer than this per region; a file of tens of thousands of regions belongs
-    /// over D-Bus anyway.
-    static let maxValues = 1_000_000
+    /// config file the limits allow otherwise (1000 alerts, 1000 rules, 100 000 regions at
+    /// max-regions' top) needs far fewer than this per region; a file of tens of thousands of
+    /// regions belongs over D-Bus anyway.
+    public static let maxValues = 1_000_000
 
     /// The first place where the text nests collections more than ``maxDepth`` deep, or nil.
     ///
@@ -25,7 +27,7 @@ enum ConfigLimits {
     /// anywhere inside a flow collection). Quoted scalars, comments and the lines of block
     /// scalars (`|`, `>`) are skipped. It may overestimate only for a file whose plain scalars
     /// hold unbalanced brackets inside flow collections, which YAML does not allow anyway.
-    static func firstTooDeep(_ scalars: [Unicode.Scalar]) -> ConfigPosition? {
+    public static func firstTooDeep(_ scalars: [Unicode.Scalar]) -> YAMLPosition? {
         var indents: [Int] = []          // the indentation of each open block level
         var flow = 0                     // open flow collections
         var quote: Unicode.Scalar?       // inside a quoted scalar, which may span lines
@@ -57,7 +59,7 @@ enum ConfigLimits {
                     j += 2
                     while j < end, scalars[j] == " " { j += 1 }
                 }
-                if depth > maxDepth { return ConfigPosition(line: line, column: j - i + 1) }
+                if depth > maxDepth { return YAMLPosition(line: line, column: j - i + 1) }
             }
             var valueStart = true        // at a place where a value may begin
             var lastSignificant: Unicode.Scalar?
@@ -83,7 +85,7 @@ enum ConfigLimits {
                     if valueStart || flow > 0 {
                         flow += 1
                         depth += 1
-                        if depth > maxDepth { return ConfigPosition(line: line, column: j - i + 1) }
+                        if depth > maxDepth { return YAMLPosition(line: line, column: j - i + 1) }
                         valueStart = true
                         lastSignificant = c
                         j += 1
