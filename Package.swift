@@ -146,17 +146,24 @@ let package = Package(
         .executableTarget(
             name: "ranging-bench",
             dependencies: [
-                "ProximityCore", "BlueZSim",
+                "ProximityCore", "BlueZSim", "ProximityBenchmarking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/ranging-bench"
+        ),
+        // What the benchmarks share: radio conditions, the air's sampling of a walker or device
+        // (bluez-sim's RadioModel.receive), the node as a pipeline, and the tables' cells.
+        .target(
+            name: "ProximityBenchmarking",
+            dependencies: ["ProximityCore", "BlueZSim"],
+            path: "Tools/ProximityBenchmarking"
         ),
         // Room decision: bounces while standing still and lag after a move, the fleet's rule
         // against room-assistant's and Bermuda's, on bluez-sim's radio model.
         .executableTarget(
             name: "fleet-bench",
             dependencies: [
-                "ProximityCore", "BlueZSim",
+                "ProximityCore", "BlueZSim", "ProximityBenchmarking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/fleet-bench"

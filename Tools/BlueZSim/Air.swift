@@ -280,28 +280,21 @@ public actor Air {
         stats.transmissions += 1
         for name in boxOrder {
             guard let (merged, listenerPosition) = listening(name, notAt: address, at: time), merged.scansLE else { continue }
-            let distance = position.distance(to: listenerPosition)
             let key = link + ">" + name
-            var rng = linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key)
-            // The realistic part, from streams of its own (so the simple model's draw the same).
-            var deviation = txOffset
+            let pair = transmitter + ">" + name
+            // The realistic part and the bursts draw from streams of their own (so the simple
+            // model's draw the same whether they are on or not).
             let realistic = radio.parameters.realistic
-            if !realistic.isOff {
-                var link = realisticLinks[key] ?? realistic.link(seed: seed, stream: "realistic:" + key, from: transmitter, to: name)
-                deviation += link.deviation(at: time, x: listenerPosition.x - position.x, y: listenerPosition.y - position.y)
-                realisticLinks[key] = link
-            }
-            let sample: Int16?
-            if radio.parameters.burstLossRate > 0 {
-                let pair = transmitter + ">" + name
-                var burst = linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name)
-                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, deviation: deviation, at: time, burst: &burst,
-                                          using: &rng)
-                linkBursts[pair] = burst
-            } else {
-                sample = radio.sampleRSSI(distance: distance, measuredPower: measuredPower, deviation: deviation, using: &rng)
-            }
-            linkRNG[key] = rng
+            var state = RadioLink(
+                rng: linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key),
+                realistic: realistic.isOff ? nil
+                    : realisticLinks[key] ?? realistic.link(seed: seed, stream: "realistic:" + key, from: transmitter, to: name),
+                burst: radio.parameters.burstLossRate > 0 ? linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name) : nil)
+            let sample = radio.receive(from: position, at: listenerPosition, time: time, measuredPower: measuredPower, txOffset: txOffset,
+                                       link: &state)
+            linkRNG[key] = state.rng
+            if let realistic = state.realistic { realisticLinks[key] = realistic }
+            if let burst = state.burst { linkBursts[pair] = burst }
             guard let rssi = sample else { continue }
             if let threshold = merged.rssiThreshold, rssi < threshold { continue }
             if !merged.uuids.isEmpty && merged.uuids.isDisjoint(with: report.serviceUUIDs) { continue }

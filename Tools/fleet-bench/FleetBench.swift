@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZSim
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
 
 /// `fleet-bench`: room bouncing and switching lag of the fleet's room decision (`RoomDecider`)
@@ -149,16 +150,17 @@ struct FleetBench: ParsableCommand {
             }
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(results), as: UTF8.self))
+            try printJSON(results)
         } else {
             print("goals (the fleet's rule with its defaults: no bounce at 10/25/40 %; fewer bounces at the midpoints than every baseline; median lag over all moves no slower than Bermuda's):")
             for r in results {
-                print("  \(Table.padRight(r.condition.label, 46)) " + (r.goals.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
+                print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) " + (r.goals.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
             }
             let cpu = Double(clock() - started) / Double(CLOCKS_PER_SEC)
             print("CPU time \(format(cpu, 1)) s")
         }
     }
 }
+
+/// `--radio`: every model of the shared ``RadioCondition``, `calibrated` included.
+extension RadioCondition.Kind: ExpressibleByArgument {}

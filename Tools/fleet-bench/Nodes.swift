@@ -1,30 +1,7 @@
 import BlueZSim
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
-
-/// One box's node as ranging-bench drives it (its `NodePipeline`): the found-devices table with the
-/// node's ranging configuration; every received advertisement goes in, and once a second the table
-/// reports the device's zone and distance (none when it is unknown: not heard, or stale).
-struct NodePipeline {
-    var table: FoundDevicesTable
-    let measuredPower: Double
-    static let peer: PeerID = "device"
-
-    init(configuration: RangingConfiguration = RangingConfiguration(), measuredPower: Double) {
-        table = FoundDevicesTable(configuration: configuration)
-        self.measuredPower = measuredPower
-    }
-
-    mutating func observe(_ rssi: Double, at t: Double) {
-        // The device's advertisement says its measured power (as a beacon frame's Tx power does).
-        table.observe(Self.peer, rssi: rssi, at: t, measuredPower: measuredPower)
-    }
-
-    mutating func report(at t: Double) -> Double? {
-        let zone = table.tick(at: t).zones[Self.peer] ?? .unknown
-        return zone == .unknown ? nil : table.peers[Self.peer]?.distance
-    }
-}
 
 /// One distance report a node publishes, as the fleet service receives it.
 struct Report: Sendable {
@@ -50,17 +27,11 @@ func publishedReports(_ trace: Trace, measuredPower: Double, throttle configurat
         if let (radio, seed) = calibration {
             power += radio.deviceOffset(seed: seed, device: Trace.device, role: "tx") + radio.deviceOffset(seed: seed, device: box.name, role: "rx")
         }
-        var node = NodePipeline(measuredPower: power)
+        // The node's table, as ranging-bench runs it (ProximityBenchmarking's adapter).
+        var node = NodePipeline(measuredPower: power, peer: PeerID(Trace.device))
         var throttle = ReportThrottle(configuration: configuration)
-        let samples = trace.samples[i]
-        var k = 0
-        var tick = phases.uniform(0...1)
-        while tick <= trace.duration {
-            while k < samples.count, samples[k].t <= tick {
-                node.observe(samples[k].rssi, at: samples[k].t)
-                k += 1
-            }
-            if let d = node.report(at: tick) {
+        node.drive(trace.samples[i], firstTick: phases.uniform(0...1), through: trace.duration) { tick, _, distance in
+            if let d = distance {
                 ranged += 1
                 if throttle.offer(device: Trace.device, distance: d, at: tick) {
                     reports.append(Report(t: tick, node: box.name, distance: d))
@@ -68,7 +39,6 @@ func publishedReports(_ trace: Trace, measuredPower: Double, throttle configurat
             } else {
                 throttle.forget(device: Trace.device)
             }
-            tick += 1
         }
     }
     reports.sort { ($0.t, $0.node) < ($1.t, $1.node) }

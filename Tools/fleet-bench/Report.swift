@@ -1,13 +1,6 @@
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
-
-func percentile(_ values: [Double], _ p: Double) -> Double? {
-    guard !values.isEmpty else { return nil }
-    let sorted = values.sorted()
-    let rank = p * Double(sorted.count - 1)
-    let lo = Int(rank.rounded(.down)), hi = Int(rank.rounded(.up))
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - Double(lo))
-}
 
 /// Lags of one kind of move: a missed switch counts as the whole hold (censored, pessimistic).
 struct LagSummary: Codable, Sendable {
@@ -167,21 +160,9 @@ struct FleetConfigurationJSON: Codable, Sendable {
     }
 }
 
-enum Table {
-    static func pad(_ s: String, _ width: Int) -> String {
-        s.count >= width ? s : String(repeating: " ", count: width - s.count) + s
-    }
-
-    static func padRight(_ s: String, _ width: Int) -> String {
-        s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
-    }
-
-    static func cell(_ x: Double?, _ digits: Int, width: Int) -> String {
-        pad(x.map { format($0, digits) } ?? "n/a", width)
-    }
-
+extension Table {
     static func render(_ r: ConditionResult) -> String {
-        var out = "== \(r.condition.label); seeds \(seedRange(r.seeds)); layouts: \(r.layouts.joined(separator: ", "))\n"
+        var out = "== \(r.condition.label(namingSimple: true)); seeds \(seedRange(r.seeds)); layouts: \(r.layouts.joined(separator: ", "))\n"
         let hours = (r.summaries.first?.points ?? []).map { "\($0.point) \(format($0.hours, 0)) h" }.joined(separator: ", ")
         out += "   standing after a \(format(TraceSet.warmup, 0)) s warm-up, all layouts: \(hours); "
             + "reports per ranged second \(format(r.reportsPerRangedSecond, 3))\n"
@@ -232,10 +213,5 @@ enum Table {
             }
         }
         return out
-    }
-
-    static func seedRange(_ seeds: [UInt64]) -> String {
-        guard let first = seeds.first, let last = seeds.last else { return "none" }
-        return seeds.count == 1 ? "\(first)" : "\(first)…\(last) (\(seeds.count))"
     }
 }

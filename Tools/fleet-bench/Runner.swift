@@ -1,5 +1,6 @@
 import BlueZSim
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
 
 /// One rule as the benchmark runs it.

@@ -1,54 +1,7 @@
-import ArgumentParser
 import BlueZSim
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
-
-/// The radio of one benchmark condition: the simulator's parameters for every device→box link
-/// (ranging-bench's `RadioCondition`).
-struct RadioCondition: Hashable, Codable, Sendable {
-    /// The simple model (log-distance, independent Gaussian shadowing and loss), or bluez-sim's
-    /// realistic preset (device offsets, a shadowing field, AR(1) shadowing, channel offsets,
-    /// outliers, bursty loss; docs/simulator.md), whose own σ and losses replace `sigma` and `loss`.
-    /// `calibrated` is the realistic preset with every node calibrated for the device: its
-    /// measured power is what `proximityctl calibrate` finds at 1 m, the device's and the box's
-    /// offsets (the shadowing field and the channel offsets remain).
-    enum Kind: String, Hashable, Codable, Sendable, CaseIterable, ExpressibleByArgument {
-        case simple, realistic, calibrated
-    }
-
-    var sigma: Double
-    var exponent: Double
-    var interval: Double
-    var loss: Double
-    var measuredPower: Double
-    var kind: Kind
-
-    var model: RadioModel {
-        var parameters: RadioParameters
-        switch kind {
-        case .simple:
-            parameters = RadioParameters(pathLossExponent: exponent, measuredPower: measuredPower, shadowingSigma: sigma,
-                                         advertisingInterval: interval, packetLoss: loss)
-        case .realistic, .calibrated:
-            parameters = .realistic
-            parameters.pathLossExponent = exponent
-            parameters.measuredPower = measuredPower
-            parameters.advertisingInterval = interval
-        }
-        return RadioModel(parameters)
-    }
-
-    var label: String {
-        switch kind {
-        case .simple:
-            "simple σ=\(format(sigma, 0)) dB, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms, loss \(format(loss * 100, 0))%"
-        case .realistic:
-            "realistic preset, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms"
-        case .calibrated:
-            "realistic, nodes calibrated, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms"
-        }
-    }
-}
 
 /// Where the nodes are: one box (a node, a room) per position.
 struct Layout: Sendable {
@@ -126,46 +79,15 @@ struct Trace: Sendable {
 
     static let device = "device"
 
-    /// Fills `samples` from the radio model, one link per box: advertising events every interval
-    /// plus the 0–10 ms advDelay (one schedule, the device's), each lost or received per link with
-    /// log-distance RSSI plus the link's deviations. On the realistic preset each link has its own
-    /// realistic state (`RealisticRadio.link`: the device's and the box's offsets, the link's
-    /// shadowing field at the device's position, AR(1) shadowing, channels, outliers) and burst
-    /// process. `installation` seeds what is fixed in a home (offsets, fields): the same for every
-    /// trace of a seed; `rng` the rest. Virtual time only.
+    /// Fills `samples` from the radio model, one link per box (``receptions(of:along:by:duration:silentFrom:radio:installation:realisticLabel:rng:)``,
+    /// the air's sampling): advertising events on one schedule, the device's, each lost or
+    /// received per link. `installation` seeds what is fixed in a home (the device's and the box's
+    /// offsets, each link's field and its realistic stream, named after the trace): the same for
+    /// every trace of a seed; `rng` the rest. Virtual time only.
     mutating func simulate(_ radio: RadioModel, installation: UInt64, rng: SeededGenerator) {
-        var advertising = rng.derived("adv \(Self.device)")
-        let realistic = radio.parameters.realistic
-        let interval = radio.parameters.advertisingInterval
-        let positions = layout.boxes.map(\.position)
-        var links = layout.boxes.map { rng.derived("link \(Self.device)->\($0.name)") }
-        var realisticLinks = layout.boxes.map {
-            realistic.link(seed: installation, stream: "realistic \(label) \(Self.device)->\($0.name)", from: Self.device, to: $0.name)
-        }
-        var bursts = layout.boxes.map { radio.burstProcess(using: rng.derived("burst \(Self.device)->\($0.name)")) }
-        samples = Array(repeating: [], count: links.count)
-        for i in samples.indices { samples[i].reserveCapacity(Int(duration / interval) + 1) }
-        var t = advertising.uniform(0...interval)
-        while t < duration {
-            let p = trajectory.position(at: t)
-            for i in links.indices {
-                var deviation = 0.0
-                if !realistic.isOff { deviation = realisticLinks[i].deviation(at: t, x: p.x, y: p.y) }
-                let d = p.distance(to: positions[i])
-                let rssi = radio.parameters.burstLossRate > 0
-                    ? radio.sampleRSSI(distance: d, deviation: deviation, at: t, burst: &bursts[i], using: &links[i])
-                    : radio.sampleRSSI(distance: d, deviation: deviation, using: &links[i])
-                if let rssi { samples[i].append(Sample(t: t, rssi: Double(rssi))) }
-            }
-            t = radio.nextAdvertisement(after: t, interval: interval, using: &advertising)
-        }
+        samples = receptions(of: Self.device, along: trajectory, by: layout.boxes, duration: duration, radio: radio,
+                             installation: installation, realisticLabel: "\(label) ", rng: rng)
     }
-}
-
-/// One received advertisement.
-struct Sample: Sendable {
-    var t: Double
-    var rssi: Double
 }
 
 /// The scenario set. Every random choice comes from the seed, so a seed gives the same traces to
@@ -229,8 +151,4 @@ enum TraceSet {
         return Trace(kind: .teleport, label: "teleport", layout: layout, duration: moves[1].end, trajectory: try! Trajectory(waypoints: waypoints),
                      moves: moves)
     }
-}
-
-func format(_ x: Double, _ digits: Int) -> String {
-    String(format: "%.\(digits)f", x)
 }

@@ -1,13 +1,6 @@
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
-
-/// One ranging scheme as the benchmark drives it: every received advertisement goes to `observe`,
-/// and once a second (the node's report interval) `report` says the zone and, when the scheme has
-/// one, the distance. `.unknown` means "not present" (never seen, or departed).
-protocol Pipeline {
-    mutating func observe(_ rssi: Double, at t: Double)
-    mutating func report(at t: Double) -> (zone: Proximity, distance: Double?)
-}
 
 /// How a pipeline's zones are scored.
 enum ZoneTruth: String, Codable, Sendable {
@@ -34,30 +27,6 @@ struct PipelineSpec: Sendable {
     var make: @Sendable (RadioCondition) -> any Pipeline
     /// The zone it settles on for a noise-free RSSI (used to find its own boundaries).
     var noiseFreeZone: @Sendable (_ rssi: Double, _ measuredPower: Double) -> Proximity
-}
-
-// MARK: - The node
-
-/// The node: the found-devices table with a ranging configuration (the default one unless tuning).
-struct NodePipeline: Pipeline {
-    var table: FoundDevicesTable
-    let measuredPower: Double
-    static let peer: PeerID = "walker"
-
-    init(configuration: RangingConfiguration, measuredPower: Double) {
-        table = FoundDevicesTable(configuration: configuration)
-        self.measuredPower = measuredPower
-    }
-
-    mutating func observe(_ rssi: Double, at t: Double) {
-        // The walker's advertisement says its measured power (as a beacon frame's Tx power does).
-        table.observe(Self.peer, rssi: rssi, at: t, measuredPower: measuredPower)
-    }
-
-    mutating func report(at t: Double) -> (zone: Proximity, distance: Double?) {
-        let zone = table.tick(at: t).zones[Self.peer] ?? .unknown
-        return (zone, zone == .unknown ? nil : table.peers[Self.peer]?.distance)
-    }
 }
 
 // MARK: - AltBeacon iOS (v0.3, the seed)
@@ -226,6 +195,7 @@ enum Pipelines {
             departureRule: "unknown once stale: unheard for max(\(format(c.minimumStale, 0)) s, \(format(c.staleGaps, 1)) × its usual gap, "
                 + "the silence its holes say a present peer outlasts \(format(c.staleShare * 100, 1))% of the time); "
                 + "removed after \(format(c.clearInterval, 0)) s (clearInterval)",
+            // The node's table as fleet-bench's boxes run it too (ProximityBenchmarking's adapter).
             make: { NodePipeline(configuration: configuration(), measuredPower: $0.measuredPower) },
             noiseFreeZone: { rssi, power in c.thresholds.zone(forDistance: c.distanceModel.distance(rssi: rssi, measuredPower: power)) })
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZSim
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
 
 // `ranging-bench --replay FILE.csv…`: every pipeline on traces recorded on a real radio with
@@ -443,7 +444,7 @@ enum Replay {
             while i < samples.count, samples[i].t <= t {
                 let s = samples[i]
                 if var node = pipeline as? NodePipeline {
-                    node.table.observe(NodePipeline.peer, rssi: s.rssi, at: s.t, measuredPower: s.measuredPower ?? fallbackPower)
+                    node.table.observe(node.peer, rssi: s.rssi, at: s.t, measuredPower: s.measuredPower ?? fallbackPower)
                     pipeline = node
                 } else {
                     pipeline.observe(s.rssi, at: s.t)
@@ -451,13 +452,13 @@ enum Replay {
                 i += 1
             }
             if var node = pipeline as? NodePipeline {
-                let had = node.table.peers[NodePipeline.peer] != nil
+                let had = node.table.peers[node.peer] != nil
                 let report = node.table.tick(at: t)
                 pipeline = node
-                if let zone = report.zones[NodePipeline.peer] {
-                    out.append(ReplayTick(t: t, zone: zone, distance: zone == .unknown ? nil : node.table.peers[NodePipeline.peer]?.distance))
+                if let zone = report.zones[node.peer] {
+                    out.append(ReplayTick(t: t, zone: zone, distance: zone == .unknown ? nil : node.table.peers[node.peer]?.distance))
                 } else {
-                    out.append(ReplayTick(t: t, zone: .unknown, distance: nil, removed: had && report.removed.contains(NodePipeline.peer)))
+                    out.append(ReplayTick(t: t, zone: .unknown, distance: nil, removed: had && report.removed.contains(node.peer)))
                 }
             } else {
                 let r = pipeline.report(at: t)
@@ -532,9 +533,7 @@ extension RangingBench {
             }
         }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            print(String(decoding: try encoder.encode(results), as: UTF8.self))
+            try printJSON(results)
         }
     }
 }

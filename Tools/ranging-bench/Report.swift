@@ -1,20 +1,5 @@
 import Foundation
-
-func format(_ x: Double, _ digits: Int) -> String {
-    String(format: "%.\(digits)f", x)
-}
-
-func percentile(_ values: [Double], _ p: Double) -> Double? {
-    guard !values.isEmpty else { return nil }
-    let sorted = values.sorted()
-    let rank = p * Double(sorted.count - 1)
-    let lo = Int(rank.rounded(.down)), hi = Int(rank.rounded(.up))
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - Double(lo))
-}
-
-func mean(_ values: [Double]) -> Double? {
-    values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
-}
+import ProximityBenchmarking
 
 /// One pipeline's figures for one condition (the JSON output, and the table's source).
 struct Summary: Codable, Sendable {
@@ -143,23 +128,9 @@ struct DepartureOnly: Codable, Sendable {
     var missed: Int
 }
 
-enum Table {
-    static func cell(_ x: Double?, _ digits: Int, width: Int) -> String {
-        pad(x.map { format($0, digits) } ?? "n/a", width)
-    }
-
-    static func pad(_ s: String, _ width: Int) -> String {
-        let n = s.count
-        return n >= width ? s : String(repeating: " ", count: width - n) + s
-    }
-
-    static func padRight(_ s: String, _ width: Int) -> String {
-        let n = s.count
-        return n >= width ? s : s + String(repeating: " ", count: width - n)
-    }
-
+extension Table {
     static func render(_ result: ConditionResult) -> String {
-        var out = "== \(result.condition.label); seeds \(seedRange(result.seeds))\n"
+        var out = "== \(result.condition.label()); seeds \(seedRange(result.seeds))\n"
         out += padRight("pipeline", 20) + pad("err mean", 9) + pad("med", 6) + pad("p90", 6) + pad("log10", 7)
             + pad("zone%", 7) + pad("flap/min 3m", 12) + pad("0.5m", 6) + pad("own", 6)
             + pad("lag med", 8) + pad("p90", 6) + pad("miss", 5) + pad("depart med", 11) + pad("max", 6)
@@ -190,11 +161,6 @@ enum Table {
                 + " => \(v.met ? "MET" : "NOT MET")\n"
         }
         return out
-    }
-
-    static func seedRange(_ seeds: [UInt64]) -> String {
-        guard let first = seeds.first, let last = seeds.last else { return "none" }
-        return seeds.count == 1 ? "\(first)" : "\(first)…\(last) (\(seeds.count))"
     }
 }
 

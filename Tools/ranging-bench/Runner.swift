@@ -1,5 +1,6 @@
 import BlueZSim
 import Foundation
+import ProximityBenchmarking
 import ProximityCore
 
 /// What one pipeline did over the traces of one condition (all seeds).
@@ -77,18 +78,7 @@ struct Runner {
     }
 
     func drive(_ trace: Trace, _ pipeline: inout any Pipeline, onTick: (Double, Proximity, Double?) -> Void) {
-        var i = 0
-        var tick = 1.0
-        let samples = trace.samples
-        while tick <= trace.duration {
-            while i < samples.count, samples[i].t <= tick {
-                pipeline.observe(samples[i].rssi, at: samples[i].t)
-                i += 1
-            }
-            let report = pipeline.report(at: tick)
-            onTick(tick, report.zone, report.distance)
-            tick += 1
-        }
+        pipeline.drive(trace.samples, firstTick: 1, through: trace.duration, onTick: onTick)
     }
 
     /// Distance error, false unknowns and (for walk and step traces) zone accuracy.

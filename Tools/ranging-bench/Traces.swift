@@ -1,48 +1,6 @@
-import ArgumentParser
 import BlueZSim
+import ProximityBenchmarking
 import ProximityCore
-
-/// The radio of one benchmark condition: the simulator's parameters for the walker→listener link.
-struct RadioCondition: Hashable, Codable, Sendable {
-    /// Which radio: the simple model (log-distance, independent Gaussian shadowing and loss), or
-    /// bluez-sim's realistic preset (device offsets, a shadowing field, AR(1) shadowing, channel
-    /// offsets, outliers, bursty loss; docs/simulator.md), whose own σ and losses replace `sigma`
-    /// and `loss`.
-    enum Kind: String, Hashable, Codable, Sendable, CaseIterable, ExpressibleByArgument {
-        case simple, realistic
-    }
-
-    var sigma: Double
-    var exponent: Double
-    var interval: Double
-    var loss: Double
-    var measuredPower: Double
-    var kind: Kind = .simple
-
-    var model: RadioModel {
-        var parameters: RadioParameters
-        switch kind {
-        case .simple:
-            parameters = RadioParameters(pathLossExponent: exponent, measuredPower: measuredPower, shadowingSigma: sigma,
-                                         advertisingInterval: interval, packetLoss: loss)
-        case .realistic:
-            parameters = .realistic
-            parameters.pathLossExponent = exponent
-            parameters.measuredPower = measuredPower
-            parameters.advertisingInterval = interval
-        }
-        return RadioModel(parameters)
-    }
-
-    var label: String {
-        switch kind {
-        case .simple:
-            "σ=\(format(sigma, 0)) dB, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms, loss \(format(loss * 100, 0))%"
-        case .realistic:
-            "realistic preset, n=\(format(exponent, 1)), adv \(format(interval * 1000, 0)) ms"
-        }
-    }
-}
 
 enum TraceKind: String, Codable, Sendable {
     /// (a) walk in from 15 m to 0.3 m and out again at 1 m/s, dwelling in each zone.
@@ -53,12 +11,6 @@ enum TraceKind: String, Codable, Sendable {
     case steps
     /// (d) the walker's adapter goes silent.
     case departure
-}
-
-/// One received advertisement.
-struct Sample: Sendable {
-    var t: Double
-    var rssi: Double
 }
 
 /// One simulated trace: what the listener at the origin hears from the walker, and the truth.
@@ -80,37 +32,13 @@ struct Trace: Sendable {
         trajectory.position(at: t).distance(to: Self.listener)
     }
 
-    /// Fills `samples` from the simulator's radio model: advertising events every interval plus the
-    /// spec's 0–10 ms advDelay, each lost with the loss probability or received with log-distance
-    /// RSSI plus Gaussian shadowing, rounded to whole dBm. Virtual time only.
-    ///
-    /// On the realistic preset each sample also gets the walker's and the listener's device
-    /// offsets, the shadowing field at the walker's position, the link's AR(1) shadowing, channel
-    /// offset and outliers, and bursty loss, each from a stream of its own (bluez-sim's
-    /// `RealisticRadio`); on the simple model the samples are as before.
+    /// Fills `samples` from the simulator's radio model (``receptions(of:along:by:duration:silentFrom:radio:installation:realisticLabel:rng:)``,
+    /// the air's sampling): what the listener at the origin hears of the walker until it falls
+    /// silent. Virtual time only. On the realistic preset the walker's and the listener's device
+    /// offsets and the link's field come from `rng`'s seed too.
     mutating func simulate(_ radio: RadioModel, rng: SeededGenerator) {
-        var advertising = rng.derived("adv walker")
-        var link = rng.derived("link walker->listener")
-        let realistic = radio.parameters.realistic
-        var realisticLink = realistic.link(seed: rng.seed, stream: "realistic walker->listener", from: "walker", to: "listener")
-        var burst = radio.burstProcess(using: rng.derived("burst walker->listener"))
-        let interval = radio.parameters.advertisingInterval
-        var t = advertising.uniform(0...interval)
-        samples = []
-        samples.reserveCapacity(Int(duration / interval) + 1)
-        while t < duration {
-            if let silentFrom, t >= silentFrom { break }
-            var deviation = 0.0
-            if !realistic.isOff {
-                let p = trajectory.position(at: t)
-                deviation = realisticLink.deviation(at: t, x: p.x, y: p.y)
-            }
-            let rssi = radio.parameters.burstLossRate > 0
-                ? radio.sampleRSSI(distance: distance(at: t), deviation: deviation, at: t, burst: &burst, using: &link)
-                : radio.sampleRSSI(distance: distance(at: t), deviation: deviation, using: &link)
-            if let rssi { samples.append(Sample(t: t, rssi: Double(rssi))) }
-            t = radio.nextAdvertisement(after: t, interval: interval, using: &advertising)
-        }
+        samples = receptions(of: "walker", along: trajectory, by: [("listener", Self.listener)], duration: duration,
+                             silentFrom: silentFrom, radio: radio, installation: rng.seed, rng: rng)[0]
     }
 }
 
