@@ -398,6 +398,27 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             "15:5: rules[1]: a rule needs when: (its condition)",
             "15:17: rules[1].identifier: rule 'a' is already defined at 2:17",
             "16:9: rules[1].do: must be a non-empty list of actions"),
+        BrokenConfig("a value that cannot be read does not hide the rule's other problems", """
+            rules:
+              - identifier: b
+                on: [region, ~]
+                when: {key: a.x, op: about, value: 99999999999999999999}
+                do:
+                  -
+                  - notify: {}
+                cooldown: -1
+              - identifier: b
+                when: {op: ex}
+                do: [{log: {}}]
+            """,
+            "3:18: rules[0].on[1]: must be a value, not null",
+            "4:26: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\"",
+            "4:40: rules[0].when.value: 99999999999999999999 is out of range",
+            "6:8: rules[0].do[0]: must be a value, not an empty value",
+            "7:9: rules[0].do[1].notify: unknown action (known: signal, set, remove, offer-alert, log)",
+            "8:15: rules[0].cooldown: must be a number of seconds from 0 (excluded) to 2592000, not the number -1.0",
+            "9:17: rules[1].identifier: rule 'b' is already defined at 2:17",
+            "10:11: rules[1].when.key: a test needs key: (a profile attribute, or event.<field>)"),
         // mqtt:
         BrokenConfig("mqtt without a broker", "mqtt:\n  username: node\n", "1:1: mqtt: broker is required (for example broker: mqtt://localhost)"),
         BrokenConfig("mqtt with a broker that is not a URL of MQTT", "mqtt:\n  broker: http://localhost\n",

@@ -42,9 +42,10 @@ extension ConfigDecoder {
         else { return (nil, nil) }
         var identifier: (String, ConfigPosition)?
         var valid = true
-        // False when a value could not be read: the tree is then incomplete, and what the
-        // definition would say of it is not reported.
-        var complete = true
+        // The values that could not be read (reported): each stands in the tree as a placeholder,
+        // and what the definition says at or under it is not reported, but the rest of the rule
+        // is still checked.
+        var unreadable: [[String]] = []
         var tree: [(String, RuleValue)] = []
         var places: RulePlaces = [:]
         for entry in entries {
@@ -62,17 +63,13 @@ extension ConfigDecoder {
             // An empty value is as if the key were absent, as elsewhere in the file.
             places[[entry.key]] = (entry.keyPosition, entry.value.isEmpty ? entry.keyPosition : entry.value.position)
             guard !isNull(entry.value) else { continue }
-            if let value = ruleValue(entry.value, path: [entry.key], rule: path, places: &places) {
-                tree.append((entry.key, value))
-            } else {
-                complete = false
-            }
+            tree.append((entry.key, ruleValue(entry.value, path: [entry.key], rule: path, places: &places, unreadable: &unreadable)))
         }
         if !entries.contains(where: { $0.key == "identifier" }) {
             report(item.position, "\(path): a rule needs an identifier")
             valid = false
         }
-        guard complete else { return (identifier, nil) }
+        if !unreadable.isEmpty { valid = false }
         var value = RuleValue.map(tree)
         var rule: Rule?
         // The definition stops at its first problem; the node it is about is then replaced by one
@@ -83,7 +80,9 @@ extension ConfigDecoder {
                 break
             } catch {
                 valid = false
-                reportRuleProblem(error, path: path, item: item, places: places)
+                if !unreadable.contains(where: { error.path.starts(with: $0) }) {
+                    reportRuleProblem(error, path: path, item: item, places: places)
+                }
                 guard let next = Self.ruleTree(value, without: error), next != value else { break }
                 value = next
             }
@@ -91,16 +90,20 @@ extension ConfigDecoder {
         return (identifier, valid ? rule : nil)
     }
 
-    /// A node of a rule as a ``RuleValue``, or nil when it cannot be one (reported): a mapping
-    /// with its keys in order (an empty value left out, as if absent), a list, and scalars as they
-    /// look: a plain scalar YAML reads as a number is a number, a plain `true` or `false` a boolean,
-    /// anything else (quoted, or `yes`, `on`, …) text. Records where every node is in `places`.
-    mutating func ruleValue(_ node: ConfigNode, path: [String], rule: String, places: inout RulePlaces) -> RuleValue? {
+    /// A node of a rule as a ``RuleValue``: a mapping with its keys in order (an empty value left
+    /// out, as if absent), a list, and scalars as they look: a plain scalar YAML reads as a number
+    /// is a number, a plain `true` or `false` a boolean, anything else (quoted, or `yes`, `on`, …)
+    /// text. A node that cannot be one (a null list item, an integer beyond 64 bits) is reported,
+    /// its path added to `unreadable`, and a placeholder stands for it: the text, or the number
+    /// as near as a `Double` holds it. Records where every node is in `places`.
+    mutating func ruleValue(_ node: ConfigNode, path: [String], rule: String, places: inout RulePlaces,
+                            unreadable: inout [[String]]) -> RuleValue {
         let at = Self.rulePath(rule, path)
         switch node.kind {
         case .null:
             report(node.position, "\(at): must be a value, not \(node.summary)")
-            return nil
+            unreadable.append(path)
+            return .text(node.text)
         case .bool(let b):
             return node.isPlain && ["true", "false"].contains(node.text.lowercased()) ? .bool(b) : .text(node.text)
         case .integer(let n?):
@@ -108,35 +111,31 @@ extension ConfigDecoder {
         case .integer(nil):
             guard node.isPlain else { return .text(node.text) }
             report(at: node, "\(at): \(node.text) is out of range")
-            return nil
+            unreadable.append(path)
+            return Double(node.text).map(RuleValue.number) ?? .text(node.text)
         case .float(let d):
             return node.isPlain ? .number(d) : .text(node.text)
         case .string(let s):
             return .text(s)
         case .sequence(let items):
             var values: [RuleValue] = []
-            var valid = true
             for (i, item) in items.enumerated() {
                 let itemPath = path + ["[\(i)]"]
                 places[itemPath] = (nil, item.position)
-                if let value = ruleValue(item, path: itemPath, rule: rule, places: &places) { values.append(value) } else { valid = false }
+                values.append(ruleValue(item, path: itemPath, rule: rule, places: &places, unreadable: &unreadable))
             }
-            return valid ? .list(values) : nil
+            return .list(values)
         case .mapping:
-            guard let entries = mapping(node, path: at, keys: nil, expected: "a mapping") else { return nil }
+            // Duplicate keys are reported, and the first occurrence taken.
+            let entries = mapping(node, path: at, keys: nil, expected: "a mapping") ?? []
             var values: [(String, RuleValue)] = []
-            var valid = true
             for entry in entries {
                 let entryPath = path + [entry.key]
                 places[entryPath] = (entry.keyPosition, entry.value.isEmpty ? entry.keyPosition : entry.value.position)
                 guard !isNull(entry.value) else { continue }
-                if let value = ruleValue(entry.value, path: entryPath, rule: rule, places: &places) {
-                    values.append((entry.key, value))
-                } else {
-                    valid = false
-                }
+                values.append((entry.key, ruleValue(entry.value, path: entryPath, rule: rule, places: &places, unreadable: &unreadable)))
             }
-            return valid ? .map(values) : nil
+            return .map(values)
         }
     }
 
