@@ -25,86 +25,76 @@ struct Run: AsyncParsableCommand {
         "The config file. Default: \(ConfigFile.defaultPath) if it exists; a file named here must exist.", valueName: "file"))
     var config: String?
 
-    @Option(name: .long, help: ArgumentHelp("The bus to serve on: system, session, or a D-Bus address. Default: system.", valueName: "bus"))
+    // The run options: one property each, as ArgumentParser needs, with the name, help and
+    // parsing of its declaration (RunOption); commandLine() checks them with it.
+
+    @Option(name: .customLong(RunOption.bus.key), help: RunOption.bus.argumentHelp)
     var bus: String?
 
-    @Option(name: .customLong("bus-name"), help: ArgumentHelp(
-        "The well-known name to own. Default: \(NodeConfiguration.defaultBusName).", valueName: "name"))
+    @Option(name: .customLong(RunOption.busName.key), help: RunOption.busName.argumentHelp)
     var busName: String?
 
-    @Option(name: .customLong("state-dir"), help: ArgumentHelp(
-        "Where the node keeps its identity and what it has learnt. Default: $STATE_DIRECTORY, else /var/lib/proximityd.",
-        valueName: "dir"))
+    @Option(name: .customLong(RunOption.stateDirectory.key), help: RunOption.stateDirectory.argumentHelp)
     var stateDirectory: String?
 
-    @Option(name: .long, help: ArgumentHelp("The node's human-readable name. Default: the host name.", valueName: "name"))
+    @Option(name: .customLong(RunOption.name.key), help: RunOption.name.argumentHelp)
     var name: String?
 
-    @Option(name: .customLong("service-uuid"), help: ArgumentHelp(
-        "The general service UUID shared by all nodes of a deployment. Default: \(NodeConfiguration.defaultServiceUUID.lowercased).",
-        valueName: "uuid"))
+    @Option(name: .customLong(RunOption.serviceUUID.key), help: RunOption.serviceUUID.argumentHelp)
     var serviceUUID: String?
 
-    @Option(name: .long, help: ArgumentHelp("The Bluetooth adapter to use. Default: hci0.", valueName: "name"))
+    @Option(name: .customLong(RunOption.adapter.key), help: RunOption.adapter.argumentHelp)
     var adapter: String?
 
-    @Flag(name: .customLong("power-on"), inversion: .prefixedNo,
-          help: "Power the adapter on if it is off (--no-power-on: do not, whatever the config file says). Default: do not.")
+    @Flag(name: .customLong(RunOption.powerOn.key), inversion: .prefixedNo, help: RunOption.powerOn.argumentHelp)
     var powerOn: Bool?
 
-    @Option(name: .customLong("clear-interval"), help: ArgumentHelp(
-        "Seconds a peer stays in the found-devices table unheard (0 < s <= 3600). Default: the value last set over D-Bus (ClearInterval), else 10.",
-        valueName: "seconds"))
+    @Option(name: .customLong(RunOption.clearInterval.key), parsing: RunOption.clearInterval.parsing,
+            help: RunOption.clearInterval.argumentHelp)
     var clearInterval: Double?
 
-    // Unconditional: the value is the next argument even when it looks like an option (-70).
-    @Option(name: .customLong("measured-power"), parsing: .unconditional, help: ArgumentHelp(
-        "This node's RSSI at 1 m in dBm (-127...20), advertised so that peer nodes range this node with it; also assumed for peer nodes that advertise none. Default: -59.",
-        valueName: "dBm"))
+    @Option(name: .customLong(RunOption.measuredPower.key), parsing: RunOption.measuredPower.parsing,
+            help: RunOption.measuredPower.argumentHelp)
     var measuredPower: Int?
 
-    @Option(name: .customLong("path-loss-exponent"), help: ArgumentHelp(
-        "The distance model's path-loss exponent (1.5...6). Default: 2; keep it unless the site was measured over a wide range of distances, and calibrate measured powers instead (docs/ranging.md).", valueName: "n"))
+    @Option(name: .customLong(RunOption.pathLossExponent.key), parsing: RunOption.pathLossExponent.parsing,
+            help: RunOption.pathLossExponent.argumentHelp)
     var pathLossExponent: Double?
 
-    @Option(name: .customLong("rssi-offset"), parsing: .unconditional, help: ArgumentHelp(
-        "dB added to every RSSI sample this node receives, before ranging: positive for an adapter that reads low, negative for one that reads high (-40...40). SIGHUP applies a new value from the config file. Default: 0.",
-        valueName: "dB"))
+    @Option(name: .customLong(RunOption.rssiOffset.key), parsing: RunOption.rssiOffset.parsing,
+            help: RunOption.rssiOffset.argumentHelp)
     var rssiOffset: Double?
 
-    @Option(name: .customLong("max-peers"), help: ArgumentHelp("The most peers the found-devices table holds (1...100000). Default: 1024.",
-                                                                valueName: "n"))
+    @Option(name: .customLong(RunOption.maxPeers.key), parsing: RunOption.maxPeers.parsing, help: RunOption.maxPeers.argumentHelp)
     var maxPeers: Int?
 
-    @Flag(name: .customLong("beacons"), inversion: .prefixedNo,
-          help: "Range iBeacon, AltBeacon and Eddystone beacons too (--no-beacons: nodes only). Default: beacons too.")
+    @Flag(name: .customLong(RunOption.beacons.key), inversion: .prefixedNo, help: RunOption.beacons.argumentHelp)
     var beacons: Bool?
 
-    @Option(name: .customLong("log-level"), help: ArgumentHelp(
-        "trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level"))
+    @Option(name: .customLong(RunOption.logLevel.key), help: RunOption.logLevel.argumentHelp)
     var logLevel: String?
 
-    /// The options given on the command line, checked; nil for those not given.
+    /// The options given on the command line, checked by their declarations; nil for those not
+    /// given. The first problem, in the order of ``RunOption/all``, is the one reported.
     func commandLine() throws(ValidationError) -> RunOptions {
-        func checked<T, V>(_ option: String, _ value: V?, _ check: (V) throws(OptionProblem) -> T) throws(ValidationError) -> T? {
-            guard let value else { return nil }
-            do { return try check(value) } catch { throw ValidationError("--\(option): \(error.message)") }
-        }
         var options = RunOptions()
-        options.bus = try checked("bus", bus, RunOptions.checked(bus:))
-        options.busName = try checked("bus-name", busName, RunOptions.checked(busName:))
-        options.serviceUUID = try checked("service-uuid", serviceUUID, RunOptions.checked(serviceUUID:))
-        options.logLevel = try checked("log-level", logLevel, RunOptions.checked(logLevel:))
-        options.name = try checked("name", name, RunOptions.checked(name:))
-        options.adapter = try checked("adapter", adapter, RunOptions.checked(adapter:))
-        options.clearInterval = try checked("clear-interval", clearInterval, RunOptions.checked(clearInterval:))
-        options.measuredPower = try checked("measured-power", measuredPower, RunOptions.checked(measuredPower:))
-        options.pathLossExponent = try checked("path-loss-exponent", pathLossExponent, RunOptions.checked(pathLossExponent:))
-        options.rssiOffset = try checked("rssi-offset", rssiOffset, RunOptions.checked(rssiOffset:))
-        options.maxPeers = try checked("max-peers", maxPeers, RunOptions.checked(maxPeers:))
-        options.stateDirectory = try checked("state-dir", stateDirectory, RunOptions.checked(stateDirectory:))
-        options.powerOn = powerOn
-        options.beacons = beacons
+        func take<Input>(_ option: RunOption, _ value: Input?) throws(ValidationError) {
+            do { try option.take(value, into: &options) } catch { throw ValidationError("--\(option.key): \(error.message)") }
+        }
+        try take(.bus, bus)
+        try take(.busName, busName)
+        try take(.stateDirectory, stateDirectory)
+        try take(.name, name)
+        try take(.serviceUUID, serviceUUID)
+        try take(.adapter, adapter)
+        try take(.powerOn, powerOn)
+        try take(.clearInterval, clearInterval)
+        try take(.measuredPower, measuredPower)
+        try take(.pathLossExponent, pathLossExponent)
+        try take(.rssiOffset, rssiOffset)
+        try take(.maxPeers, maxPeers)
+        try take(.beacons, beacons)
+        try take(.logLevel, logLevel)
         return options
     }
 
@@ -145,5 +135,18 @@ struct Run: AsyncParsableCommand {
     private func fail(_ lines: [String], status: Int32) -> Never {
         FileHandle.standardError.write(Data(lines.map { "proximityd: error: \($0)\n" }.joined().utf8))
         Foundation.exit(status)
+    }
+}
+
+extension RunOption {
+    /// The declaration's help and value name, for ArgumentParser.
+    var argumentHelp: ArgumentHelp {
+        ArgumentHelp(help, valueName: valueName.isEmpty ? nil : valueName)
+    }
+
+    /// Unconditional for an option whose value may be negative (`--measured-power -70`): the
+    /// value is the next argument even when it looks like an option.
+    var parsing: SingleValueParsingStrategy {
+        takesNegativeValues ? .unconditional : .next
     }
 }

@@ -28,21 +28,12 @@ struct ConfigDecoder {
         else { return }
         var regionsEntry: ConfigEntry?
         for entry in entries {
+            // The run options, as their declarations (RunOption) read them; then the sections.
+            if let option = RunOption.byKey[entry.key] {
+                option.decode(&self, entry)
+                continue
+            }
             switch entry.key {
-            case "bus": options.bus = text(entry, RunOptions.checked(bus:))
-            case "bus-name": options.busName = text(entry, RunOptions.checked(busName:))
-            case "state-dir": options.stateDirectory = text(entry, Self.absolutePath)
-            case "name": options.name = text(entry, RunOptions.checked(name:))
-            case "service-uuid": options.serviceUUID = text(entry, RunOptions.checked(serviceUUID:))
-            case "adapter": options.adapter = text(entry, RunOptions.checked(adapter:))
-            case "power-on": options.powerOn = boolean(entry)
-            case "clear-interval": options.clearInterval = number(entry, "a number of seconds", RunOptions.checked(clearInterval:))
-            case "measured-power": options.measuredPower = integer(entry, "an integer (dBm)", RunOptions.checked(measuredPower:))
-            case "path-loss-exponent": options.pathLossExponent = number(entry, "a number", RunOptions.checked(pathLossExponent:))
-            case "rssi-offset": options.rssiOffset = number(entry, "a number (dB)", RunOptions.checked(rssiOffset:))
-            case "max-peers": options.maxPeers = integer(entry, "an integer", RunOptions.checked(maxPeers:))
-            case "beacons": options.beacons = boolean(entry)
-            case "log-level": options.logLevel = text(entry, RunOptions.checked(logLevel:))
             case "region-monitor": decodeRegionMonitor(entry.value)
             case "regions":
                 regionsEntry = entry

@@ -19,14 +19,12 @@ public struct ConfigFile: Sendable, Hashable {
     public static let defaultPath = "/etc/proximityd/proximityd.yaml"
     /// The largest file read, bytes, refused before it is parsed: about 50 000 regions fit; more
     /// belong over D-Bus (`StartMonitoring`). ``ConfigLimits`` bounds what is inside.
-    public static let maxSize = 4 << 20
+    public static let maxSize = ConfigLimits.maxSize
 
-    /// The top-level keys: the `run` options' long names, then the sections.
-    public static let keys = [
-        "bus", "bus-name", "state-dir", "name", "service-uuid", "adapter", "power-on", "clear-interval", "measured-power",
-        "path-loss-exponent", "rssi-offset", "max-peers", "beacons", "log-level", "region-monitor", "regions", "alerts", "tracking",
-        "rules", "mqtt",
-    ]
+    /// The top-level keys: the `run` options' long names (``RunOption/all``), then the sections.
+    public static let keys = RunOption.all.map(\.key) + sections
+    /// The sections: the top-level keys that are not `run` options. A reload applies them all.
+    public static let sections = ["region-monitor", "regions", "alerts", "tracking", "rules", "mqtt"]
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
@@ -144,20 +142,10 @@ extension NodeConfiguration {
     public init(commandLine: RunOptions, file: ConfigFile?,
                 environment: [String: String] = ProcessInfo.processInfo.environment) {
         let options = (file?.options ?? RunOptions()).overridden(by: commandLine)
-        self.init(bus: options.bus ?? .system,
-                  busName: options.busName ?? NodeConfiguration.defaultBusName,
-                  serviceUUID: options.serviceUUID ?? NodeConfiguration.defaultServiceUUID,
-                  name: options.name ?? NodeConfiguration.hostName(),
-                  stateDirectory: StateDirectory.resolve(explicit: options.stateDirectory, environment: environment),
-                  adapter: options.adapter ?? "hci0",
-                  powerOn: options.powerOn ?? false)
-        clearInterval = options.clearInterval
-        if let v = options.measuredPower { measuredPower = v }
-        if let v = options.pathLossExponent { pathLossExponent = v }
-        if let v = options.rssiOffset { rssiOffset = v }
-        if let v = options.maxPeers { maxPeers = v }
-        if let v = options.beacons { trackBeacons = v }
-        if let v = options.logLevel { logLevel = v }
+        // The defaults, then each option given (RunOption.all).
+        self.init(name: options.name ?? NodeConfiguration.hostName(),
+                  stateDirectory: StateDirectory.resolve(explicit: nil, environment: environment))
+        for option in RunOption.all { option.apply(&self, options, environment) }
         if let file {
             regions = file.regions
             regionMonitor = file.regionMonitor

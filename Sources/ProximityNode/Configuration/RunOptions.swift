@@ -3,7 +3,8 @@ import Foundation
 import Logging
 
 /// The `proximityd run` options, each nil when not given: what the config file and the command
-/// line both set (the file by the options' long names: `clear-interval`, `power-on`).
+/// line both set (the file by the options' long names: `clear-interval`, `power-on`). Each is
+/// declared in ``RunOption/all``, which says how it is read, checked, merged and applied.
 ///
 /// The values are checked: build them with the `checked(…)` functions, which give the problem in
 /// words that follow the option's name on the command line (`--max-peers: 0 is not between 1 and
@@ -44,20 +45,7 @@ public struct RunOptions: Sendable, Hashable {
     /// command line's.
     public func overridden(by other: RunOptions) -> RunOptions {
         var merged = self
-        if let v = other.bus { merged.bus = v }
-        if let v = other.busName { merged.busName = v }
-        if let v = other.stateDirectory { merged.stateDirectory = v }
-        if let v = other.name { merged.name = v }
-        if let v = other.serviceUUID { merged.serviceUUID = v }
-        if let v = other.adapter { merged.adapter = v }
-        if let v = other.powerOn { merged.powerOn = v }
-        if let v = other.clearInterval { merged.clearInterval = v }
-        if let v = other.measuredPower { merged.measuredPower = v }
-        if let v = other.pathLossExponent { merged.pathLossExponent = v }
-        if let v = other.rssiOffset { merged.rssiOffset = v }
-        if let v = other.maxPeers { merged.maxPeers = v }
-        if let v = other.beacons { merged.beacons = v }
-        if let v = other.logLevel { merged.logLevel = v }
+        for option in RunOption.all { option.merge(&merged, other) }
         return merged
     }
 

@@ -7,10 +7,11 @@ import UnixSignals
 /// Reloads the configuration (`SIGHUP`, `Node1.Reload()`): reads it again and applies it as one
 /// change, or changes nothing. One reload at a time.
 ///
-/// Applied at once: the regions and the alerts of the config file, `region-monitor`,
-/// `clear-interval`, `rssi-offset`, `log-level`, `mqtt` (a changed section reconnects). The
-/// others (the bus, the name, the adapter, the radio model …) need a restart: a reload that
-/// changes them logs a warning and keeps the running value.
+/// Applied at once: the sections of the config file (the regions, the alerts, `region-monitor`,
+/// `tracking`, `rules`, `mqtt`: a changed section reconnects) and the `run` options declared
+/// ``RunOption/Effect/reload`` (`clear-interval`, `rssi-offset`, `log-level`). The others (the
+/// bus, the name, the adapter, the radio model …) need a restart: a reload that changes them logs
+/// a warning and keeps the running value.
 public actor ConfigurationReload {
     let reloader: ConfigurationReloader?
     let engine: NodeEngine
@@ -60,28 +61,10 @@ public actor ConfigurationReload {
         logger.notice("configuration reloaded", metadata: ["regions": "\(next.regions.count)", "alerts": "\(next.alerts.count)"])
     }
 
-    /// A setting a reload does not change, by its config file key.
-    struct RestartOnly: Sendable {
-        let key: String
-        let differs: @Sendable (NodeConfiguration, NodeConfiguration) -> Bool
-        let keep: @Sendable (inout NodeConfiguration, NodeConfiguration) -> Void
-
-        init<Value: Equatable>(_ key: String, _ path: WritableKeyPath<NodeConfiguration, Value> & Sendable) {
-            self.key = key
-            differs = { $0[keyPath: path] != $1[keyPath: path] }
-            keep = { $0[keyPath: path] = $1[keyPath: path] }
-        }
-    }
-
-    /// The settings that need a restart: the one list the warning and the running configuration
-    /// follow. Everything else a reload applies.
-    static let restartOnlySettings: [RestartOnly] = [
-        RestartOnly("bus", \.bus), RestartOnly("bus-name", \.busName), RestartOnly("state-dir", \.stateDirectory),
-        RestartOnly("name", \.name), RestartOnly("service-uuid", \.serviceUUID), RestartOnly("adapter", \.adapter),
-        RestartOnly("power-on", \.powerOn), RestartOnly("measured-power", \.measuredPower),
-        RestartOnly("path-loss-exponent", \.pathLossExponent), RestartOnly("max-peers", \.maxPeers),
-        RestartOnly("beacons", \.trackBeacons),
-    ]
+    /// The settings that need a restart: the `run` options declared so (``RunOption/effect``),
+    /// the one list the warning and the running configuration follow. Everything else a reload
+    /// applies.
+    static let restartOnlySettings: [RunOption] = RunOption.all.filter { $0.effect == .restart }
 
     /// The settings that differ and need a restart, by their config file key.
     static func restartOnly(_ a: NodeConfiguration, _ b: NodeConfiguration) -> [String] {
