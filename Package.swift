@@ -231,6 +231,10 @@ let package = Package(
             dependencies: ["BlueZ", "BlueZSim", "DBusKit", "ProximityTesting"]
         ),
         .testTarget(
+            name: "ProximityTestingTests",
+            dependencies: ["ProximityTesting"]
+        ),
+        .testTarget(
             name: "ProximityCoreTests",
             dependencies: ["ProximityCore"]
         ),

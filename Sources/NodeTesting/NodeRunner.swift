@@ -6,7 +6,6 @@ import ProximityCore
 import ProximityNode
 import ProximityTesting
 import ServiceLifecycle
-import Synchronization
 
 /// The simulation's clock as a node's: a node in this process runs on the same time as the air,
 /// so a test drives both with ``SimBoxes/advance(_:)`` (a 10-minute ban takes milliseconds).
@@ -37,61 +36,26 @@ public final class CapturedLog: Sendable {
         }
     }
 
-    private struct State {
-        var entries: [Entry] = []
-        var waiters: [UInt64: (predicate: @Sendable (Entry) -> Bool, continuation: CheckedContinuation<Entry?, Never>)] = [:]
-        var next: UInt64 = 0
-    }
-    private let state = Mutex(State())
+    /// The entries, as recorded (``EventRecorder``).
+    public let recorder = EventRecorder<Entry>()
     /// The node's clock (in this process: the simulation's, with its epoch).
     public let clock: any NodeClock
 
     public init(clock: any NodeClock) { self.clock = clock }
 
-    public var entries: [Entry] { state.withLock { $0.entries } }
+    public var entries: [Entry] { recorder.events }
 
     /// Entries whose message contains `text` and whose metadata holds `metadata`.
     public func entries(_ text: String, _ metadata: [String: String] = [:]) -> [Entry] {
         entries.filter { e in e.message.contains(text) && metadata.allSatisfy { e.metadata[$0.key] == $0.value } }
     }
 
-    func append(_ entry: Entry) {
-        let woken = state.withLock { s -> [CheckedContinuation<Entry?, Never>] in
-            s.entries.append(entry)
-            let due = s.waiters.filter { $0.value.predicate(entry) }
-            for id in due.keys { s.waiters[id] = nil }
-            return due.values.map(\.continuation)
-        }
-        for c in woken { c.resume(returning: entry) }
-    }
+    func append(_ entry: Entry) { recorder.record(entry) }
 
     /// The first entry (already there, or still to come) that matches, or nil after `timeout` of
     /// real time.
     public func wait(timeout: Duration = .seconds(30), _ predicate: @escaping @Sendable (Entry) -> Bool) async -> Entry? {
-        let id = state.withLock { s -> UInt64 in s.next += 1; return s.next }
-        return await withTaskGroup(of: Entry?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<Entry?, Never>) in
-                    let found = self.state.withLock { s -> Entry? in
-                        if let e = s.entries.first(where: predicate) { return e }
-                        s.waiters[id] = (predicate, c)
-                        return nil
-                    }
-                    if let found { c.resume(returning: found) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                let c = self.state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-                c?.resume(returning: nil)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            let c = self.state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-            c?.resume(returning: nil)
-            return first
-        }
+        await recorder.wait(timeout: timeout, where: predicate)
     }
 
     /// A swift-log handler writing here.
@@ -127,15 +91,19 @@ public final class NodeRunner: Sendable {
     public let configuration: NodeConfiguration
     /// The node's engine: its commands and queries, as the bus handlers call them.
     public let engine: NodeEngine
+    /// Every event the engine published since the node started (``NodeEvent``: identifications,
+    /// reports, regions, alerts, the profile, the link …), to wait on.
+    public let events: EventRecorder<NodeEvent>
     private let group: ServiceGroup
     private let task: Task<(any Error)?, Never>
 
-    private init(box: String, log: CapturedLog, configuration: NodeConfiguration, engine: NodeEngine, group: ServiceGroup,
-                 task: Task<(any Error)?, Never>) {
+    private init(box: String, log: CapturedLog, configuration: NodeConfiguration, engine: NodeEngine, events: EventRecorder<NodeEvent>,
+                 group: ServiceGroup, task: Task<(any Error)?, Never>) {
         self.box = box
         self.log = log
         self.configuration = configuration
         self.engine = engine
+        self.events = events
         self.group = group
         self.task = task
     }
@@ -152,6 +120,9 @@ public final class NodeRunner: Sendable {
         var configuration = NodeConfiguration(bus: .address(boxes.address(box)), name: box, stateDirectory: state)
         configure(&configuration)
         let running = try await NodeDaemon.start(configuration, clock: clock, logger: logger)
+        // Subscribed before the services run, so no event is missed; a buffer the recorder's
+        // task never fills (a full one would drop whole events, identifications among them).
+        let events = EventRecorder(recording: running.engine.events.subscribe(buffer: 1 << 16))
         let group = ServiceGroup(configuration: .init(
             services: running.services(logger: logger).map {
                 .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
@@ -161,7 +132,8 @@ public final class NodeRunner: Sendable {
             do { try await group.run() } catch { return error }
             return nil
         }
-        return NodeRunner(box: box, log: log, configuration: configuration, engine: running.engine, group: group, task: task)
+        return NodeRunner(box: box, log: log, configuration: configuration, engine: running.engine, events: events, group: group,
+                          task: task)
     }
 
     /// Shuts the node down gracefully (unregistering from BlueZ, releasing its name) and waits
@@ -169,7 +141,9 @@ public final class NodeRunner: Sendable {
     @discardableResult
     public func stop() async -> (any Error)? {
         await group.triggerGracefulShutdown()
-        return await task.value
+        let error = await task.value
+        events.cancel()
+        return error
     }
 
     /// Starts the built `proximityd` on `box`'s bus and returns once it owns `org.proximityd`.
@@ -226,3 +200,11 @@ public func withNode<T>(_ box: String, on boxes: SimBoxes, configure: (inout Nod
     }
 }
 
+extension NodeEvent {
+    /// A peer node identified: its identity, the address it was learnt at, and whether it
+    /// introduced itself (its hello) rather than being read over GATT.
+    public var identification: (peer: PeerID, address: String, introduced: Bool)? {
+        guard case .peerIdentified(let peer, let address, let introduced) = self else { return nil }
+        return (peer, address, introduced)
+    }
+}
