@@ -187,7 +187,7 @@ import BlueZSim
         } catch {
             #expect(error.path == "boxes[1].address")
             #expect(error.line == 7 && error.column == 14)
-            #expect(error.description == "line 7, column 14: boxes[1].address: \"not an address\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF")
+            #expect(error.description == "line 7: boxes[1].address: \"not an address\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF")
         }
         // A rule checked after decoding (a duplicate name) still finds its line.
         do {

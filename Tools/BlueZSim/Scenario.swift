@@ -154,15 +154,14 @@ public struct ScenarioError: Error, CustomStringConvertible, Sendable, Hashable 
     }
 
     /// `walk-past.yaml:12:14: boxes[1].address: "x" is not a Bluetooth address ...`, as the
-    /// daemon's config file reports its problems (FILE:LINE:COLUMN); `line 12, column 14: …`
-    /// without a file.
+    /// daemon's config file reports its problems (FILE:LINE:COLUMN); `line 12: …` without a file
+    /// (a scenario given as text: the control interface's AddBeacon, the tests).
     public var description: String {
         var text = ""
-        let place = line.map { line in column.map { "\(line):\($0)" } ?? "\(line)" }
-        switch (file, place) {
-        case let (file?, place?): text = "\(file):\(place): "
+        switch (file, line) {
+        case let (file?, line?): text = "\(file):\(line):" + (column.map { "\($0):" } ?? "") + " "
         case let (file?, nil): text = "\(file): "
-        case (nil, _?): text = "line \(line!)" + (column.map { ", column \($0)" } ?? "") + ": "
+        case let (nil, line?): text = "line \(line): "
         case (nil, nil): break
         }
         return text + (path.isEmpty ? message : "\(path): \(message)")
