@@ -89,7 +89,7 @@ public final class EventRecorder<Event: Sendable>: Sendable {
     /// The first event from index `from` on that matches `predicate` (already recorded, or still
     /// to come), or nil when none has come after `timeout`.
     @discardableResult
-    public func wait(from: Int = 0, timeout: Duration, where predicate: @escaping @Sendable (Event) -> Bool) async -> Event? {
+    public func wait(from: Int = 0, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Event) -> Bool) async -> Event? {
         let id = state.withLock { s -> UInt64 in s.next += 1; return s.next }
         return await withTaskGroup(of: Event?.self) { group in
             group.addTask {
@@ -119,7 +119,7 @@ public final class EventRecorder<Event: Sendable>: Sendable {
     /// ``wait(from:timeout:where:)``, throwing when no event matches: the error names `what`
     /// and the last events recorded.
     @discardableResult
-    public func require(_ what: String, from: Int = 0, timeout: Duration,
+    public func require(_ what: String, from: Int = 0, timeout: Duration = .seconds(10),
                         where predicate: @escaping @Sendable (Event) -> Bool) async throws -> Event {
         guard let event = await wait(from: from, timeout: timeout, where: predicate) else {
             let last = events.suffix(10).map { "\($0)" }.joined(separator: "\n  ")

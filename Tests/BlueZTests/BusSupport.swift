@@ -19,94 +19,6 @@ let alphaDevice: ObjectPath = "/org/bluez/hci0/dev_AA_00_00_00_00_01"
 let betaDevice: ObjectPath = "/org/bluez/hci0/dev_AA_00_00_00_00_02"
 let generalUUID = ProximityUUIDs.defaultService
 
-/// Every event of a mirror, kept in order, with waits on them (no sleeps: each wait resumes when
-/// a matching event arrives, or fails after its timeout).
-final class EventLog: Sendable {
-    private struct Waiter {
-        var from: Int
-        var predicate: @Sendable (BlueZEvent) -> Bool
-        var continuation: CheckedContinuation<BlueZEvent?, Never>
-    }
-    private struct State {
-        var events: [BlueZEvent] = []
-        var waiters: [UInt64: Waiter] = [:]
-        var next: UInt64 = 0
-        var finished = false
-    }
-    private final class Shared: Sendable {
-        let state = Mutex(State())
-
-        func append(_ event: BlueZEvent) {
-            let ready = state.withLock { s -> [CheckedContinuation<BlueZEvent?, Never>] in
-                s.events.append(event)
-                let index = s.events.count - 1
-                var ready: [CheckedContinuation<BlueZEvent?, Never>] = []
-                for (id, w) in s.waiters where index >= w.from && w.predicate(event) {
-                    ready.append(w.continuation)
-                    s.waiters[id] = nil
-                }
-                return ready
-            }
-            for c in ready { c.resume(returning: event) }
-        }
-
-        func finish() {
-            let waiting = state.withLock { s -> [CheckedContinuation<BlueZEvent?, Never>] in
-                s.finished = true
-                defer { s.waiters = [:] }
-                return s.waiters.values.map(\.continuation)
-            }
-            for c in waiting { c.resume(returning: nil) }
-        }
-    }
-    private let shared = Shared()
-    private let task: Task<Void, Never>
-
-    init(_ stream: AsyncStream<BlueZEvent>) {
-        let shared = self.shared
-        task = Task {
-            for await event in stream { shared.append(event) }
-            shared.finish()
-        }
-    }
-
-    var events: [BlueZEvent] { shared.state.withLock { $0.events } }
-    var count: Int { shared.state.withLock { $0.events.count } }
-
-    /// The first event from index `from` on that matches, waiting up to `timeout`.
-    @discardableResult
-    func wait(from: Int = 0, timeout: Duration = .seconds(10), _ what: String,
-              _ predicate: @escaping @Sendable (BlueZEvent) -> Bool) async throws -> BlueZEvent {
-        let shared = self.shared
-        let id = shared.state.withLock { s -> UInt64 in s.next += 1; return s.next }
-        let found: BlueZEvent? = await withTaskGroup(of: BlueZEvent?.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<BlueZEvent?, Never>) in
-                    let now = shared.state.withLock { s -> (hit: BlueZEvent?, done: Bool) in
-                        if let hit = s.events.dropFirst(from).first(where: predicate) { return (hit, true) }
-                        if s.finished { return (nil, true) }
-                        s.waiters[id] = Waiter(from: from, predicate: predicate, continuation: c)
-                        return (nil, false)
-                    }
-                    if now.done { c.resume(returning: now.hit) }
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            let left = shared.state.withLock { $0.waiters.removeValue(forKey: id)?.continuation }
-            left?.resume(returning: nil)
-            group.cancelAll()
-            return first
-        }
-        guard let found else {
-            throw TestKitError("no \(what) within \(timeout); events: \(events.map(\.summary))")
-        }
-        return found
-    }
-}
 
 extension BlueZEvent {
     var summary: String {
@@ -131,12 +43,13 @@ extension BlueZEvent {
 struct RunningMirror: Sendable {
     let connection: DBusConnection
     let mirror: BlueZObjectMirror
-    let log: EventLog
+    /// Every event of the mirror, in order, to wait on.
+    let log: EventRecorder<BlueZEvent>
     let task: Task<Void, Error>
 
     static func start(on connection: DBusConnection, service: BusName = BlueZService.name) -> RunningMirror {
         let mirror = BlueZObjectMirror(connection: connection, service: service)
-        let log = EventLog(mirror.events)
+        let log = EventRecorder(recording: mirror.events)
         let task = Task { try await mirror.run() }
         return RunningMirror(connection: connection, mirror: mirror, log: log, task: task)
     }

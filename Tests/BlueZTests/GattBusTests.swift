@@ -13,13 +13,13 @@ extension BlueZBusTests {
         /// Alpha discovers beta, connects and waits for its services; returns alpha's mirror.
         func connectToBeta(_ rig: SimBoxes) async throws -> RunningMirror {
             let running = RunningMirror.start(on: try await rig.client("alpha"))
-            try await running.log.wait("the adapter") { $0.addedAdapter != nil }
+            try await running.log.require("the adapter") { $0.addedAdapter != nil }
             let adapter = Adapter(connection: running.connection, path: adapterPath)
             try await adapter.setDiscoveryFilter(.proximity(serviceUUID: generalUUID))
             try await adapter.startDiscovery()
-            try await running.log.wait("beta") { $0.addedDevice?.path == betaDevice }
+            try await running.log.require("beta") { $0.addedDevice?.path == betaDevice }
             try await Device(connection: running.connection, path: betaDevice).connect()
-            try await running.log.wait("ServicesResolved") {
+            try await running.log.require("ServicesResolved") {
                 $0.changedDevice?.0.path == betaDevice && $0.changedDevice?.0.servicesResolved == true
             }
             return running
@@ -88,7 +88,7 @@ extension BlueZBusTests {
                 }
 
                 try await Device(connection: running.connection, path: betaDevice).disconnect()
-                try await running.log.wait("disconnected") {
+                try await running.log.require("disconnected") {
                     $0.changedDevice?.0.path == betaDevice && $0.changedDevice?.0.connected == false
                 }
                 #expect(await running.mirror.characteristics(under: betaDevice).isEmpty)

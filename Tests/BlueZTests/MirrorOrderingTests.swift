@@ -127,9 +127,9 @@ extension BlueZBusTests {
                 try fake.add(Self.device(2), Self.deviceProperties(2, rssi: -71))
             })
             let running = RunningMirror.start(on: try await bus.connect(), service: Self.service)
-            try await running.log.wait("the snapshot's devices") { $0.addedDevice?.path == Self.device(2) }
+            try await running.log.require("the snapshot's devices") { $0.addedDevice?.path == Self.device(2) }
             try fake.change(Self.device(1), Self.deviceInterface, ["RSSI": .int16(-80)])
-            try await running.log.wait("the change after the reply") { $0.changedDevice?.0.rssi == -80 }
+            try await running.log.require("the change after the reply") { $0.changedDevice?.0.rssi == -80 }
 
             let events = running.log.events
             #expect(events.map(\.summary) == [
@@ -157,9 +157,9 @@ extension BlueZBusTests {
                 try fake.remove(Self.device(4), [Self.deviceInterface])
             })
             let running = RunningMirror.start(on: try await bus.connect(), service: Self.service)
-            try await running.log.wait("the device added after the snapshot") { $0.addedDevice?.path == Self.device(3) }
+            try await running.log.require("the device added after the snapshot") { $0.addedDevice?.path == Self.device(3) }
             try fake.change(Self.device(1), Self.deviceInterface, ["RSSI": .int16(-80)])
-            try await running.log.wait("the change after the reply") { $0.changedDevice?.0.rssi == -80 }
+            try await running.log.require("the change after the reply") { $0.changedDevice?.0.rssi == -80 }
 
             #expect(running.log.events.map(\.summary) == [
                 "adapterAdded(/org/bluez/hci0)",
@@ -185,11 +185,11 @@ extension BlueZBusTests {
             let bus = try await PrivateBus.start(name: "fake-bluez")
             let running = RunningMirror.start(on: try await bus.connect(), service: Self.service)
             let first = try await FakeBlueZ.start(on: bus, name: Self.service, tree: Self.initialTree)
-            try await running.log.wait("the first BlueZ's device") { $0.addedDevice?.path == Self.device(1) }
+            try await running.log.require("the first BlueZ's device") { $0.addedDevice?.path == Self.device(1) }
             #expect(await running.mirror.owner == first.connection.uniqueName)
 
             await first.connection.close()
-            try await running.log.wait("bluezGone") { $0 == .bluezGone }
+            try await running.log.require("bluezGone") { $0 == .bluezGone }
             #expect(await running.mirror.managedObjects.isEmpty)
             #expect(await running.mirror.owner == nil)
 
@@ -198,7 +198,7 @@ extension BlueZBusTests {
             tree[Self.device(5)] = Self.deviceProperties(5, rssi: -66)
             let before = running.log.count
             let second = try await FakeBlueZ.start(on: bus, name: Self.service, tree: tree)
-            try await running.log.wait(from: before, "the second BlueZ's device") { $0.addedDevice?.path == Self.device(5) }
+            try await running.log.require("the second BlueZ's device", from: before) { $0.addedDevice?.path == Self.device(5) }
             #expect(running.log.events.dropFirst(before).map(\.summary) == [
                 "bluezRestarted",
                 "adapterAdded(/org/bluez/hci0)",

@@ -18,7 +18,7 @@ extension BlueZBusTests {
                 try await ad.register(with: Adapter(connection: beta, path: adapterPath).advertisingManager)
 
                 let running = RunningMirror.start(on: try await rig.client("alpha"))
-                let adapterInfo = try #require(try await running.log.wait("the adapter") { $0.addedAdapter != nil }.addedAdapter)
+                let adapterInfo = try #require(try await running.log.require("the adapter") { $0.addedAdapter != nil }.addedAdapter)
                 #expect(adapterInfo.path == adapterPath)
                 #expect(adapterInfo.address == "AA:00:00:00:00:01")
                 #expect(adapterInfo.powered)
@@ -27,10 +27,10 @@ extension BlueZBusTests {
                 let adapter = Adapter(connection: running.connection, path: adapterPath)
                 try await adapter.setDiscoveryFilter(.proximity(serviceUUID: generalUUID))
                 try await adapter.startDiscovery()
-                try await running.log.wait("Discovering") {
+                try await running.log.require("Discovering") {
                     if case .adapterChanged(let a, let changed) = $0 { changed.contains("Discovering") && a.discovering } else { false }
                 }
-                let found = try #require(try await running.log.wait("beta") { $0.addedDevice?.path == betaDevice }.addedDevice)
+                let found = try #require(try await running.log.require("beta") { $0.addedDevice?.path == betaDevice }.addedDevice)
                 #expect(found.address == "AA:00:00:00:00:02")
                 #expect(found.advertises(generalUUID))
                 #expect(found.name == "beta-node")
@@ -40,24 +40,24 @@ extension BlueZBusTests {
 
                 // Under the filter every report is a sample, even when the RSSI does not change.
                 let mark = running.log.count
-                try await running.log.wait(from: mark, "an unchanged RSSI sample") {
+                try await running.log.require("an unchanged RSSI sample", from: mark) {
                     guard let (d, changed) = $0.changedDevice else { return false }
                     return d.path == betaDevice && changed.contains("RSSI") && d.rssi == expectedRSSI(scenario, distance: 2)
                 }
                 // Beta walks to 8 m: the samples follow.
                 try await rig.control("MoveBox", [.string("beta"), .double(8), .double(0), .double(0)])
-                try await running.log.wait("the RSSI at 8 m") {
+                try await running.log.require("the RSSI at 8 m") {
                     $0.changedDevice?.0.path == betaDevice && $0.changedDevice?.0.rssi == expectedRSSI(scenario, distance: 8)
                 }
                 #expect(await running.mirror.device(at: betaDevice)?.rssi == expectedRSSI(scenario, distance: 8))
 
                 // Stopping discovery clears RSSI (invalidated); then the mirror is BlueZ's tree.
                 try await adapter.stopDiscovery()
-                try await running.log.wait("RSSI cleared") {
+                try await running.log.require("RSSI cleared") {
                     guard let (d, changed) = $0.changedDevice else { return false }
                     return changed.contains("RSSI") && d.rssi == nil
                 }
-                try await running.log.wait("Discovering false") {
+                try await running.log.require("Discovering false") {
                     if case .adapterChanged(let a, let changed) = $0 { changed.contains("Discovering") && !a.discovering } else { false }
                 }
                 #expect(await running.mirror.managedObjects == (try await running.connection.managedObjects()))
@@ -78,19 +78,19 @@ extension BlueZBusTests {
                 try await ad.register(with: Adapter(connection: beta, path: adapterPath).advertisingManager)
 
                 let running = RunningMirror.start(on: try await rig.client("alpha"))
-                try await running.log.wait("the adapter") { $0.addedAdapter != nil }
+                try await running.log.require("the adapter") { $0.addedAdapter != nil }
                 let adapter = Adapter(connection: running.connection, path: adapterPath)
                 try await adapter.setDiscoveryFilter(.proximity(serviceUUID: generalUUID))
                 try await adapter.startDiscovery()
-                try await running.log.wait("beta") { $0.addedDevice?.path == betaDevice }
+                try await running.log.require("beta") { $0.addedDevice?.path == betaDevice }
                 let before = try #require(await running.mirror.owner)
 
                 let mark = running.log.count
                 try await rig.control("RestartBluetoothd", [.string("alpha")])
-                let gone = try await running.log.wait(from: mark, "bluezGone") { $0 == .bluezGone }
+                let gone = try await running.log.require("bluezGone", from: mark) { $0 == .bluezGone }
                 _ = gone
-                try await running.log.wait(from: mark, "bluezRestarted") { $0 == .bluezRestarted }
-                try await running.log.wait(from: mark, "the new adapter") { $0.addedAdapter != nil }
+                try await running.log.require("bluezRestarted", from: mark) { $0 == .bluezRestarted }
+                try await running.log.require("the new adapter", from: mark) { $0.addedAdapter != nil }
                 let sequence = running.log.events.dropFirst(mark).filter {
                     if case .deviceChanged = $0 { false } else { true }  // samples still in flight before the restart
                 }.map(\.summary)
@@ -105,13 +105,13 @@ extension BlueZBusTests {
 
                 // The new bluetoothd shows its adapter off, then powers it itself (as 5.66 does).
                 #expect(await running.mirror.adapters().map(\.powered) == [false])
-                try await running.log.wait(from: mark, "the adapter powered") {
+                try await running.log.require("the adapter powered", from: mark) {
                     if case .adapterChanged(let a, let changed) = $0 { changed.contains("Powered") && a.powered } else { false }
                 }
                 // It knows nothing of the old filter and discovery: start again.
                 try await adapter.setDiscoveryFilter(.proximity(serviceUUID: generalUUID))
                 try await adapter.startDiscovery()
-                try await running.log.wait(from: mark, "beta again") { $0.addedDevice?.path == betaDevice }
+                try await running.log.require("beta again", from: mark) { $0.addedDevice?.path == betaDevice }
                 await running.stop()
                 await running.connection.close()
                 await beta.close()

@@ -14,7 +14,7 @@ extension BlueZBusTests {
                 let ad = try await Advertisement.export(on: beta, content: .init(serviceUUID: generalUUID, localName: "beta-node"))
                 try await ad.register(with: Adapter(connection: beta, path: adapterPath).advertisingManager)
                 let running = RunningMirror.start(on: try await rig.client("alpha"))
-                try await running.log.wait("the adapter") { $0.addedAdapter != nil }
+                try await running.log.require("the adapter") { $0.addedAdapter != nil }
 
                 // A device that never appears: false, after the timeout and not before.
                 let clock = ContinuousClock()

@@ -4,56 +4,6 @@ import ProximityTesting
 import Synchronization
 import Testing
 
-/// Everything a stream yields, kept, with waits on it that time out without ending the stream
-/// (cancelling a task that iterates an AsyncStream would end it).
-final class Collector<T: Sendable>: Sendable {
-    private struct State {
-        var items: [T] = []
-        var waiters: [UInt64: (predicate: @Sendable (T) -> Bool, continuation: CheckedContinuation<T?, Never>)] = [:]
-        var next: UInt64 = 0
-    }
-    private final class Shared: Sendable { let mutex = Mutex(State()) }
-    private let state = Shared()
-    private let task: Task<Void, Never>
-
-    init(_ stream: AsyncStream<T>) {
-        let state = self.state
-        task = Task {
-            for await item in stream {
-                let ready = state.mutex.withLock { s -> [CheckedContinuation<T?, Never>] in
-                    s.items.append(item)
-                    let matched = s.waiters.filter { $0.value.predicate(item) }
-                    for id in matched.keys { s.waiters[id] = nil }
-                    return matched.values.map(\.continuation)
-                }
-                for c in ready { c.resume(returning: item) }
-            }
-        }
-    }
-
-    var items: [T] { state.mutex.withLock { $0.items } }
-
-    /// The first item from now on (or already kept, with `past`) that satisfies `predicate`, or nil after `timeout`.
-    func wait(timeout: Duration = .seconds(30), past: Bool = true, _ predicate: @escaping @Sendable (T) -> Bool) async -> T? {
-        await withCheckedContinuation { (c: CheckedContinuation<T?, Never>) in
-            let id = state.mutex.withLock { s -> UInt64? in
-                if past, let found = s.items.first(where: predicate) { c.resume(returning: found); return nil }
-                s.next += 1
-                s.waiters[s.next] = (predicate, c)
-                return s.next
-            }
-            guard let id else { return }
-            Task { [state] in
-                try? await Task.sleep(for: timeout)
-                let waiter = state.mutex.withLock { $0.waiters.removeValue(forKey: id) }
-                waiter?.continuation.resume(returning: nil)
-            }
-        }
-    }
-
-    deinit { task.cancel() }
-}
-
 /// MQTTKit against a real Mosquitto broker; mosquitto_sub and mosquitto_pub are the independent
 /// clients.
 @Suite("MQTTKit on a real broker", .serialized)
@@ -63,9 +13,9 @@ struct MQTTClientTests {
         try await MosquittoBroker.with { broker in
         let client = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "kit-publisher"))
         defer { client.disconnect() }
-        let events = Collector(client.events)
+        let events = EventRecorder(recording: client.events)
         client.connect()
-        #expect(await events.wait { $0 == .connected } != nil)
+        #expect(await events.wait(timeout: .seconds(30)) { $0 == .connected } != nil)
         try await client.publish("proximityd/box1/status", "online", qos: 1, retain: true)
         let sub = try await runCommand("mosquitto_sub", broker.clientArguments + ["-t", "proximityd/+/status", "-C", "1", "-W", "5", "-v"])
         #expect(sub.status == 0 && sub.stdout == "proximityd/box1/status online\n", "\(sub)")
@@ -77,9 +27,9 @@ struct MQTTClientTests {
         try await MosquittoBroker.with { broker in
         let client = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "kit-subscriber"))
         defer { client.disconnect() }
-        let events = Collector(client.events)
+        let events = EventRecorder(recording: client.events)
         client.connect()
-        #expect(await events.wait { $0 == .connected } != nil)
+        #expect(await events.wait(timeout: .seconds(30)) { $0 == .connected } != nil)
         try await client.subscribe("fleet/#", qos: 1)
         for i in 1...5 {
             let pub = try await runCommand("mosquitto_pub", broker.clientArguments + ["-t", "fleet/tag\(i)", "-m", "m\(i)", "-q", "1"])
@@ -106,24 +56,24 @@ struct MQTTClientTests {
 
         let wrong = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "kit-wrong", username: "node",
                                                password: "guess", reconnectDelay: 1...1))
-        let wrongEvents = Collector(wrong.events)
+        let wrongEvents = EventRecorder(recording: wrong.events)
         wrong.connect()
         // Refused, then refused again after the 1 s reconnect delay: retried, never connected.
         let isRefusal: @Sendable (MQTTConnectionEvent) -> Bool = { if case .refused = $0 { true } else { false } }
-        let firstRefusal = await wrongEvents.wait(isRefusal)
-        let secondRefusal = await wrongEvents.wait(past: false, isRefusal)
+        let firstRefusal = await wrongEvents.wait(timeout: .seconds(30), where: isRefusal)
+        let secondRefusal = await wrongEvents.wait(from: wrongEvents.count, timeout: .seconds(30), where: isRefusal)
         let refusals = [firstRefusal, secondRefusal].compactMap { $0 }
         #expect(refusals.count == 2)
-        #expect(!wrongEvents.items.contains(.connected))
+        #expect(!wrongEvents.events.contains(.connected))
         #expect(refusals.allSatisfy { if case .refused(let code, let reason) = $0 { code == 5 && reason.contains("not authori") } else { false } },
                 "\(refusals)")
         wrong.disconnect()
 
         let right = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "kit-right", username: "node",
                                                password: "s3cret"))
-        let rightEvents = Collector(right.events)
+        let rightEvents = EventRecorder(recording: right.events)
         right.connect()
-        #expect(await rightEvents.wait { $0 == .connected } != nil)
+        #expect(await rightEvents.wait(timeout: .seconds(30)) { $0 == .connected } != nil)
         right.disconnect()
         }
     }
@@ -132,13 +82,13 @@ struct MQTTClientTests {
     func brokerLater() async throws {
         let port = try freeTCPPort()
         let client = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: port, clientID: "kit-early", reconnectDelay: 1...1))
-        let events = Collector(client.events)
+        let events = EventRecorder(recording: client.events)
         client.connect()
         // Nothing listens yet: no connection.
         #expect(await events.wait(timeout: .seconds(2)) { $0 == .connected } == nil)
         defer { client.disconnect() }
         try await MosquittoBroker.with(port: port) { broker in
-        #expect(await events.wait { $0 == .connected } != nil)
+        #expect(await events.wait(timeout: .seconds(30)) { $0 == .connected } != nil)
         try await client.publish("late/one", "here", qos: 1, retain: true)
         let sub = try await runCommand("mosquitto_sub", broker.clientArguments + ["-t", "late/one", "-C", "1", "-W", "5"])
         #expect(sub.stdout == "here\n", "\(sub)")
@@ -163,9 +113,9 @@ struct MQTTClientTests {
         try await MosquittoBroker.with { broker in
             let client = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "kit-high-fd"))
             defer { client.disconnect() }
-            let events = Collector(client.events)
+            let events = EventRecorder(recording: client.events)
             client.connect()
-            #expect(await events.wait { $0 == .connected } != nil)
+            #expect(await events.wait(timeout: .seconds(30)) { $0 == .connected } != nil)
             try await client.publish("high/fd", "ok", qos: 1, retain: true)
             let sub = try await runCommand("mosquitto_sub", broker.clientArguments + ["-t", "high/fd", "-C", "1", "-W", "5"])
             #expect(sub.stdout == "ok\n", "\(sub)")

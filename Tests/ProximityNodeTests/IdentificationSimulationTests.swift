@@ -57,17 +57,19 @@ struct IdentificationSimulationTests {
                 try await boxes.control("Configure", [.vardict(["ConnectionFailureRate": .double(0)])])
                 let banned = boxes.simulator.clock.now
                 let bothKnown = try await Self.advance(boxes, until: 700) {
-                    let (a, b) = (await alpha.identities, await beta.identities)
-                    return a.count == 1 && b.count == 1
+                    alpha.events.events.contains { $0.identification != nil } && beta.events.events.contains { $0.identification != nil }
                 }
                 #expect(bothKnown, "alpha \(alpha.log.entries.suffix(5)) beta \(beta.log.entries.suffix(5))")
+                let (alphaKnows, betaKnows) = (await alpha.identities, await beta.identities)
+                #expect(alphaKnows.count == 1 && betaKnows.count == 1, "\(alphaKnows) \(betaKnows)")
                 // Alpha stayed banned meanwhile: it made no attempt before its ten minutes were up,
                 // unless beta's hello came first.
                 let alphaAfter = alpha.log.entries("connecting to identify a peer").filter { $0.time > banned }
                 #expect(alphaAfter.allSatisfy { $0.time >= times.last! + 600 }, "\(alphaAfter)")
-                let introductions = alpha.log.entries("a peer introduced itself") + beta.log.entries("a peer introduced itself")
-                let reads = alpha.log.entries("identified a peer") + beta.log.entries("identified a peer")
-                #expect(reads.count == 1 && introductions.count == 1, "reads \(reads), hellos \(introductions)")
+                // One link: one node read the other's identity over GATT, the other got its hello.
+                let identifications = (alpha.events.events + beta.events.events).compactMap(\.identification)
+                #expect(identifications.filter { !$0.introduced }.count == 1 && identifications.filter(\.introduced).count == 1,
+                        "\(identifications)")
             } }
         }
     }
@@ -80,11 +82,15 @@ struct IdentificationSimulationTests {
             try await withNode("alpha", on: boxes) { alpha in try await withNode("beta", on: boxes) { beta in
                 #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:02"] != nil })
                 let identity = await alpha.identities["AA:00:00:00:00:02"]
+                let first = try #require(alpha.events.events.compactMap(\.identification).first)
+                #expect(first.address == "AA:00:00:00:00:02")
                 // Beta's private address rotates: higher than alpha's still, so alpha connects again.
                 try await boxes.control("SetAddress", [.string("beta"), .string("AA:00:00:00:00:09")])
                 #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:09"] != nil })
                 #expect(await alpha.identities == ["AA:00:00:00:00:09": identity!])
-                #expect(!alpha.log.entries("a peer changed address", ["peer.previous": "AA:00:00:00:00:02"]).isEmpty)
+                // The same peer, identified again at its new address.
+                let again = try #require(await alpha.events.wait(timeout: .seconds(10)) { $0.identification?.address == "AA:00:00:00:00:09" })
+                #expect(again.identification?.peer == first.peer)
             } }
         }
     }

@@ -5,7 +5,6 @@ import ProximityCore
 import ProximityNode
 import NodeTesting
 import ProximityTesting
-import Synchronization
 import Testing
 
 /// Region monitoring in the node, in simulated time: bluez-sim's air with 30 % loss in bursts, the
@@ -34,70 +33,25 @@ struct RegionSimulationTests {
         ], beacons: [tag])
     }
 
-    /// Region events with the time of the report they came with, and the last time the node heard
-    /// any peer before that report (its own clock).
-    final class Recorder: Sendable {
-        struct State {
-            var entries: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] = []
-            var lastReport: Timestamp = -1
-            var waiters: [(Timestamp, CheckedContinuation<Void, Never>)] = []
-        }
-        final class Log: Sendable { let value = Mutex(State()) }
-        let log = Log()
-        let task: Task<Void, Never>
-        init(_ stream: NodeEventStream, clock: any NodeClock) {
-            let log = self.log
-            task = Task {
-                var now: Timestamp = 0
-                var lastHeard: Timestamp = 0
-                for await event in stream {
-                    switch event {
-                    case .report(let report):
-                        now = report.time
-                        if let latest = report.peers.map(\.lastSeen).max() {
-                            lastHeard = max(lastHeard, clock.timestamp(fromEpoch: Double(latest) / 1_000_000))
-                        }
-                        let ready = log.value.withLock { s -> [CheckedContinuation<Void, Never>] in
-                            s.lastReport = now
-                            let ready = s.waiters.filter { $0.0 <= now }.map(\.1)
-                            s.waiters.removeAll { $0.0 <= now }
-                            return ready
-                        }
-                        for c in ready { c.resume() }
-                    case .regions(let changes):
-                        log.value.withLock { $0.entries += changes.events.map { (now, lastHeard, $0) } }
-                    default: break
-                    }
+    /// The region events among a node's events, each with the time of the report before it and
+    /// the last time the node heard any peer before that report (its own clock).
+    static func regionEvents(_ events: [NodeEvent], clock: any NodeClock) -> [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] {
+        var entries: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] = []
+        var now: Timestamp = 0
+        var lastHeard: Timestamp = 0
+        for event in events {
+            switch event {
+            case .report(let report):
+                now = report.time
+                if let latest = report.peers.map(\.lastSeen).max() {
+                    lastHeard = max(lastHeard, clock.timestamp(fromEpoch: Double(latest) / 1_000_000))
                 }
+            case .regions(let changes):
+                entries += changes.events.map { (now, lastHeard, $0) }
+            default: break
             }
         }
-        var all: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] { log.value.withLock { $0.entries } }
-
-        /// Waits until the node has reported at `time` or later on its clock (it has caught up
-        /// with the simulated clock), or `timeout` of real time has passed.
-        func waitForReport(atLeast time: Timestamp, timeout: Duration = .seconds(30)) async {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                        let now = self.log.value.withLock { s -> Bool in
-                            if s.lastReport >= time { return true }
-                            s.waiters.append((time, c))
-                            return false
-                        }
-                        if now { c.resume() }
-                    }
-                }
-                group.addTask { try? await Task.sleep(for: timeout) }
-                await group.next()
-                group.cancelAll()
-                // A waiter left behind by the timeout is resumed, so the group can end.
-                let left = self.log.value.withLock { s -> [CheckedContinuation<Void, Never>] in
-                    defer { s.waiters = [] }
-                    return s.waiters.map(\.1)
-                }
-                for c in left { c.resume() }
-            }
-        }
+        return entries
     }
 
     /// The longest bad spell of the link from `transmitter` to the watcher in the first `span` s.
@@ -121,8 +75,10 @@ struct RegionSimulationTests {
         #expect(spells.allSatisfy { $0 > 2 && $0 < 10 }, "longest bad spells \(spells)")
         try await withSimBoxes(scenario, time: .simulated) { boxes in
             try await withNode("watcher", on: boxes) { watcher in try await withNode("visitor", on: boxes) { visitor in
-                let recorder = Recorder(watcher.engine.events.subscribe(buffer: 4096), clock: watcher.log.clock)
-                defer { recorder.task.cancel() }
+                let clock = watcher.log.clock
+                @Sendable func recorded() -> [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] {
+                    Self.regionEvents(watcher.events.events, clock: clock)
+                }
                 let visitorID = visitor.engine.identity
                 var byUUID = RegionMatcher()
                 byUUID.uuid = Self.fleet
@@ -133,7 +89,7 @@ struct RegionSimulationTests {
                 _ = try await watcher.engine.startMonitoring(Region(identifier: "anyone", matcher: RegionMatcher(), source: .bus))
 
                 for _ in 0..<6_000 { await boxes.advance(0.1) }
-                let stayed = recorder.all
+                let stayed = recorded()
                 let entered = stayed.compactMap { if case .entered(let id) = $0.event { id } else { nil } }
                 #expect(entered.sorted() == ["anyone", "fleet", "visitor"], "\(stayed.map(\.event))")
                 #expect(!stayed.contains { if case .exited = $0.event { true } else { false } }, "\(stayed.map { ($0.time, $0.event) })")
@@ -149,13 +105,16 @@ struct RegionSimulationTests {
                 // simulated clock, and its exits with it. (Once its table is empty the node stops
                 // reporting, so the waiting stops with the exits.)
                 func exited() -> Int {
-                    recorder.all.filter { if case .exited = $0.event { $0.time >= left } else { false } }.count
+                    recorded().filter { if case .exited = $0.event { $0.time >= left } else { false } }.count
                 }
                 for step in 1...750 {
                     await boxes.advance(0.02)
-                    if step % 10 == 0, exited() < 3 { await recorder.waitForReport(atLeast: boxes.simulator.clock.now - 1, timeout: .seconds(2)) }
+                    if step % 10 == 0, exited() < 3 {
+                        let caughtUp = boxes.simulator.clock.now - 1
+                        await watcher.events.wait(timeout: .seconds(2)) { if case .report(let r) = $0 { r.time >= caughtUp } else { false } }
+                    }
                 }
-                let exits = recorder.all.filter { $0.time >= left }.compactMap { entry -> (String, Timestamp, Timestamp)? in
+                let exits = recorded().filter { $0.time >= left }.compactMap { entry -> (String, Timestamp, Timestamp)? in
                     if case .exited(let id) = entry.event { (id, entry.time, entry.lastHeard) } else { nil }
                 }
                 #expect(exits.map(\.0).sorted() == ["anyone", "fleet", "visitor"], "\(exits)")
