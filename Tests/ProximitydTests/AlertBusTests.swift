@@ -166,7 +166,7 @@ struct AlertBusTests {
                                                      "Match", "a{sv}", "1", "UUID", "s", Self.fleet])
             #expect(add.status == 0, "\(add)")
             let path = ProximityBus.alertPath(alert: "crowded", target: "ibeacon:\(Self.fleet):1:1")
-            try await eventually("the target detected", timeout: .seconds(15)) {
+            try await sim.until("kiosk", "the target detected", timeout: .seconds(15)) {
                 try await sim.busctl("kiosk", ["get-property", "org.proximityd", path.rawValue, "org.proximityd.Alert1", "Detected", "Strategy"])
                     .stdout.trimmed == "b true\ns \"range\""
             }

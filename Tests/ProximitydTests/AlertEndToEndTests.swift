@@ -81,7 +81,7 @@ struct AlertEndToEndTests {
 
             // Step 1: Albert in the far region of both: their targets appear, nothing is offered.
             try await Self.move(sim, x: -8)
-            try await eventually("both targets exported", timeout: .seconds(15)) {
+            try await sim.until("albert", "both targets exported", timeout: .seconds(15)) {
                 let alerts = try await sim.busctl("albert", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1", "GetAlerts"])
                 return alerts.stdout.contains(Self.path(1).rawValue) && alerts.stdout.contains(Self.path(2).rawValue)
             }
@@ -105,7 +105,7 @@ struct AlertEndToEndTests {
             // Between the two (1.6 m and 2.4 m): Beacon2 ready, but not offered while Beacon1 is in progress.
             var mark = log.count
             try await Self.move(sim, x: 1.6)
-            try await eventually("Beacon2 ready for action", timeout: .seconds(20)) {
+            try await sim.until("albert", "Beacon2 ready for action", timeout: .seconds(20)) {
                 try await sim.busctl("albert", ["get-property", "org.proximityd", Self.path(2).rawValue, "org.proximityd.Alert1",
                                                 "ReadyForAction"]).stdout.trimmed == "b true"
             }
@@ -128,7 +128,7 @@ struct AlertEndToEndTests {
             daemons["albert"] = try await sim.startDaemon("albert")
             #expect(try await status(sim, 1) == "s \"done\"")
             #expect(try await status(sim, 2) == "s \"inProgress\"")
-            try await eventually("both targets detected after the restart", timeout: .seconds(15)) {
+            try await sim.until("albert", "both targets detected after the restart", timeout: .seconds(15)) {
                 try await sim.busctl("albert", ["get-property", "org.proximityd", Self.path(1).rawValue, "org.proximityd.Alert1",
                                                 "Detected"]).stdout.trimmed == "b true"
             }
@@ -151,7 +151,7 @@ struct AlertEndToEndTests {
             #expect(["not-detected", "condition-not-valid"].contains(removed.body[1].string ?? ""), "\(removed.body)")
             #expect(try await status(sim, 2) == "s \"done\"")
             // Beacon1 resets 3 s after its condition stopped holding.
-            try await eventually("Beacon1 reset", timeout: .seconds(15)) { try await status(sim, 1) == "s \"waitingForAction\"" }
+            try await sim.until("albert", "Beacon1 reset", timeout: .seconds(15)) { try await status(sim, 1) == "s \"waitingForAction\"" }
 
             // Step 4: Albert comes back near Beacon1: offered again.
             mark = log.count

@@ -34,16 +34,14 @@ struct CalibrationEndToEndTests {
             #expect(try await sim.property("alpha", "MeasuredPower") == "n -70")
             #expect(try await sim.property("bravo", "MeasuredPower") == "n -65")
             for (box, peers) in [("alpha", [bravo, charlie]), ("bravo", [alpha, charlie]), ("charlie", [alpha, bravo])] {
-                try await eventually("\(box) ranges its two peers", timeout: .seconds(60)) {
-                    Set(try await sim.ranging(box).keys) == Set(peers)
-                }
+                try await sim.waitRanging(box, "\(box) ranges its two peers", timeout: .seconds(60)) { Set($0.keys) == Set(peers) }
             }
             // Each peer's power is the one it advertises, whoever ranges it: bravo's own -65 is
             // used for neither of its peers, and charlie advertises the default, -59.
             let expected = [("bravo", alpha, "n -70"), ("charlie", alpha, "n -70"), ("alpha", bravo, "n -65"),
                             ("charlie", bravo, "n -65"), ("alpha", charlie, "n -59"), ("bravo", charlie, "n -59")]
             for (box, peer, power) in expected {
-                try await eventually("\(box) ranges \(peer) with \(power)", timeout: .seconds(10)) {
+                try await sim.until(box, "\(box) ranges \(peer) with \(power)", timeout: .seconds(10)) {
                     try await sim.peerProperty(box, peer, ["MeasuredPower"]) == power
                 }
             }
@@ -56,12 +54,12 @@ struct CalibrationEndToEndTests {
 
             // An override on bravo beats what alpha advertises, and resetting it brings that back.
             #expect(try await sim.node("bravo", ["SetMeasuredPower", "sn", alpha, "--", "-80"]).status == 0)
-            try await eventually("bravo uses its override for alpha", timeout: .seconds(10)) {
+            try await sim.until("bravo", "bravo uses its override for alpha", timeout: .seconds(10)) {
                 try await sim.peerProperty("bravo", alpha, ["MeasuredPower"]) == "n -80"
             }
             #expect(try await sim.peerProperty("charlie", alpha, ["MeasuredPower"]) == "n -70", "an override is one node's")
             #expect(try await sim.node("bravo", ["ResetMeasuredPower", "s", alpha]).status == 0)
-            try await eventually("bravo uses what alpha advertises again", timeout: .seconds(10)) {
+            try await sim.until("bravo", "bravo uses what alpha advertises again", timeout: .seconds(10)) {
                 try await sim.peerProperty("bravo", alpha, ["MeasuredPower"]) == "n -70"
             }
             // What bravo's BlueZ heard from alpha: the frame under 0xFFFF with the general UUID.
@@ -83,15 +81,13 @@ struct CalibrationEndToEndTests {
             let alpha = try await sim.identifier("alpha"), bravo = try await sim.identifier("bravo")
             #expect(try await sim.property("alpha", "RSSIOffset") == "d 12")
             #expect(try await sim.property("bravo", "RSSIOffset") == "d 0")
-            try await eventually("each ranges the other", timeout: .seconds(60)) {
-                let fromAlpha = try await sim.ranging("alpha")[bravo], fromBravo = try await sim.ranging("bravo")[alpha]
-                return fromAlpha != nil && fromBravo != nil
-            }
+            try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0[bravo] != nil }
+            try await sim.waitRanging("bravo", "bravo ranges alpha", timeout: .seconds(60)) { $0[alpha] != nil }
             // The same link both ways; alpha adds 12 dB to what it receives.
-            try await eventually("bravo hears alpha at -65", timeout: .seconds(10)) {
+            try await sim.until("bravo", "bravo hears alpha at -65", timeout: .seconds(10)) {
                 try await sim.peerProperty("bravo", alpha, ["RSSI", "SmoothedRSSI"]) == "n -65\nd -65"
             }
-            try await eventually("alpha hears bravo at -65 + 12", timeout: .seconds(10)) {
+            try await sim.until("alpha", "alpha hears bravo at -65 + 12", timeout: .seconds(10)) {
                 try await sim.peerProperty("alpha", bravo, ["RSSI", "SmoothedRSSI"]) == "n -53\nd -53"
             }
 
@@ -110,7 +106,7 @@ struct CalibrationEndToEndTests {
                     && $0.body.count > 1 && $0.body[1].stringKeyedDictionary?["RSSIOffset"]?.unwrapped == .double(-6.5)
             }
             // -71.5, shown rounded away from zero.
-            try await eventually("alpha hears bravo at -65 - 6.5", timeout: .seconds(10)) {
+            try await sim.until("alpha", "alpha hears bravo at -65 - 6.5", timeout: .seconds(10)) {
                 try await sim.peerProperty("alpha", bravo, ["RSSI"]) == "n -72"
             }
             #expect(!daemons["alpha"]!.stderr.contains("rssi-offset changed in the configuration"), "no restart needed")

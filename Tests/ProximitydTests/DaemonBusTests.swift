@@ -94,7 +94,7 @@ struct DaemonBusTests {
                                                       "AddAlert", "sa{sv}", "a1", "1", "Match", "a{sv}", "0"])
             #expect(added.status == 0, "\(added)")
             let path = ProximityBus.alertPath(alert: "a1", target: "ibeacon:\(fleet):1:1")
-            try await eventually("the beacon is a1's target", timeout: .seconds(20)) {
+            try await sim.until("desk", "the beacon is a1's target", timeout: .seconds(20)) {
                 try await sim.busctl("desk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1", "GetAlerts"])
                     .stdout.contains(path.rawValue)
             }

@@ -120,6 +120,46 @@ extension SimBoxes {
         try await busctl(box, ["get-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1", name]).stdout.trimmed
     }
 
+    /// Every signal `box`'s proximityd (or `sender`) sends from now on (it sends `FoundDevices` at each tick,
+    /// and `PropertiesChanged`, `InterfacesAdded` … as its state changes): the moments what
+    /// busctl reads of it can change.
+    func nodeSignals(_ box: String, sender: BusName = "org.proximityd") async throws -> SignalLog {
+        let connection = try await buses[box]!.connect()
+        let stream = try await connection.subscribe(MatchRule(sender: sender))
+        // The connection lives as long as the stream it delivers to is read.
+        return SignalLog(AsyncStream { continuation in
+            let task = Task {
+                for await message in stream { continuation.yield(message) }
+                continuation.finish()
+                await connection.close()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        })
+    }
+
+    /// Waits until `condition` holds on `box`'s node (or `sender`, the box's bluetoothd): checked
+    /// now and after each signal it sends, bounded by `timeout`. For state that busctl reads (a
+    /// property, a method's answer) and a signal announces.
+    func until(_ box: String, sender: BusName = "org.proximityd", _ what: String, timeout: Duration,
+               _ condition: () async throws -> Bool) async throws {
+        let signals = try await nodeSignals(box, sender: sender)
+        defer { signals.cancel() }
+        try await signals.until(what, timeout: timeout, condition)
+    }
+
+    /// Waits until `box`'s node ranges its peers as `predicate` wants: `GetRanging` now, then
+    /// each `FoundDevices` signal (the value `GetRanging` returns from then on).
+    func waitRanging(_ box: String, _ what: String, timeout: Duration,
+                     _ predicate: @escaping @Sendable ([String: String]) -> Bool) async throws {
+        let signals = try await nodeSignals(box)
+        defer { signals.cancel() }
+        if predicate(try await ranging(box)) { return }
+        try await signals.wait(timeout: timeout, what) { m in
+            guard m.member == "FoundDevices", let zones = m.body.first?.stringKeyedDictionary else { return false }
+            return predicate(zones.compactMapValues(\.string))
+        }
+    }
+
     /// `GetRanging`, parsed from busctl's `a{ss} N "k" "v" …`.
     func ranging(_ box: String) async throws -> [String: String] {
         let out = try await node(box, ["GetRanging"]).stdout

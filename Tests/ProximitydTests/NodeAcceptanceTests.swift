@@ -45,7 +45,7 @@ struct NodeAcceptanceTests {
             daemons["bravo"] = try await sim.startDaemon("bravo")
             #expect(try await sim.property("alpha", "ClearInterval") == "d 3")
             let bravo = try await sim.identifier("bravo")
-            try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha") == [bravo: "near"] }
+            try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0 == [bravo: "near"] }
 
             let observer = try await sim.buses["alpha"]!.connect()
             let reports = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.Node1",
@@ -89,9 +89,7 @@ struct NodeAcceptanceTests {
             for box in boxes { ids[box] = try await sim.identifier(box) }
             for box in boxes {
                 let others = Set(boxes.filter { $0 != box }.map { ids[$0]! })
-                try await eventually("\(box) identifies its three peers", timeout: .seconds(90)) {
-                    Set(try await sim.ranging(box).keys) == others
-                }
+                try await sim.waitRanging(box, "\(box) identifies its three peers", timeout: .seconds(90)) { Set($0.keys) == others }
             }
             let state = try await sim.control(["GetState"])
             let json = try #require(try JSONSerialization.jsonObject(with: Data(
@@ -127,12 +125,12 @@ struct NodeAcceptanceTests {
         try await withNodes(scenario) { sim, daemons in
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             let bravo = try await sim.identifier("bravo")
-            try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha") == [bravo: "near"] }
+            try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0 == [bravo: "near"] }
             #expect(try await sim.peerProperty("alpha", bravo, ["Address"]) == "s \"AA:00:00:00:00:02\"")
 
             #expect(try await sim.control(["SetAddress", "ss", "bravo", "aa:00:00:00:00:22"]).status == 0)
             let peers = sim.stateDirectory("alpha").appendingPathComponent("peers.json")
-            try await eventually("alpha identifies bravo at its new address", timeout: .seconds(30)) {
+            try await sim.until("alpha", "alpha identifies bravo at its new address", timeout: .seconds(30)) {
                 try await sim.peerProperty("alpha", bravo, ["Address"]) == "s \"AA:00:00:00:00:22\""
             }
             try await eventually("peers.json holds the new address only", timeout: .seconds(5)) {
@@ -169,9 +167,7 @@ struct NodeAcceptanceTests {
             let bravo = try await sim.identifier("bravo")
             let door = "ibeacon:\(ibeaconUUID):7:42"
             let desk = "eddystone:00010203040506070809:0a0b0c0d0e0f"
-            try await eventually("alpha ranges both beacons and bravo", timeout: .seconds(30)) {
-                Set(try await sim.ranging("alpha").keys) == [door, desk, bravo]
-            }
+            try await sim.waitRanging("alpha", "alpha ranges both beacons and bravo", timeout: .seconds(30)) { Set($0.keys) == [door, desk, bravo] }
             #expect(try await sim.peerProperty("alpha", door, ["Kind", "Major", "Minor", "MeasuredPower", "Address"])
                         == "s \"ibeacon\"\nq 7\nq 42\nn -59\ns \"C0:00:00:00:00:01\"")
             #expect(try await sim.peerProperty("alpha", desk, ["Kind", "Namespace", "Instance", "MeasuredPower"])
@@ -192,10 +188,10 @@ struct NodeAcceptanceTests {
             #expect(before > 1 && before < 3, "\(before)")
             let set = try await sim.node("alpha", ["SetMeasuredPower", "sn", door, "--", "-39"])
             #expect(set.status == 0, "\(set)")
-            try await eventually("the override is used", timeout: .seconds(10)) {
+            try await sim.until("alpha", "the override is used", timeout: .seconds(10)) {
                 try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -39"
             }
-            try await eventually("the door is computed far", timeout: .seconds(10)) { try await distance() > 10 }
+            try await sim.until("alpha", "the door is computed far", timeout: .seconds(10)) { try await distance() > 10 }
             #expect(try await sim.ranging("alpha")[door] == "far")
 
             // Bad overrides are refused with a named error; nothing changes.
@@ -225,17 +221,17 @@ struct NodeAcceptanceTests {
             // Kept across a restart (settings.json), then reset.
             await daemons["alpha"]!.stop()
             daemons["alpha"] = try await sim.startDaemon("alpha")
-            try await eventually("the override survives a restart", timeout: .seconds(30)) {
+            try await sim.until("alpha", "the override survives a restart", timeout: .seconds(30)) {
                 try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -39"
             }
             #expect(try await sim.node("alpha", ["ResetMeasuredPower", "s", door]).status == 0)
-            try await eventually("the frame's measured power is used again", timeout: .seconds(10)) {
+            try await sim.until("alpha", "the frame's measured power is used again", timeout: .seconds(10)) {
                 try await sim.peerProperty("alpha", door, ["MeasuredPower"]) == "n -59"
             }
             // --path-loss-exponent 4: the same RSSI gives the square root of the free-space distance.
             await daemons["alpha"]!.stop()
             daemons["alpha"] = try await sim.startDaemon("alpha", ["--path-loss-exponent", "4"])
-            try await eventually("alpha ranges the door with exponent 4", timeout: .seconds(30)) {
+            try await sim.until("alpha", "alpha ranges the door with exponent 4", timeout: .seconds(30)) {
                 let d = try await distance()
                 return d > 0 && d < 1.9
             }
@@ -243,7 +239,7 @@ struct NodeAcceptanceTests {
             // bravo is ranged they would have been too.
             await daemons["alpha"]!.stop()
             daemons["alpha"] = try await sim.startDaemon("alpha", ["--no-beacons"])
-            try await eventually("alpha ranges bravo", timeout: .seconds(30)) { try await sim.ranging("alpha")[bravo] != nil }
+            try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(30)) { $0[bravo] != nil }
             #expect(try await sim.ranging("alpha").keys.sorted() == [bravo])
         }
     }
@@ -274,19 +270,19 @@ struct NodeAcceptanceTests {
             // Alpha still scans and ranges. Its own advertisement is not on the air: bravo's BlueZ
             // hears alpha's address (the other program's advertisements) without the general UUID.
             // (Bravo knows alpha nonetheless: alpha connected to it and introduced itself.)
-            try await eventually("alpha ranges bravo", timeout: .seconds(60)) { try await sim.ranging("alpha")[bravo] == "near" }
+            try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0[bravo] == "near" }
             let alphaOnBravo = ["get-property", "org.bluez", "/org/bluez/hci0/dev_AA_00_00_00_00_01", "org.bluez.Device1", "UUIDs"]
             let general = NodeConfiguration.defaultServiceUUID.uuidString.lowercased()
             #expect(!(try await sim.busctl("bravo", alphaOnBravo).stdout.contains(general)))
 
             _ = try await hog.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.LEAdvertisingManager1",
                                    member: "UnregisterAdvertisement", [.objectPath("/org/test/hog/ad0")])
-            try await eventually("alpha advertises", timeout: .seconds(40)) { try await sim.property("alpha", "Advertising") == "b true" }
+            try await sim.until("alpha", "alpha advertises", timeout: .seconds(40)) { try await sim.property("alpha", "Advertising") == "b true" }
             #expect(daemons["alpha"]!.stderr.contains("registered the advertisement and the GATT application"))
-            try await eventually("bravo hears alpha's advertisement", timeout: .seconds(60)) {
+            try await sim.until("bravo", sender: "org.bluez", "bravo's bluetoothd hears alpha's advertisement", timeout: .seconds(60)) {
                 try await sim.busctl("bravo", alphaOnBravo).stdout.contains(general)
             }
-            try await eventually("bravo ranges alpha", timeout: .seconds(60)) { try await sim.ranging("bravo")[alpha] == "near" }
+            try await sim.waitRanging("bravo", "bravo ranges alpha", timeout: .seconds(60)) { $0[alpha] == "near" }
             await hog.close()
         }
     }
@@ -305,7 +301,7 @@ struct NodeAcceptanceTests {
                 try await runCommand(ctl, ["doctor", "--bus", bus] + extra, timeout: .seconds(30))
             }
             daemons["alpha"] = try await sim.startDaemon("alpha")
-            try await eventually("alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
+            try await sim.until("alpha", "alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
             let healthy = try await doctor()
             let lines = healthy.stdout.split(separator: "\n").map(String.init)
             if kernelHasBluetooth {
@@ -326,7 +322,7 @@ struct NodeAcceptanceTests {
 
             // The adapter off: a failure with its fix; proximityd says it is not fully up.
             #expect(try await sim.control(["SetPowered", "sb", "alpha", "false"]).status == 0)
-            try await eventually("alpha stops advertising", timeout: .seconds(10)) { try await sim.property("alpha", "Advertising") == "b false" }
+            try await sim.until("alpha", "alpha stops advertising", timeout: .seconds(10)) { try await sim.property("alpha", "Advertising") == "b false" }
             let off = try await doctor()
             #expect(off.status == 1)
             #expect(off.stdout.contains("FAIL    adapter hci0: AA:00:00:00:00:01 is powered off\n        fix: bluetoothctl power on"), "\(off)")

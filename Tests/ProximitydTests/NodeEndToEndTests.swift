@@ -4,10 +4,11 @@ import Foundation
 import ProximityAPI
 import ProximityNode
 import ProximityTesting
-import Synchronization
 import Testing
 
-/// Polls `condition` until it holds, bounded by `timeout` (a bounded condition wait).
+/// Polls `condition` until it holds, bounded by `timeout` (a bounded condition wait). Only for
+/// state nothing announces (a file appearing, another process's own state); where the node sends
+/// a signal, wait on it (``SimBoxes/waitRanging(_:_:timeout:_:)``, ``SimBoxes/until(_:sender:_:timeout:_:)``).
 func eventually(_ what: String, timeout: Duration, every: Duration = .milliseconds(200),
                 _ condition: @Sendable () async throws -> Bool) async throws {
     let clock = ContinuousClock()
@@ -19,27 +20,22 @@ func eventually(_ what: String, timeout: Duration, every: Duration = .millisecon
     throw TestKitError("timed out after \(timeout) waiting for \(what)")
 }
 
-/// Counts GATT connections made from a box, per device path: `ServicesResolved` becoming true, as
-/// BlueZ announces it. (`Connected` would also count the peers connecting *to* the box: bluez-sim,
-/// like BlueZ, shows the central as a connected device on the peripheral's side, without services.)
-final class ConnectionCounter: Sendable {
-    final class Counts: Sendable { let value = Mutex<[String: Int]>([:]) }
-    let counts = Counts()
-    let task: Task<Void, Never>
-
-    init(_ signals: DBusSignalStream) {
-        let counts = self.counts
-        task = Task {
-            for await signal in signals {
-                guard signal.body.count >= 2, signal.body[0].string == "org.bluez.Device1",
-                      let changed = signal.body[1].stringKeyedDictionary,
-                      case .variant(.boolean(true))? = changed["ServicesResolved"], let path = signal.path else { continue }
-                counts.value.withLock { $0[path.rawValue, default: 0] += 1 }
-            }
-        }
+/// GATT connections made from a box, as the device path of each: `ServicesResolved` becoming
+/// true, as BlueZ announces it. (`Connected` would also count the peers connecting *to* the box:
+/// bluez-sim, like BlueZ, shows the central as a connected device on the peripheral's side,
+/// without services.)
+func gattConnections(_ signals: DBusSignalStream) -> EventRecorder<String> {
+    EventRecorder(recording: signals) { signal in
+        guard signal.body.count >= 2, signal.body[0].string == "org.bluez.Device1",
+              let changed = signal.body[1].stringKeyedDictionary,
+              case .variant(.boolean(true))? = changed["ServicesResolved"], let path = signal.path else { return nil }
+        return path.rawValue
     }
+}
 
-    var snapshot: [String: Int] { counts.value.withLock { $0 } }
+/// Connections by device path.
+func perDevice(_ connections: EventRecorder<String>) -> [String: Int] {
+    connections.events.reduce(into: [:]) { $0[$1, default: 0] += 1 }
 }
 
 @Suite("proximityd end to end on bluez-sim", .serialized)
@@ -62,12 +58,12 @@ struct NodeEndToEndTests {
         var observers: [DBusConnection] = []
         do {
             let boxes = ["alpha", "bravo", "charlie"]
-            var counters: [String: ConnectionCounter] = [:]
+            var counters: [String: EventRecorder<String>] = [:]
             for box in boxes {
                 let observer = try await sim.buses[box]!.connect()
                 observers.append(observer)
                 let signals = try await observer.subscribe(MatchRule(sender: "org.bluez", interface: .properties, member: "PropertiesChanged"))
-                counters[box] = ConnectionCounter(signals)
+                counters[box] = gattConnections(signals)
             }
             for box in boxes { daemons[box] = try await sim.startDaemon(box) }
             var ids: [String: String] = [:]
@@ -78,9 +74,7 @@ struct NodeEndToEndTests {
                 "charlie": [ids["alpha"]!: "far", ids["bravo"]!: "far"],
             ]
             for box in boxes {
-                try await eventually("\(box) ranges its peers as \(expected[box]!)", timeout: .seconds(60)) {
-                    try await sim.ranging(box) == expected[box]!
-                }
+                try await sim.waitRanging(box, "\(box) ranges its peers as \(expected[box]!)", timeout: .seconds(60)) { $0 == expected[box]! }
             }
             for box in boxes {
                 #expect(try await sim.property(box, "Advertising") == "b true")
@@ -115,7 +109,7 @@ struct NodeEndToEndTests {
 
             // One GATT connection per pair: the node with the lower address connects to the other
             // once and introduces itself in that connection; the other never connects back.
-            let counts = counters.mapValues(\.snapshot)
+            let counts = counters.mapValues(perDevice)
             for box in sim.scenario.boxes {
                 let expected = sim.scenario.boxes.filter { $0.address > box.address }.map {
                     ("/org/bluez/hci0/dev_" + $0.address.replacingOccurrences(of: ":", with: "_"), 1)
@@ -139,10 +133,8 @@ struct NodeEndToEndTests {
             #expect(daemons["alpha"]!.exitStatus == 0, "\(daemons["alpha"]!.stderr)")
             #expect(daemons["alpha"]!.stderr.contains("unregistered the advertisement and the GATT application"))
             daemons["alpha"] = try await sim.startDaemon("alpha")
-            try await eventually("alpha ranges its peers again after a restart", timeout: .seconds(60)) {
-                try await sim.ranging("alpha") == expected["alpha"]!
-            }
-            #expect(counters["alpha"]!.snapshot.values.reduce(0, +) == 2, "\(counters["alpha"]!.snapshot)")
+            try await sim.waitRanging("alpha", "alpha ranges its peers again after a restart", timeout: .seconds(60)) { $0 == expected["alpha"]! }
+            #expect(counters["alpha"]!.count == 2, "\(perDevice(counters["alpha"]!))")
             #expect(!daemons["alpha"]!.stderr.contains("identified a peer"), "\(daemons["alpha"]!.stderr)")
         } catch {
             for daemon in daemons.values { await daemon.stop() }
@@ -169,15 +161,13 @@ struct NodeBlueZLifecycleTests {
             #expect(try await sim.property("alpha", "Advertising") == "b false")
             try await sim.simulate()
             let bravo = try await sim.identifier("bravo")
-            try await eventually("alpha ranges bravo once bluetoothd appeared", timeout: .seconds(60)) {
-                try await sim.ranging("alpha") == [bravo: "near"]
-            }
+            try await sim.waitRanging("alpha", "alpha ranges bravo once bluetoothd appeared", timeout: .seconds(60)) { $0 == [bravo: "near"] }
             #expect(try await sim.property("alpha", "Advertising") == "b true")
 
             let restart = try await sim.control(["RestartBluetoothd", "s", "alpha"])
             #expect(restart.status == 0, "\(restart)")
             try await daemons["alpha"]!.waitForOutput(containing: "bluetoothd restarted", inStderr: true)
-            try await eventually("alpha advertises and discovers again", timeout: .seconds(30)) {
+            try await sim.until("alpha", "alpha advertises and discovers again", timeout: .seconds(30)) {
                 let advertising = try await sim.property("alpha", "Advertising")
                 let discovering = try await sim.property("alpha", "Discovering")
                 return advertising == "b true" && discovering == "b true"
@@ -185,31 +175,26 @@ struct NodeBlueZLifecycleTests {
             let state = try await sim.control(["GetState"])
             #expect(state.stdout.contains("advertisement0"), "\(state)")
             // Both keep ranging each other: alpha hears bravo again (its identity cached), bravo hears alpha's new advertisement.
-            try await eventually("both range each other after the restart", timeout: .seconds(60)) {
-                let alpha = try await sim.ranging("alpha")
-                let bravoSees = try await sim.ranging("bravo")
-                return alpha == [bravo: "near"] && bravoSees.values.first == "near"
-            }
+            try await sim.waitRanging("alpha", "alpha ranges bravo after the restart", timeout: .seconds(60)) { $0 == [bravo: "near"] }
+            try await sim.waitRanging("bravo", "bravo ranges alpha after the restart", timeout: .seconds(60)) { $0.values.first == "near" }
             #expect(daemons["alpha"]!.stderr.components(separatedBy: "identified a peer").count - 1 == 1, "\(daemons["alpha"]!.stderr)")
 
             // An adapter power cycle: both flags drop, then come back with the adapter.
             let off = try await sim.control(["SetPowered", "sb", "alpha", "false"])
             #expect(off.status == 0, "\(off)")
-            try await eventually("alpha sees its adapter off", timeout: .seconds(30)) {
+            try await sim.until("alpha", "alpha sees its adapter off", timeout: .seconds(30)) {
                 let advertising = try await sim.property("alpha", "Advertising")
                 let discovering = try await sim.property("alpha", "Discovering")
                 return advertising == "b false" && discovering == "b false"
             }
             let on = try await sim.control(["SetPowered", "sb", "alpha", "true"])
             #expect(on.status == 0, "\(on)")
-            try await eventually("alpha advertises and discovers after the power cycle", timeout: .seconds(30)) {
+            try await sim.until("alpha", "alpha advertises and discovers after the power cycle", timeout: .seconds(30)) {
                 let advertising = try await sim.property("alpha", "Advertising")
                 let discovering = try await sim.property("alpha", "Discovering")
                 return advertising == "b true" && discovering == "b true"
             }
-            try await eventually("alpha ranges bravo after the power cycle", timeout: .seconds(60)) {
-                try await sim.ranging("alpha") == [bravo: "near"]
-            }
+            try await sim.waitRanging("alpha", "alpha ranges bravo after the power cycle", timeout: .seconds(60)) { $0 == [bravo: "near"] }
         }
     }
 }
@@ -230,9 +215,7 @@ extension NodeBlueZLifecycleTests {
         do {
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             let bravo = try await sim.identifier("bravo")
-            try await eventually("alpha ranges bravo", timeout: .seconds(60)) {
-                try await sim.ranging("alpha") == [bravo: "near"]
-            }
+            try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0 == [bravo: "near"] }
             let set = try await sim.busctl("alpha", ["set-property", "org.proximityd", "/org/proximityd", "org.proximityd.Node1",
                                                      "ClearInterval", "d", "1"])
             #expect(set.status == 0, "\(set)")
@@ -248,9 +231,7 @@ extension NodeBlueZLifecycleTests {
             // Bravo's adapter goes off: it stops advertising and alpha stops hearing it.
             let off = try await sim.control(["SetPowered", "sb", "bravo", "false"])
             #expect(off.status == 0, "\(off)")
-            try await eventually("alpha drops bravo", timeout: .seconds(30)) {
-                try await sim.ranging("alpha").isEmpty
-            }
+            try await sim.waitRanging("alpha", "alpha drops bravo", timeout: .seconds(30)) { $0.isEmpty }
             let gotSignal = try await withThrowingTaskGroup(of: Bool.self) { group in
                 group.addTask { await removed.value }
                 group.addTask { try await Task.sleep(for: .seconds(10)); return false }
@@ -390,9 +371,11 @@ struct NodeHostilePeerTests {
             try await serveHostileIdentity(Array("not-a-uuid-but-exactly-36-bytes-long".utf8), on: charlie)
             let alpha = try await sim.startDaemon("alpha")
             daemon = alpha
-            try await eventually("alpha rejects both identities", timeout: .seconds(60)) {
-                alpha.stderr.components(separatedBy: "rejected a peer's identity").count - 1 == 2
+            // No bus signal says a peer's identity was rejected: its log line is the event.
+            let rejected = await alpha.waitForOutput(inStderr: true, timeout: .seconds(60)) {
+                $0.components(separatedBy: "rejected a peer's identity").count - 1 == 2
             }
+            #expect(rejected, "alpha did not reject both identities: \(alpha.stderr)")
             let log = alpha.stderr
             let lines = log.split(separator: "\n").filter { $0.contains("rejected a peer's identity") }
             #expect(lines.contains { $0.contains("AA:00:00:00:00:02") && $0.contains("longer than 64 bytes") }, "\(log)")

@@ -46,7 +46,7 @@ struct NodeIdentificationTests {
             for spec in scenario.boxes {
                 let expected = Dictionary(uniqueKeysWithValues: scenario.boxes.filter { $0.name != spec.name }.map { ($0.address, ids[$0.name]!) })
                 let left = Duration.seconds(10) - (ContinuousClock.now - lastStarted)
-                try await eventually("\(spec.name) lists the other three", timeout: max(left, .zero), every: .milliseconds(100)) {
+                try await sim.until(spec.name, "\(spec.name) lists the other three", timeout: max(left, .zero)) {
                     try await Self.identities(sim, spec.name) == expected
                 }
             }
@@ -65,7 +65,7 @@ struct NodeIdentificationTests {
         let scenario = NodeAcceptanceTests.scenario(seed: 5, [(0, 0), (1, 0)])
         try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha")
-            try await eventually("alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
+            try await sim.until("alpha", "alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
             let release = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd/advertisement0",
                                                          "org.bluez.LEAdvertisement1", "Release"])
             #expect(release.status != 0 && release.stderr.contains("only bluetoothd"), "\(release)")

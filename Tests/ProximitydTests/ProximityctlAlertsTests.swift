@@ -350,7 +350,7 @@ struct ProximityctlAlertsTests {
             try await node.add("xmas", Self.alert("Seasonal offer"))
             try await node.add("nowhere", Self.alert("Never seen", ["Match": .variantMap(["UUID": .string("00000000-0000-4000-8000-000000000000")])]))
             try await node.waitSignal("AlertReady", "welcome")
-            try await eventually("both targets exported", timeout: .seconds(10)) { try await node.proxy.alertPaths().count == 2 }
+            try await sim.until("box", "both targets exported", timeout: .seconds(10)) { try await node.proxy.alertPaths().count == 2 }
 
             // list --json: Current, the targets, the alert with no target yet.
             let json = try await Self.proximityctl(sim, ["list", "--json"])
@@ -427,10 +427,11 @@ struct ProximityctlAlertsTests {
             #expect(try await node.status("xmas") == "done")
 
             // watch printed the offer and both status changes, one JSON object a line.
-            try await eventually("watch printed xmas's offer and statuses", timeout: .seconds(5)) {
-                let text = String(watch.stdout.dropFirst(watched))
+            let printed = await watch.waitForOutput(timeout: .seconds(5)) { out in
+                let text = String(out.dropFirst(watched))
                 return text.contains("\"status\":\"inProgress\"") && text.contains("\"status\":\"done\"")
             }
+            #expect(printed, "watch did not print xmas's offer and statuses: \(watch.stdout)")
             // (A last line of the forcing above may come before the offer.)
             let events = String(watch.stdout.dropFirst(watched)).split(separator: "\n").compactMap {
                 try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]

@@ -116,9 +116,7 @@ struct RecordReplayTests {
         let scenario = Self.scenario(seed: 32, door: Trajectory(fixed: Position(x: 1, y: 0)), txOffset: -16)
         try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha")
-            try await eventually("alpha ranges the door far", timeout: .seconds(30)) {
-                try await sim.ranging("alpha")[Self.door] == "far"
-            }
+            try await sim.waitRanging("alpha", "alpha ranges the door far", timeout: .seconds(30)) { $0[Self.door] == "far" }
             #expect(try await sim.peerProperty("alpha", Self.door, ["Proximity", "MeasuredPower"]) == "s \"far\"\nn -59")
 
             let dry = try await Self.ctl(sim.address("alpha"), ["calibrate", Self.door, "--seconds", "3", "--dry-run"])
@@ -136,10 +134,10 @@ struct RecordReplayTests {
             let count = try #require(run.stdout.split(separator: "\n").first.flatMap { $0.split(separator: " ").dropLast().last }.flatMap { Int($0) })
             #expect(count >= 50, "\(count) samples in 8 s")
 
-            try await eventually("the door uses its new measured power", timeout: .seconds(5)) {
+            try await sim.until("alpha", "the door uses its new measured power", timeout: .seconds(5)) {
                 try await sim.peerProperty("alpha", Self.door, ["MeasuredPower"]) == "n \(set)"
             }
-            try await eventually("the door 1 m away is near", timeout: .seconds(5)) {
+            try await sim.until("alpha", "the door 1 m away is near", timeout: .seconds(5)) {
                 try await sim.peerProperty("alpha", Self.door, ["Proximity"]) == "s \"near\""
             }
             let settings = try String(contentsOf: sim.stateDirectory("alpha").appendingPathComponent("settings.json"), encoding: .utf8)

@@ -67,6 +67,7 @@ struct RegionEndToEndTests {
             let watch = try ManagedProcess(BuiltProducts.path("proximityctl"),
                                            ["regions", "watch", "--json", "fleet", "visitor", "--bus", sim.address("watcher")])
             defer { watch.signal(SIGTERM) }
+            // Whether proximityctl has subscribed yet is its own state: asked again until it prints.
             try await eventually("proximityctl regions watch subscribed", timeout: .seconds(10)) {
                 _ = try await sim.busctl("watcher", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.RegionMonitor1",
                                                      "RequestState", "s", "fleet"])
@@ -118,14 +119,15 @@ struct RegionEndToEndTests {
 
             // proximityctl printed each enter and exit, as one JSON object a line (it may print a
             // moment after this client saw the signal).
-            @Sendable func printed(_ region: String) -> [String] {
-                watch.stdout.split(separator: "\n").compactMap {
+            @Sendable func printed(_ region: String, in output: String? = nil) -> [String] {
+                (output ?? watch.stdout).split(separator: "\n").compactMap {
                     try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
                 }.filter { $0["region"] as? String == region }.compactMap { $0["event"] as? String }
             }
-            try await eventually("proximityctl printed the enters and exits", timeout: .seconds(5)) {
-                ["fleet", "visitor"].allSatisfy { printed($0).contains("entered") && printed($0).contains("exited") }
+            let printedBoth = await watch.waitForOutput(timeout: .seconds(5)) { out in
+                ["fleet", "visitor"].allSatisfy { printed($0, in: out).contains("entered") && printed($0, in: out).contains("exited") }
             }
+            #expect(printedBoth, "proximityctl did not print the enters and exits: \(watch.stdout)")
 
             // In again, then SIGKILL while inside and restart: no second Entered, a StateDetermined(inside).
             mark = signals.count

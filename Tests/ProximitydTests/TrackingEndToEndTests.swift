@@ -47,13 +47,13 @@ struct TrackingEndToEndTests {
 
             for (x, prox) in [(-12.0, 3), (-1.5, 2), (-0.2, 1)] {
                 _ = try await sim.control("MoveBox", [.string("kiosk"), .double(x), .double(0), .double(0)])
-                try await eventually("a.beacon.prox \(prox) at \(x) m", timeout: .seconds(20)) {
+                try await sim.until("kiosk", "a.beacon.prox \(prox) at \(x) m", timeout: .seconds(20)) {
                     try await attributes(sim) == Self.expected(prox: prox)
                 }
                 print("tracking end to end: at \(-x) m, prox \(prox)")
             }
             _ = try await sim.control(["RemoveBeacon", "s", "tag"])
-            try await eventually("no attributes once the beacon is gone", timeout: .seconds(30)) { try await attributes(sim) == "a{ss} 0" }
+            try await sim.until("kiosk", "no attributes once the beacon is gone", timeout: .seconds(30)) { try await attributes(sim) == "a{ss} 0" }
 
             let fired = signals.messages.filter { $0.member == "RuleFired" }
             #expect(fired.count == 1 && fired.first?.body.first?.string == "near-12", "\(fired.map(\.description))")
