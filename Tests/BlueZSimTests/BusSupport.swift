@@ -75,78 +75,27 @@ final class TestAdvertisement: Sendable {
 
     init(on connection: DBusConnection, path: ObjectPath = "/org/test/adv0", properties: [String: DBusValue]) async throws {
         self.path = path
-        let box = ReleaseBox()
+        let released = EventRecorder<ContinuousClock.Instant>()
         let declared = properties.sorted { $0.key < $1.key }.map { DBusProperty($0.key, $0.value.type, $0.value) }
         object = try await connection.export([DBusInterface(BlueZ.advertisementInterface, methods: [
             DBusMethod("Release") { _ in
-                box.increment()
+                released.record(.now)
                 return []
             },
         ], properties: declared)], at: path)
-        self.box = box
+        self.released = released
     }
-    private let box: ReleaseBox
-    var releases: Int { box.value }
-    func waitForReleases(_ n: Int) async throws { try await box.wait(for: n) }
+    /// Each `Release` call, when it came.
+    private let released: EventRecorder<ContinuousClock.Instant>
+    var releases: Int { released.count }
+    func waitForReleases(_ n: Int) async throws {
+        try await released.require("release \(n)", from: n - 1, timeout: .seconds(5)) { _ in true }
+    }
 
     /// Registers it with a box's adapter.
     func register(_ connection: DBusConnection) async throws {
         _ = try await connection.bluez(adapterPath, BlueZ.advertisingManagerInterface, "RegisterAdvertisement",
                                        [.objectPath(path), .vardict([:])])
-    }
-}
-
-/// A count that tests can wait on.
-final class ReleaseBox: Sendable {
-    private struct State {
-        var count = 0
-        var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
-    }
-    private let state = Mutex(State())
-
-    func increment() {
-        let ready = state.withLock { s -> [CheckedContinuation<Void, Never>] in
-            s.count += 1
-            let ready = s.waiters.filter { $0.0 <= s.count }.map(\.1)
-            s.waiters.removeAll { $0.0 <= s.count }
-            return ready
-        }
-        for c in ready { c.resume() }
-    }
-
-    var value: Int { state.withLock { $0.count } }
-
-    /// Waits until the count reaches `n`, or throws after `timeout`.
-    func wait(for n: Int, timeout: Duration = .seconds(5)) async throws {
-        let reached: Bool = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                    let now = self.state.withLock { s -> Bool in
-                        if s.count >= n { return true }
-                        s.waiters.append((n, c))
-                        return false
-                    }
-                    if now { c.resume() }
-                }
-                return true
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            if !first {
-                // Release the waiter left behind.
-                let left = self.state.withLock { s -> [CheckedContinuation<Void, Never>] in
-                    defer { s.waiters.removeAll() }
-                    return s.waiters.map(\.1)
-                }
-                for c in left { c.resume() }
-            }
-            return first
-        }
-        if !reached { throw TestKitError("count \(value) did not reach \(n) within \(timeout)") }
     }
 }
 

@@ -7,12 +7,8 @@ import Testing
 /// A gate that method handlers wait at, and a count of how many arrived.
 final class Gate: Sendable {
     private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>], arrived: Int)>((false, [], 0))
-    private let arrivals: AsyncStream<Int>
-    private let arrivalsContinuation: AsyncStream<Int>.Continuation
-
-    init() {
-        (arrivals, arrivalsContinuation) = AsyncStream.makeStream()
-    }
+    /// The count of handlers arrived, at each arrival.
+    private let arrivals = EventRecorder<Int>()
 
     func wait() async {
         await withCheckedContinuation { c in
@@ -22,7 +18,7 @@ final class Gate: Sendable {
                 s.waiters.append(c)
                 return (false, s.arrived)
             }
-            arrivalsContinuation.yield(n)
+            arrivals.record(n)
             if passNow { c.resume() }
         }
     }
@@ -36,9 +32,9 @@ final class Gate: Sendable {
         for w in waiters { w.resume() }
     }
 
-    /// Returns once `n` handlers have arrived.
-    func waitForArrivals(_ n: Int) async {
-        for await count in arrivals where count >= n { return }
+    /// Returns once `n` handlers have arrived; throws if they have not within `timeout`.
+    func waitForArrivals(_ n: Int, timeout: Duration = .seconds(10)) async throws {
+        try await arrivals.require("\(n) handlers at the gate", timeout: timeout) { $0 >= n }
     }
 }
 
@@ -79,7 +75,7 @@ struct LifecycleTests {
             let call = Task {
                 try await client.call(destination: server.uniqueName, path: "/test/slow", interface: testInterface, member: "Gated")
             }
-            await gate.waitForArrivals(1)
+            try await gate.waitForArrivals(1)
             call.cancel()
             await #expect(throws: CancellationError.self) { _ = try await call.value }
             // The connection is fine afterwards.
@@ -98,7 +94,7 @@ struct LifecycleTests {
         let calls = (0..<3).map { _ in
             Task { try await client.call(destination: server.uniqueName, path: "/test/gated", interface: testInterface, member: "Gated") }
         }
-        await gate.waitForArrivals(3)
+        try await gate.waitForArrivals(3)
         async let closing: Void = server.close(gracePeriod: .seconds(10))
         gate.open()
         await closing
@@ -118,7 +114,7 @@ struct LifecycleTests {
         let calls = (0..<4).map { _ in
             Task { try await client.call(destination: server.uniqueName, path: "/test/gated", interface: testInterface, member: "Gated") }
         }
-        await gate.waitForArrivals(4)
+        try await gate.waitForArrivals(4)
         let started = ContinuousClock.now
         await server.close(gracePeriod: .milliseconds(200))
         #expect(ContinuousClock.now - started < .seconds(5))
