@@ -8,8 +8,8 @@ import Testing
 
     static func beacon(_ minor: UInt16) -> BeaconIdentity { .iBeacon(uuid: fleet, major: 1, minor: minor, measuredPower: -59) }
 
-    static func peer(_ minor: UInt16, _ zone: Proximity, _ distance: Double, at t: Timestamp) -> RegionCandidate {
-        RegionCandidate(identifier: beacon(minor).peerID, kind: .ibeacon, address: "C0:00:00:00:00:0\(minor)", beacon: beacon(minor),
+    static func peer(_ minor: UInt16, _ zone: Proximity, _ distance: Double, at t: Timestamp) -> PeerSnapshot {
+        PeerSnapshot(identifier: beacon(minor).peerID, kind: .ibeacon, address: "C0:00:00:00:00:0\(minor)", beacon: beacon(minor),
                         proximity: zone, distance: distance, rssi: -60, lastSeen: t)
     }
 
@@ -210,7 +210,7 @@ import Testing
         parameters.strategy = nil
         _ = engine.add(Self.alert(2, parameters: parameters))
         var t: Timestamp = 0
-        func near(_ minors: [UInt16]) -> [RegionCandidate] { minors.map { Self.peer($0, .near, Double($0), at: t) } }
+        func near(_ minors: [UInt16]) -> [PeerSnapshot] { minors.map { Self.peer($0, .near, Double($0), at: t) } }
         var offered: [AlertTargetKey] = []
         while t <= 62 {
             offered += Self.offers(engine.update(near([1, 2]), at: t))

@@ -8,11 +8,11 @@ import Testing
     static let nodeID = "3f0e8c52-1d7a-4c1b-9a55-6b1f3c2d4e5f"
 
     static func peer(_ id: String, _ kind: PeerKind, beacon: BeaconIdentity? = nil, address: String = "AA:BB:CC:DD:EE:01",
-                     zone: Proximity = .near) -> RegionCandidate {
-        RegionCandidate(identifier: PeerID(id), kind: kind, address: address, beacon: beacon, proximity: zone, distance: 1,
+                     zone: Proximity = .near) -> PeerSnapshot {
+        PeerSnapshot(identifier: PeerID(id), kind: kind, address: address, beacon: beacon, proximity: zone, distance: 1,
                         rssi: -60, lastSeen: 0)
     }
-    static func iBeacon(_ major: UInt16, _ minor: UInt16, uuid: UUID = fleet, zone: Proximity = .near) -> RegionCandidate {
+    static func iBeacon(_ major: UInt16, _ minor: UInt16, uuid: UUID = fleet, zone: Proximity = .near) -> PeerSnapshot {
         let b = BeaconIdentity.iBeacon(uuid: uuid, major: major, minor: minor, measuredPower: -59)
         return peer(b.identifier, .ibeacon, beacon: b, zone: zone)
     }
@@ -21,7 +21,7 @@ import Testing
         return peer(b.identifier, .altbeacon, beacon: b) }()
     static let uid = { let b = BeaconIdentity.eddystoneUID(namespace: Array(repeating: 0xab, count: 10), instance: [1, 2, 3, 4, 5, 6], txPowerAt0m: -18)
         return peer(b.identifier, .eddystone, beacon: b) }()
-    static func url(_ u: String) -> RegionCandidate {
+    static func url(_ u: String) -> PeerSnapshot {
         let b = BeaconIdentity.eddystoneURL(url: u, txPowerAt0m: -18)
         return peer(b.identifier, .eddystone, beacon: b)
     }
@@ -33,7 +33,7 @@ import Testing
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
         var parts: [(RegionMatcher.Key, RegionMatcher.Value)]
-        var peer: RegionCandidate
+        var peer: PeerSnapshot
         var matches: Bool
         var testDescription: String { "\(name): \(matches ? "matches" : "does not match")" }
     }

@@ -6,9 +6,9 @@ import Testing
 @Suite struct RegionMonitorTests {
     static let fleet = UUID(uuidString: "f7826da6-4fa2-4e98-8024-bc5b71e0893e")!
 
-    static func beacon(_ minor: UInt16, at lastSeen: Timestamp, zone: Proximity = .near, distance: Double = 1.5) -> RegionCandidate {
+    static func beacon(_ minor: UInt16, at lastSeen: Timestamp, zone: Proximity = .near, distance: Double = 1.5) -> PeerSnapshot {
         let b = BeaconIdentity.iBeacon(uuid: fleet, major: 1, minor: minor, measuredPower: -59)
-        return RegionCandidate(identifier: b.peerID, kind: .ibeacon, address: "AA:BB:CC:DD:EE:\(String(format: "%02X", minor))",
+        return PeerSnapshot(identifier: b.peerID, kind: .ibeacon, address: "AA:BB:CC:DD:EE:\(String(format: "%02X", minor))",
                                beacon: b, proximity: zone, distance: distance, rssi: -60, lastSeen: lastSeen)
     }
 
@@ -205,17 +205,17 @@ import Testing
         try add("url", [(.url, .text("https://example.com/a"))])
         try add("domain", [(.urlDomain, .text("example.com"))])
         try add("kind", [(.kind, .text("eddystone"))])
-        let node = RegionCandidate(identifier: "3f0e8c52-1d7a-4c1b-9a55-6b1f3c2d4e5f", kind: .node, address: "AA:BB:CC:DD:EE:01",
+        let node = PeerSnapshot(identifier: "3f0e8c52-1d7a-4c1b-9a55-6b1f3c2d4e5f", kind: .node, address: "AA:BB:CC:DD:EE:01",
                                    proximity: .far, distance: 5, rssi: -80, lastSeen: 1)
         let alt = BeaconIdentity.altBeacon(manufacturer: 0x118, id1: Self.fleet, id2: 1, id3: 1, referenceRSSI: -59)
         let uid = BeaconIdentity.eddystoneUID(namespace: Array(repeating: 0xab, count: 10), instance: Array(repeating: 0, count: 6), txPowerAt0m: -20)
         let url = BeaconIdentity.eddystoneURL(url: "https://www.example.com/a", txPowerAt0m: -20)
         let peers = [node,
-                     RegionCandidate(identifier: alt.peerID, kind: .altbeacon, address: "AA:BB:CC:DD:EE:02", beacon: alt, proximity: .near,
+                     PeerSnapshot(identifier: alt.peerID, kind: .altbeacon, address: "AA:BB:CC:DD:EE:02", beacon: alt, proximity: .near,
                                      distance: 2, rssi: -70, lastSeen: 1),
-                     RegionCandidate(identifier: uid.peerID, kind: .eddystone, address: "AA:BB:CC:DD:EE:03", beacon: uid, proximity: .near,
+                     PeerSnapshot(identifier: uid.peerID, kind: .eddystone, address: "AA:BB:CC:DD:EE:03", beacon: uid, proximity: .near,
                                      distance: 2, rssi: -70, lastSeen: 1),
-                     RegionCandidate(identifier: url.peerID, kind: .eddystone, address: "AA:BB:CC:DD:EE:04", beacon: url, proximity: .near,
+                     PeerSnapshot(identifier: url.peerID, kind: .eddystone, address: "AA:BB:CC:DD:EE:04", beacon: url, proximity: .near,
                                      distance: 2, rssi: -70, lastSeen: 1)]
         let update = monitor.update(peers, at: 1)
         let ranged = Dictionary(uniqueKeysWithValues: update.ranging.map { ($0.region, $0.peers.map(\.identifier)) })

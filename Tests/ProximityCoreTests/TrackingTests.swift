@@ -7,9 +7,9 @@ import Testing
 @Suite struct TrackerTests {
     static let fleet = UUID(uuidString: "f7826da6-4fa2-4e98-8024-bc5b71e0893e")!
 
-    static func beacon(_ minor: UInt16, _ zone: Proximity, _ distance: Double, at t: Timestamp) -> RegionCandidate {
+    static func beacon(_ minor: UInt16, _ zone: Proximity, _ distance: Double, at t: Timestamp) -> PeerSnapshot {
         let b = BeaconIdentity.iBeacon(uuid: fleet, major: 12, minor: minor, measuredPower: -59)
-        return RegionCandidate(identifier: b.peerID, kind: .ibeacon, address: "C0:00:00:00:00:0\(minor)", beacon: b, proximity: zone,
+        return PeerSnapshot(identifier: b.peerID, kind: .ibeacon, address: "C0:00:00:00:00:0\(minor)", beacon: b, proximity: zone,
                                distance: distance, rssi: -60, lastSeen: t)
     }
 
@@ -22,7 +22,7 @@ import Testing
     func comesAndGoes() {
         var tracker = Tracker(configuration: .init(contextData: ["site": "museum"]))
         var profile = Profile(["a.user": "albert"])
-        func step(_ peers: [RegionCandidate], _ t: Timestamp) -> [TrackingAction] {
+        func step(_ peers: [PeerSnapshot], _ t: Timestamp) -> [TrackingAction] {
             let actions = tracker.update(peers, at: t)
             for action in actions {
                 switch action {
@@ -64,7 +64,7 @@ import Testing
         let left = tracker.update([Self.beacon(1, .near, 2.4, at: 3)], at: 3)
         #expect(left.count == 1 && Self.attributes(left)?["a.beacon.minor"] == "1")
         // A node is not tracked by default; with a matcher for nodes, it is, under a.node.*.
-        let node = RegionCandidate(identifier: PeerID.node(Self.fleet), kind: .node, address: "AA:00:00:00:00:01", proximity: .near,
+        let node = PeerSnapshot(identifier: PeerID.node(Self.fleet), kind: .node, address: "AA:00:00:00:00:01", proximity: .near,
                                    distance: 1, rssi: -60, lastSeen: 4)
         var nodes = RegionMatcher()
         nodes.kind = .node

@@ -99,6 +99,6 @@ struct IdentificationSimulationTests {
 extension NodeRunner {
     /// `GetIdentities` as the engine answers it.
     var identities: [String: String] {
-        get async { await engine.identities }
+        get async { await engine.read { $0.identities } }
     }
 }

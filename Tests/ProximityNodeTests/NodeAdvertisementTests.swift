@@ -61,18 +61,22 @@ import Testing
             }
             return DeviceInfo(path: "/org/bluez/hci0/dev_AA_00_00_00_00_02", properties: properties)
         }
+        func power(_ info: DeviceInfo, _ kind: PeerKind, serviceUUID: String) -> Double? {
+            NodeStep.advertisedPower(AdvertisedFrame(serviceUUIDs: info.uuids, manufacturerData: info.manufacturerData, serviceData: info.serviceData),
+                                     kind, serviceUUID: serviceUUID)
+        }
         let frame = NodePowerFrame.manufacturerData(measuredPower: -70)
-        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame), .node, serviceUUID: general) == -70)
+        #expect(power(device(uuids: [general], frame), .node, serviceUUID: general) == -70)
         // With other manufacturer data beside it.
-        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame.merging([0x004C: [1, 2]]) { a, _ in a }), .node,
+        #expect(power(device(uuids: [general], frame.merging([0x004C: [1, 2]]) { a, _ in a }), .node,
                                            serviceUUID: general) == -70)
         // A node that advertises none: the node's own default applies (nil here).
-        #expect(NodeEngine.advertisedPower(device(uuids: [general], [:]), .node, serviceUUID: general) == nil)
-        #expect(NodeEngine.advertisedPower(device(uuids: [general], [0xFFFF: [1, 2, 3, 4]]), .node, serviceUUID: general) == nil)
+        #expect(power(device(uuids: [general], [:]), .node, serviceUUID: general) == nil)
+        #expect(power(device(uuids: [general], [0xFFFF: [1, 2, 3, 4]]), .node, serviceUUID: general) == nil)
         // Not from a device without the general service, nor from a beacon.
-        #expect(NodeEngine.advertisedPower(device(uuids: [], frame), .node, serviceUUID: general) == nil)
-        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame), .node, serviceUUID: "b89491c9-43dd-4d75-bf16-dff381aed968") == nil)
-        #expect(NodeEngine.advertisedPower(device(uuids: [general], frame), .ibeacon, serviceUUID: general) == nil)
+        #expect(power(device(uuids: [], frame), .node, serviceUUID: general) == nil)
+        #expect(power(device(uuids: [general], frame), .node, serviceUUID: "b89491c9-43dd-4d75-bf16-dff381aed968") == nil)
+        #expect(power(device(uuids: [general], frame), .ibeacon, serviceUUID: general) == nil)
     }
 
     @Test("the node's advertisement carries its power and fits 31 bytes with the flags; bluez-sim parses it and reports the power")
@@ -81,7 +85,7 @@ import Testing
             var configuration = NodeConfiguration(stateDirectory: URL(fileURLWithPath: "/nonexistent"))
             configuration.name = "a-rather-long-node-name-that-goes-to-the-scan-response"
             configuration.measuredPower = power
-            let content = NodeEngine.advertisementContent(configuration, identity: Self.identity)
+            let content = BlueZSide.advertisementContent(configuration, identity: Self.identity)
             let plan = try Advertisement.plan(content, adapterDiscoverable: true)
             #expect(plan.carriesManufacturerData)
             #expect(!plan.carriesIdentity, "a 128-bit service UUID leaves no room for the identity")

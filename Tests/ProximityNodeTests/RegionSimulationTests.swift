@@ -44,7 +44,7 @@ struct RegionSimulationTests {
             case .report(let report):
                 now = report.time
                 if let latest = report.peers.map(\.lastSeen).max() {
-                    lastHeard = max(lastHeard, clock.timestamp(fromEpoch: Double(latest) / 1_000_000))
+                    lastHeard = max(lastHeard, latest)
                 }
             case .regions(let changes):
                 entries += changes.events.map { (now, lastHeard, $0) }
@@ -84,9 +84,9 @@ struct RegionSimulationTests {
                 byUUID.uuid = Self.fleet
                 var byIdentifier = RegionMatcher()
                 byIdentifier.identifier = visitorID.uuidString.lowercased()
-                _ = try await watcher.engine.startMonitoring(Region(identifier: "fleet", matcher: byUUID, source: .bus))
-                _ = try await watcher.engine.startMonitoring(Region(identifier: "visitor", matcher: byIdentifier, source: .bus))
-                _ = try await watcher.engine.startMonitoring(Region(identifier: "anyone", matcher: RegionMatcher(), source: .bus))
+                try await watcher.engine.command(.startMonitoring(Region(identifier: "fleet", matcher: byUUID, source: .bus)))
+                try await watcher.engine.command(.startMonitoring(Region(identifier: "visitor", matcher: byIdentifier, source: .bus)))
+                try await watcher.engine.command(.startMonitoring(Region(identifier: "anyone", matcher: RegionMatcher(), source: .bus)))
 
                 for _ in 0..<6_000 { await boxes.advance(0.1) }
                 let stayed = recorded()

@@ -207,7 +207,7 @@ struct RegionLimitTests {
                 #expect(await call("StopMonitoring", [.string("from-config")]) == ProximityBus.Errors.notPermitted)
                 #expect(await call("StartMonitoring", [.string("from-config"), empty]) == ProximityBus.Errors.notPermitted)
                 #expect(await call("StopMonitoringAll", []) == nil)
-                #expect(await node.engine.monitoredRegions == ["from-config"])
+                #expect(await node.engine.read { $0.monitoredRegions } == ["from-config"])
                 let source = try await client.getProperty(destination: "org.proximityd", path: ProximityBus.regionPath("from-config"),
                                                           interface: "org.proximityd.Region1", name: "Source")
                 #expect(source.unwrapped.string == "config")

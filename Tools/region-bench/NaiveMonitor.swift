@@ -53,9 +53,9 @@ struct NaiveMonitor {
     }
 
     /// Feeds one report: every peer in the table.
-    mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> Outcome {
+    mutating func update(_ peers: [PeerSnapshot], at t: Timestamp) -> Outcome {
         var outcome = Outcome()
-        var present: [RegionCandidate] = []
+        var present: [PeerSnapshot] = []
         for i in entries.indices {
             let m = entries[i].region.matcher
             let exitPeriod = entries[i].exitPeriod

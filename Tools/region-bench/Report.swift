@@ -98,7 +98,7 @@ struct ReportTally: Codable {
     /// Peers heard less than the default exit period ago.
     var recentPeers = 0
 
-    mutating func add(_ outcome: NaiveMonitor.Outcome, _ peers: [RegionCandidate], at t: Timestamp, exitPeriod: Double) {
+    mutating func add(_ outcome: NaiveMonitor.Outcome, _ peers: [PeerSnapshot], at t: Timestamp, exitPeriod: Double) {
         reports += 1
         var exitedNow = 0, outsideNow = 0
         for event in outcome.events {

@@ -46,7 +46,7 @@ struct Fleets {
 /// One peer of the simulated table, and how it moves.
 struct SimulatedPeer {
     var form: PeerForm
-    var candidate: RegionCandidate
+    var candidate: PeerSnapshot
     /// In range (heard now and then) or gone (not heard; it stays in the table with its old
     /// `lastSeen`, as the node's table keeps a departed peer until it is cleared).
     var here: Bool
@@ -107,7 +107,7 @@ struct PeerTable {
             let here = g.chance(0.75)
             let lastSeen = here ? t0 - g.unit() * 0.9 : t0 - 1 - g.unit() * 30
             let proximity = t0 - lastSeen < Self.unknownAfter ? Self.zones.zone(forDistance: distance) : .unknown
-            let candidate = RegionCandidate(identifier: id, kind: kind, address: g.address(), beacon: beacon, proximity: proximity,
+            let candidate = PeerSnapshot(identifier: id, kind: kind, address: g.address(), beacon: beacon, proximity: proximity,
                                             distance: distance, rssi: Self.rssi(distance), lastSeen: lastSeen)
             byForm[form, default: []].append(peers.count)
             peers.append(SimulatedPeer(form: form, candidate: candidate, here: here, distance: distance))
@@ -119,10 +119,10 @@ struct PeerTable {
 
     /// Moves every peer on to `t` and returns the table as the monitor is fed it: every peer, the
     /// departed ones with their old `lastSeen`.
-    mutating func report(at t: Timestamp) -> [RegionCandidate] {
+    mutating func report(at t: Timestamp) -> [PeerSnapshot] {
         var g = movement
         defer { movement = g }
-        var out: [RegionCandidate] = []
+        var out: [PeerSnapshot] = []
         out.reserveCapacity(peers.count)
         for i in peers.indices {
             var p = peers[i]

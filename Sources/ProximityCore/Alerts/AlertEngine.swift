@@ -138,7 +138,7 @@ public struct AlertEngine: Sendable {
 
     /// Feeds one report: every peer in the table, with its zone and distance. `local` is the
     /// wall clock's day and time, for schedules (nil: schedules are open).
-    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp, local: LocalTime? = nil) -> [AlertEvent] {
+    public mutating func update(_ peers: [PeerSnapshot], at t: Timestamp, local: LocalTime? = nil) -> [AlertEvent] {
         now = t
         self.local = local
         var events: [AlertEvent] = []

@@ -277,7 +277,7 @@ public struct RegionMatcher: Sendable, Hashable {
     // MARK: - Matching
 
     /// Whether `peer` is one this matcher is about (everything but `within`).
-    public func matches(_ peer: RegionCandidate) -> Bool {
+    public func matches(_ peer: PeerSnapshot) -> Bool {
         // The peer's hex and host only when this matcher compares them.
         matches(peer, namespace != nil || urlDomain != nil ? PeerKeys(peer) : PeerKeys())
     }
@@ -290,7 +290,7 @@ public struct RegionMatcher: Sendable, Hashable {
 
         init() {}
 
-        init(_ peer: RegionCandidate) {
+        init(_ peer: PeerSnapshot) {
             switch peer.beacon {
             case .eddystoneUID(let ns, let inst, _)?: (namespace, instance) = (hex(ns), hex(inst))
             case .eddystoneURL(let url, _)?: host = RegionMatcher.host(ofURL: url)
@@ -300,7 +300,7 @@ public struct RegionMatcher: Sendable, Hashable {
     }
 
     /// ``matches(_:)`` with the peer's keys computed already.
-    func matches(_ peer: RegionCandidate, _ keys: PeerKeys) -> Bool {
+    func matches(_ peer: PeerSnapshot, _ keys: PeerKeys) -> Bool {
         if let kind, peer.kind != kind { return false }
         if let identifier, peer.identifier.rawValue != identifier { return false }
         if let address, peer.address != address { return false }
@@ -370,29 +370,4 @@ public struct MatcherError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// `UUID must be a UUID such as …`, with the bus's name of the part.
     public var description: String { "\(key.busName) \(problem)" }
-}
-
-/// What the region monitor knows of a peer in a report.
-public struct RegionCandidate: Sendable, Hashable {
-    public var identifier: PeerID
-    public var kind: PeerKind
-    public var address: String
-    public var beacon: BeaconIdentity?
-    public var proximity: Proximity
-    public var distance: Double
-    public var rssi: Int16
-    /// When it was last heard.
-    public var lastSeen: Timestamp
-
-    public init(identifier: PeerID, kind: PeerKind, address: String, beacon: BeaconIdentity? = nil, proximity: Proximity,
-                distance: Double, rssi: Int16, lastSeen: Timestamp) {
-        self.identifier = identifier
-        self.kind = kind
-        self.address = address
-        self.beacon = beacon
-        self.proximity = proximity
-        self.distance = distance
-        self.rssi = rssi
-        self.lastSeen = lastSeen
-    }
 }

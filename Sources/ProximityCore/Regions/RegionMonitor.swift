@@ -281,7 +281,7 @@ public struct RegionMonitor: Sendable {
     }
 
     /// Feeds one report: every peer in the table.
-    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> RegionUpdate {
+    public mutating func update(_ peers: [PeerSnapshot], at t: Timestamp) -> RegionUpdate {
         // Peers nearest first: each region's present peers come out in ranging order.
         let order = peers.indices.sorted {
             (peers[$0].proximity, peers[$0].distance, peers[$0].identifier) < (peers[$1].proximity, peers[$1].distance, peers[$1].identifier)
@@ -289,7 +289,7 @@ public struct RegionMonitor: Sendable {
         var present: [Int: [Int32]] = [:]
         let defaultExitPeriod = configuration.defaultExitPeriod
         slots.withUnsafeBufferPointer { entries in
-            func consider(_ bucket: [Int]?, _ p: Int, _ peer: RegionCandidate, _ keys: RegionMatcher.PeerKeys) {
+            func consider(_ bucket: [Int]?, _ p: Int, _ peer: PeerSnapshot, _ keys: RegionMatcher.PeerKeys) {
                 guard let bucket else { return }
                 for slot in bucket {
                     guard t - peer.lastSeen < entries[slot]!.status.region.matcher.exitPeriod ?? defaultExitPeriod, entries[slot]!.status.region.matcher.admits(peer.proximity),

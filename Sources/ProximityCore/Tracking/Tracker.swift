@@ -100,17 +100,17 @@ public struct Tracker: Sendable {
         graceUntil = nil
     }
 
-    public func qualifies(_ peer: RegionCandidate) -> Bool {
+    public func qualifies(_ peer: PeerSnapshot) -> Bool {
         if let matcher = configuration.matcher { return matcher.matches(peer) }
         return peer.kind == .ibeacon || peer.kind == .altbeacon
     }
 
-    public mutating func update(_ peers: [RegionCandidate], at t: Timestamp) -> [TrackingAction] {
+    public mutating func update(_ peers: [PeerSnapshot], at t: Timestamp) -> [TrackingAction] {
         let eligible = peers.filter(qualifies)
         let known = eligible.filter { $0.proximity != .unknown }
         let nearest = known.min { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         let present = current.flatMap { id in eligible.first { $0.identifier == id } }
-        var next: RegionCandidate?
+        var next: PeerSnapshot?
         if let present, present.proximity != .unknown {
             next = nearest.map { $0.proximity < present.proximity ? $0 : present } ?? present
         } else {
@@ -134,7 +134,7 @@ public struct Tracker: Sendable {
     }
 
     /// The `trackBeacon` of a peer: its keys (the other kinds' keys removed) and context data.
-    static func track(_ peer: RegionCandidate, prox: Int, data: [String: String]) -> TrackingAction {
+    static func track(_ peer: PeerSnapshot, prox: Int, data: [String: String]) -> TrackingAction {
         var attributes: [String: String?] = Dictionary(uniqueKeysWithValues: TrackingKeys.all.map { ($0, nil) })
         switch peer.beacon {
         case .iBeacon(let uuid, let major, let minor, _):

@@ -50,7 +50,7 @@ public actor ConfigurationReload {
         let sequence: UInt64
         do { sequence = try await engine.reconfigure(next) } catch {
             logger.error("the configuration was not reloaded: \(error.message)")
-            throw error
+            throw error.busError
         }
         await exporter.waitUntilShown(sequence)
         if next.logLevel != current.logLevel { LogLevelSwitch.shared.level = next.logLevel }

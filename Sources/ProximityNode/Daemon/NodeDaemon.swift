@@ -97,10 +97,7 @@ public final class NodeDaemon: Service, Sendable {
 
         let identity: UUID
         let state: StateDirectory
-        let settings: NodeSettings
-        let savedRegions: RegionStore.Saved
-        let savedAlerts: AlertStore.Saved
-        let savedProfile: ProfileStore.Saved
+        let saved: NodeStep.Saved
         let eventLog: EventLog
         do {
             state = try StateDirectory(configuration.stateDirectory)
@@ -109,10 +106,7 @@ public final class NodeDaemon: Service, Sendable {
                 logger.notice("removed the temporary files of \(interrupted.count) interrupted writes from the state directory",
                               metadata: ["files": "\(interrupted.joined(separator: " "))"])
             }
-            settings = try NodeSettings.load(from: state)
-            savedRegions = try RegionStore(state: state).load(clock: clock)
-            savedAlerts = try AlertStore(state: state).load(clock: clock)
-            savedProfile = try ProfileStore(state: state).load(clock: clock)
+            saved = try StateFiles(state: state, clock: clock, logger: logger).load()
             eventLog = try EventLog(state: state, clock: clock)
             identity = try NodeIdentity.loadOrCreate(in: state, logger: logger)
         } catch {
@@ -122,9 +116,7 @@ public final class NodeDaemon: Service, Sendable {
 
         let mirror = BlueZObjectMirror(connection: connection, logger: logger)
         let engine = NodeEngine(configuration: configuration, identity: identity, connection: connection, mirror: mirror,
-                                state: state, settings: settings, savedRegions: savedRegions, savedAlerts: savedAlerts,
-                                savedProfile: savedProfile, eventLog: eventLog, clock: clock,
-                                logger: logger)
+                                state: state, saved: saved, eventLog: eventLog, clock: clock, logger: logger)
         let exporter = BusExporter(connection: connection, logger: logger)
         let exporterEvents = engine.events.subscribe(buffer: 1024)
         let publisher = MQTTPublisher(identity: identity, configuration: configuration, engine: engine, state: state, eventLog: eventLog,
@@ -138,23 +130,24 @@ public final class NodeDaemon: Service, Sendable {
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
         let properties = NodeProperties(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
                                         name: configuration.name, adapter: configuration.adapter, advertising: false,
-                                        discovering: false, clearInterval: NodeEngine.clearInterval(configuration, settings),
+                                        discovering: false, clearInterval: NodeStep.clearInterval(configuration, saved.settings),
                                         measuredPower: configuration.measuredPower,
                                         pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset)
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
+            let commands = NodeCommands(engine: engine, exporter: exporter)
             let nodeObject = try await connection.export([
-                NodeInterface.declaration(properties, engine: engine, exporter: exporter, reload: reload, connection: connection),
-                RegionMonitorInterface.declaration(engine: engine, exporter: exporter),
-                AlertManagerInterface.declaration(engine: engine, exporter: exporter, connection: connection),
-                ProfileInterface.declaration(engine: engine, exporter: exporter, attributes: await engine.profileAttributes),
+                NodeInterface.declaration(properties, commands: commands, exporter: exporter, reload: reload, connection: connection),
+                RegionMonitorInterface.declaration(commands: commands),
+                AlertManagerInterface.declaration(commands: commands, connection: connection),
+                ProfileInterface.declaration(commands: commands, attributes: await engine.read { $0.profileAttributes }),
                 ProfileInterface.eventLog(engine: engine),
             ], at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
             // The regions and alerts as they are at start, before the node takes its name (no
             // signals).
-            await exporter.show(await engine.regionSnapshot)
-            await exporter.show(await engine.alertSnapshot)
+            await exporter.show(await engine.read { $0.regionSnapshot })
+            await exporter.show(await engine.read { $0.alertSnapshot })
         } catch {
             await connection.close()
             throw StartupError(.unavailable, "cannot export the node's objects: \(error)")

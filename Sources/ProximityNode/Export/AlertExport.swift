@@ -11,38 +11,38 @@ extension BusExporter {
     /// names an object that is there), then the signals in order, then the objects gone, then
     /// `Current`.
     func show(_ changes: AlertChanges) async {
-        for (path, properties) in changes.targets.sorted(by: { $0.key < $1.key }) {
-            if let existing = alertObjects[path] {
+        for (key, properties) in changes.targets.sorted(by: { $0.key < $1.key }) {
+            if let existing = alertObjects[key] {
                 let changed = properties.changes(since: existing.properties)
                 if !changed.isEmpty { existing.object.set(changed, interface: Alert1.interface) }
-                alertObjects[path]!.properties = properties
+                alertObjects[key]!.properties = properties
             } else {
                 do {
-                    let object = try await connection.export([AlertInterface.declaration(properties)], at: path)
-                    alertObjects[path] = (object, properties)
+                    let object = try await connection.export([AlertInterface.declaration(properties)], at: properties.path)
+                    alertObjects[key] = (object, properties)
                 } catch {
-                    logger.error("cannot export an alert", metadata: ["dbus.path": "\(path)", "error": "\(error)"])
+                    logger.error("cannot export an alert", metadata: ["dbus.path": "\(properties.path)", "error": "\(error)"])
                 }
             }
         }
-        for signal in changes.signals {
+        for notice in changes.notices {
             do {
-                switch signal {
-                case .ready(let path, let content):
+                switch notice {
+                case .ready(let key, let distance):
+                    let path = Self.path(key)
+                    let content = changes.targets[key]?.offer(distance: distance) ?? [:]
                     try nodeObject?.emit(Manager1.alertReady, interface: Manager1.interface, [.objectPath(path), .variantMap(content)])
-                case .removed(let path, let reason):
-                    try nodeObject?.emit(Manager1.alertRemoved, interface: Manager1.interface, [.objectPath(path), .string(reason)])
-                case .changed:
-                    break
+                case .removed(let key, let reason):
+                    try nodeObject?.emit(Manager1.alertRemoved, interface: Manager1.interface, [.objectPath(Self.path(key)), .string(reason)])
                 }
             } catch {
-                logger.error("cannot emit an alert signal", metadata: ["dbus.path": "\(signal.path)", "error": "\(error)"])
+                logger.error("cannot emit an alert signal", metadata: ["error": "\(error)"])
             }
         }
-        for path in alertObjects.keys.sorted() where changes.targets[path] == nil {
-            if let gone = alertObjects.removeValue(forKey: path) { await gone.object.unexport() }
+        for key in alertObjects.keys.sorted() where changes.targets[key] == nil {
+            if let gone = alertObjects.removeValue(forKey: key) { await gone.object.unexport() }
         }
-        let current = changes.current ?? .root
+        let current = changes.current.map(Self.path) ?? .root
         if current != shownCurrent {
             shownCurrent = current
             nodeObject?.set(Manager1.current, .objectPath(current), interface: Manager1.interface)
@@ -53,6 +53,8 @@ extension BusExporter {
         }
         shown(changes.sequence)
     }
+
+    static func path(_ key: AlertTargetKey) -> ObjectPath { ProximityBus.alertPath(alert: key.alert, target: key.peer.rawValue) }
 }
 
 /// The daemon's side of `org.proximityd.Alert1` (`dbus/org.proximityd.Alert1.xml`).

@@ -14,9 +14,9 @@ enum AlertManagerInterface {
     typealias Manager1 = ProximityBus.AlertManager1
     typealias Errors = ProximityBus.Errors
 
-    static func declaration(engine: NodeEngine, exporter: BusExporter, connection: DBusConnection) -> DBusInterface {
-        @Sendable func shown(_ sequence: UInt64) async -> [DBusValue] {
-            await exporter.waitUntilShown(sequence)
+    static func declaration(commands: NodeCommands, connection: DBusConnection) -> DBusInterface {
+        @Sendable func run(_ command: NodeCommand) async throws(DBusError) -> [DBusValue] {
+            try await commands.run(command)
             return []
         }
         return DBusInterface(Manager1.interface, methods: [
@@ -28,18 +28,21 @@ enum AlertManagerInterface {
                 do { alert = try Alert(identifier: identifier, busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")
                 }
-                return await shown(try await engine.addAlert(alert))
+                return try await run(.addAlert(alert))
             },
             DBusMethod(Manager1.removeAlert, inputs: [DBusArgument("identifier", .string)]) { call in
-                await shown(try await engine.removeAlert(try identifier(call.arguments[0])))
+                try await run(.removeAlert(try identifier(call.arguments[0])))
             },
             DBusMethod(Manager1.getAlerts, outputs: [DBusArgument("alerts", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, await engine.alertTargetPaths.map { .objectPath($0) })]
+                [.array(element: .objectPath, await commands.read { $0.alertTargetKeys }.map { .objectPath(ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue)) })]
             },
             DBusMethod(Manager1.getDefinitions, outputs: [DBusArgument("alerts", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]) { _ in
-                let definitions = await engine.alertDefinitions
-                return [.dictionary(key: .string, value: .dictionary(key: .string, value: .variant),
-                                    definitions.sorted { $0.key < $1.key }.map { .init(.string($0.key), .variantMap($0.value)) })]
+                let definitions = await commands.read { $0.alertDefinitions }
+                return [.dictionary(key: .string, value: .dictionary(key: .string, value: .variant), definitions.map { alert, source in
+                    var values = alert.busValues
+                    values["Source"] = .string(source.rawValue)
+                    return .init(.string(alert.identifier), .variantMap(values))
+                })]
             },
             DBusMethod(Manager1.registerStrategy, inputs: [DBusArgument("strategy", .objectPath), DBusArgument("key", .string)]) { call in
                 guard let sender = call.sender, let path = call.arguments[0].objectPath else {
@@ -47,26 +50,26 @@ enum AlertManagerInterface {
                 }
                 let key = call.arguments[1].string ?? ""
                 if let problem = AlertStrategyKey.problem(key) { throw DBusError(Errors.invalidArguments, "the strategy key \(problem)") }
-                if NodeEngine.builtInStrategies.contains(key) {
+                if NodeStep.builtInStrategies.contains(key) {
                     throw DBusError(Errors.alreadyExists, "\(key.debugDescription) is a built-in strategy; register under another key")
                 }
                 try await checkImplementsStrategy(connection: connection, owner: sender, path: path)
-                return await shown(try await engine.registerStrategy(key, owner: sender, path: path))
+                return try await run(.registerStrategy(key, StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
             DBusMethod(Manager1.unregisterStrategy, inputs: [DBusArgument("strategy", .objectPath)]) { call in
                 guard let sender = call.sender, let path = call.arguments[0].objectPath else {
                     throw DBusError(Errors.invalidArguments, "UnregisterStrategy needs the caller's name and an object path")
                 }
-                return await shown(try await engine.unregisterStrategy(path, owner: sender))
+                return try await run(.unregisterStrategy(StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
             DBusMethod(Manager1.accept, inputs: [DBusArgument("alert", .objectPath)]) { call in
-                await shown(try await engine.acceptAlert(try path(call.arguments[0])))
+                try await run(.accept(try await target(call.arguments[0], commands)))
             },
             DBusMethod(Manager1.decline, inputs: [DBusArgument("alert", .objectPath)]) { call in
-                await shown(try await engine.declineAlert(try path(call.arguments[0])))
+                try await run(.decline(try await target(call.arguments[0], commands)))
             },
             DBusMethod(Manager1.done, inputs: [DBusArgument("alert", .objectPath)]) { call in
-                await shown(try await engine.alertDone(try path(call.arguments[0])))
+                try await run(.done(try await target(call.arguments[0], commands)))
             },
             DBusMethod(Manager1.setActionStatus, inputs: [DBusArgument("alert", .objectPath), DBusArgument("status", .string)]) { call in
                 let text = call.arguments[1].string ?? ""
@@ -74,12 +77,12 @@ enum AlertManagerInterface {
                     throw DBusError(Errors.invalidArguments,
                                     "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
                 }
-                return await shown(try await engine.setActionStatus(try path(call.arguments[0]), status))
+                return try await run(.setActionStatus(try await target(call.arguments[0], commands), status))
             },
         ], properties: [
             DBusProperty(Manager1.current, .objectPath, .objectPath(.root)),
             DBusProperty(Manager1.strategies, .array(.string),
-                         .array(element: .string, NodeEngine.builtInStrategies.sorted().map { .string($0) })),
+                         .array(element: .string, NodeStep.builtInStrategies.sorted().map { .string($0) })),
         ], signals: [
             DBusSignal(Manager1.alertReady, arguments: [DBusArgument("alert", .objectPath),
                                                         DBusArgument("content", .dictionary(key: .string, value: .variant))]),
@@ -93,9 +96,14 @@ enum AlertManagerInterface {
         return identifier
     }
 
-    private static func path(_ value: DBusValue) throws(DBusError) -> ObjectPath {
+    /// An alert target's object path as the target's key; the target must exist.
+    private static func target(_ value: DBusValue, _ commands: NodeCommands) async throws(DBusError) -> AlertTargetKey {
         guard let path = value.objectPath else { throw DBusError(Errors.invalidArguments, "expected an object path") }
-        return path
+        guard let (alert, peer) = ProximityBus.alertTarget(of: path),
+              case let key = AlertTargetKey(alert: alert, peer: PeerID(peer)), await commands.read({ $0.alertTargets[key] != nil }) else {
+            throw DBusError(Errors.doesNotExist, "no alert target at \(path)")
+        }
+        return key
     }
 
     /// Asks the caller's object for its introspection data: it must declare `AlertStrategy1` with
@@ -104,7 +112,7 @@ enum AlertManagerInterface {
         let xml: String
         do {
             xml = try await connection.call(destination: owner, path: path, interface: .introspectable, member: "Introspect",
-                                            timeout: NodeEngine.strategyTimeout).first?.string ?? ""
+                                            timeout: BusClients.strategyTimeout).first?.string ?? ""
         } catch {
             throw DBusError(Errors.notAStrategy, "\(path) of \(owner) cannot be introspected (\(error)); export an object with \(ProximityBus.AlertStrategy1.interface) there first")
         }

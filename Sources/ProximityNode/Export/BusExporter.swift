@@ -22,12 +22,12 @@ public actor BusExporter {
     let connection: DBusConnection
     let logger: Logger
     var nodeObject: DBusObject?
-    private var exported: [PeerID: (object: DBusObject, state: PeerState)] = [:]
+    private var exported: [PeerID: (object: DBusObject, properties: PeerProperties)] = [:]
     private let publishedState = Mutex(Published())
     /// The exported `Region1` objects, by region identifier.
     var regionObjects: [String: (object: DBusObject, properties: RegionProperties)] = [:]
     /// The exported `Alert1` objects, by path, and what `AlertManager1` shows.
-    var alertObjects: [ObjectPath: (object: DBusObject, properties: AlertProperties)] = [:]
+    var alertObjects: [AlertTargetKey: (object: DBusObject, properties: AlertProperties)] = [:]
     var shownCurrent: ObjectPath = .root
     var shownStrategies: [String] = []
     typealias Manager1 = ProximityBus.AlertManager1
@@ -85,7 +85,7 @@ public actor BusExporter {
             do {
                 try connection.emitSignal(path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
                                           member: ProximityBus.Node1.samples, batch.batch(for: recorder).arguments,
-                                          destination: recorder.client)
+                                          destination: try BusName(recorder.client))
             } catch {
                 logger.error("cannot send Samples", metadata: ["dbus.destination": "\(recorder.client)", "error": "\(error)"])
             }
@@ -93,22 +93,24 @@ public actor BusExporter {
     }
 
     private func show(_ report: NodeReport) async {
-        let plan = ExportPlan(from: exported.mapValues(\.state), to: report)
+        let peers = report.peers.map { $0.properties(in: report) }
+        let plan = ExportPlan(from: exported.mapValues(\.properties), to: peers)
         for id in plan.unexport {
             if let gone = exported.removeValue(forKey: id) { await gone.object.unexport() }
         }
-        let states = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier, $0) })
         for (id, changes) in plan.update {
             exported[id]?.object.set(changes, interface: ProximityBus.Peer1.interface)
         }
-        for (id, state) in states where exported[id] != nil { exported[id]!.state = state }
-        for peer in plan.export {
+        for peer in peers {
+            let id = PeerID(peer.identifier)
+            if exported[id] != nil { exported[id]!.properties = peer }
+        }
+        for properties in plan.export {
             do {
-                let properties = peer.properties
                 let object = try await connection.export([properties.interface], at: properties.path)
-                exported[peer.identifier] = (object, peer)
+                exported[PeerID(properties.identifier)] = (object, properties)
             } catch {
-                logger.error("cannot export a peer", metadata: ["peer.id": "\(peer.identifier)", "error": "\(error)"])
+                logger.error("cannot export a peer", metadata: ["peer.id": "\(properties.identifier)", "error": "\(error)"])
             }
         }
         let zones = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier.rawValue, $0.proximity.rawValue) })

@@ -11,22 +11,24 @@ struct ExportPlan: Sendable, Equatable {
     var unexport: [PeerID] = []
     /// Only the properties that changed, by peer.
     var update: [PeerID: [String: DBusValue]] = [:]
-    var export: [PeerState] = []
+    var export: [PeerProperties] = []
 
-    init(from exported: [PeerID: PeerState], to report: NodeReport) {
+    /// `peers`: a report's peers as `Peer1` shows them.
+    init(from exported: [PeerID: PeerProperties], to peers: [PeerProperties]) {
         var remaining = Set(exported.keys)
-        for peer in report.peers {
-            guard let previous = exported[peer.identifier] else {
+        for peer in peers {
+            let id = PeerID(peer.identifier)
+            guard let previous = exported[id] else {
                 export.append(peer)
                 continue
             }
-            remaining.remove(peer.identifier)
+            remaining.remove(id)
             guard previous != peer else { continue }
             // A constant property never changes while exported (a beacon's frame fields, FirstSeen).
-            let changed = peer.properties.changes(since: previous.properties).filter {
+            let changed = peer.changes(since: previous).filter {
                 PeerProperties.Key(rawValue: $0.key)?.descriptor.isConst == false
             }
-            if !changed.isEmpty { update[peer.identifier] = changed }
+            if !changed.isEmpty { update[id] = changed }
         }
         unexport = remaining.sorted()
     }
@@ -34,9 +36,12 @@ struct ExportPlan: Sendable, Equatable {
     var isEmpty: Bool { unexport.isEmpty && update.isEmpty && export.isEmpty }
 }
 
-extension PeerState {
-    /// The peer as `org.proximityd.Peer1` shows it (ProximityAPI spells the names and types).
-    var properties: PeerProperties {
+extension PeerSnapshot {
+    /// The peer as `org.proximityd.Peer1` shows it (ProximityAPI spells the names and types), its
+    /// times in microseconds since the Unix epoch (`report` gives the epoch of its clock).
+    func properties(in report: NodeReport) -> PeerProperties {
+        let firstSeen = UInt64(max(0, report.epoch(firstSeen) * 1_000_000))
+        let lastSeen = UInt64(max(0, report.epoch(lastSeen) * 1_000_000))
         let (major, minor) = beacon?.majorMinor.map { (Optional($0.major), Optional($0.minor)) } ?? (nil, nil)
         let (namespace, instance) = beacon?.namespaceAndInstance.map { (Optional($0.namespace), Optional($0.instance)) } ?? (nil, nil)
         return PeerProperties(

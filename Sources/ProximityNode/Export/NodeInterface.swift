@@ -13,7 +13,7 @@ enum NodeInterface {
     typealias Node1 = ProximityBus.Node1
     typealias Errors = ProximityBus.Errors
 
-    static func declaration(_ properties: NodeProperties, engine: NodeEngine, exporter: BusExporter,
+    static func declaration(_ properties: NodeProperties, commands: NodeCommands, exporter: BusExporter,
                             reload: ConfigurationReload, connection: DBusConnection) -> DBusInterface {
         let stringMap = DBusType.dictionary(key: .string, value: .string)
         return DBusInterface(Node1.interface, methods: [
@@ -24,7 +24,7 @@ enum NodeInterface {
                 [.stringMap(exporter.published.zones)]
             },
             DBusMethod(Node1.getIdentities, outputs: [DBusArgument("identities", stringMap)]) { _ in
-                [.stringMap(await engine.identities)]
+                [.stringMap(await commands.read { $0.identities })]
             },
             DBusMethod(Node1.setMeasuredPower, inputs: [DBusArgument("identifier", .string), DBusArgument("power", .int16)]) { call in
                 let identifier = call.arguments[0].string ?? ""
@@ -32,13 +32,13 @@ enum NodeInterface {
                 if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
                     throw DBusError(Errors.invalidArguments, problem)
                 }
-                try await engine.setMeasuredPower(power, for: identifier)
+                try await commands.run(.setMeasuredPower(power, peer: identifier))
                 return []
             },
             DBusMethod(Node1.resetMeasuredPower, inputs: [DBusArgument("identifier", .string)]) { call in
                 let identifier = call.arguments[0].string ?? ""
                 if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
-                try await engine.resetMeasuredPower(for: identifier)
+                try await commands.run(.resetMeasuredPower(peer: identifier))
                 return []
             },
             DBusMethod(Node1.reload) { _ in
@@ -49,12 +49,12 @@ enum NodeInterface {
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
                 let peers = try recordedPeers(call.arguments[0])
                 let caller = try await CallerCredentials.of(sender, on: connection)
-                try await engine.startRecording(peers, for: sender, uid: caller.uid, privileged: caller.privileged)
+                try await commands.run(.startRecording(peers, client: sender.rawValue, uid: caller.uid, privileged: caller.privileged))
                 return []
             },
             DBusMethod(Node1.stopRecording) { call in
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
-                try await engine.stopRecording(for: sender)
+                try await commands.run(.stopRecording(client: sender.rawValue))
                 return []
             },
         ], properties: NodeProperties.Key.allCases.map { key in
@@ -65,7 +65,7 @@ enum NodeInterface {
                 guard case .double(let seconds) = value, NodeSettings.clearIntervalRange.contains(seconds) else {
                     throw DBusError(Errors.invalidArguments, "ClearInterval must be a number of seconds above 0 and at most 3600")
                 }
-                try await engine.setClearInterval(seconds)
+                try await commands.run(.setClearInterval(seconds))
                 return .double(seconds)
             }
         }, signals: [

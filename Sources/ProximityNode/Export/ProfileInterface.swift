@@ -10,9 +10,9 @@ enum ProfileInterface {
     typealias P1 = ProximityBus.Profile1
     typealias Errors = ProximityBus.Errors
 
-    static func declaration(engine: NodeEngine, exporter: BusExporter, attributes: [String: String]) -> DBusInterface {
-        @Sendable func shown(_ sequence: UInt64) async -> [DBusValue] {
-            await exporter.waitUntilShown(sequence)
+    static func declaration(commands: NodeCommands, attributes: [String: String]) -> DBusInterface {
+        @Sendable func run(_ command: NodeCommand) async throws(DBusError) -> [DBusValue] {
+            try await commands.run(command)
             return []
         }
         return DBusInterface(P1.interface, methods: [
@@ -20,10 +20,10 @@ enum ProfileInterface {
                 let key = try key(call.arguments[0])
                 let value = call.arguments[1].string ?? ""
                 if let problem = Profile.problem(value: value) { throw DBusError(Errors.invalidArguments, problem) }
-                return await shown(try await engine.updateAttribute(key, value))
+                return try await run(.updateAttribute(key, value))
             },
             DBusMethod(P1.removeAttribute, inputs: [DBusArgument("key", .string)]) { call in
-                await shown(try await engine.removeAttribute(try key(call.arguments[0])))
+                try await run(.removeAttribute(try key(call.arguments[0])))
             },
             DBusMethod(P1.trackBeacon, inputs: [DBusArgument("uuid", .string), DBusArgument("major", .string), DBusArgument("minor", .string),
                                                DBusArgument("prox", .byte), DBusArgument("data", .dictionary(key: .string, value: .string))]) { call in
@@ -43,9 +43,9 @@ enum ProfileInterface {
                     }
                 }
                 guard data.count <= 64 else { throw DBusError(Errors.invalidArguments, "data has more than 64 entries") }
-                return await shown(try await engine.trackBeacon(uuid: texts[0], major: texts[1], minor: texts[2], prox: Int(prox), data: data))
+                return try await run(.trackBeacon(uuid: texts[0], major: texts[1], minor: texts[2], prox: Int(prox), data: data))
             },
-            DBusMethod(P1.clearCurrentBeacon) { _ in await shown(try await engine.clearCurrentBeacon()) },
+            DBusMethod(P1.clearCurrentBeacon) { _ in try await run(.clearCurrentBeacon) },
             DBusMethod(P1.addRule, inputs: [DBusArgument("identifier", .string), DBusArgument("rule", .string)]) { call in
                 let identifier = call.arguments[0].string ?? ""
                 if let problem = Rule.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
@@ -55,17 +55,18 @@ enum ProfileInterface {
                 do { rule = try Rule.parse(identifier: identifier, RuleValue.json(text)) } catch {
                     throw DBusError(Errors.invalidArguments, "rule \(identifier.debugDescription): \(error)")
                 }
-                return await shown(try await engine.addRule(rule))
+                return try await run(.addRule(rule))
             },
             DBusMethod(P1.removeRule, inputs: [DBusArgument("identifier", .string)]) { call in
-                await shown(try await engine.removeRule(call.arguments[0].string ?? ""))
+                try await run(.removeRule(call.arguments[0].string ?? ""))
             },
             DBusMethod(P1.getRules, outputs: [DBusArgument("rules", .dictionary(key: .string, value: .string))]) { _ in
-                [.stringMap(await engine.ruleDefinitions)]
+                [.stringMap(await commands.read { $0.ruleDefinitions })]
             },
             DBusMethod(P1.testRule, inputs: [DBusArgument("identifier", .string)],
                        outputs: [DBusArgument("holds", .boolean), DBusArgument("explanation", .array(.string))]) { call in
-                let (holds, lines) = try await engine.testRule(call.arguments[0].string ?? "")
+                let identifier = call.arguments[0].string ?? ""
+                let (holds, lines) = try await commands.read { step in Result { () throws(NodeRefusal) in try step.testRule(identifier) } }
                 return [.boolean(holds), .array(element: .string, lines.map { .string($0) })]
             },
         ], properties: [

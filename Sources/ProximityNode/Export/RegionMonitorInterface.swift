@@ -10,7 +10,7 @@ enum RegionMonitorInterface {
     typealias Monitor1 = ProximityBus.RegionMonitor1
     typealias Errors = ProximityBus.Errors
 
-    static func declaration(engine: NodeEngine, exporter: BusExporter) -> DBusInterface {
+    static func declaration(commands: NodeCommands) -> DBusInterface {
         DBusInterface(Monitor1.interface, methods: [
             DBusMethod(Monitor1.startMonitoring, inputs: [DBusArgument("identifier", .string),
                                                          DBusArgument("matcher", .dictionary(key: .string, value: .variant))]) { call in
@@ -20,28 +20,24 @@ enum RegionMonitorInterface {
                 do { matcher = try RegionMatcher(busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")
                 }
-                let sequence = try await engine.startMonitoring(Region(identifier: identifier, matcher: matcher, source: .bus))
-                await exporter.waitUntilShown(sequence)
+                try await commands.run(.startMonitoring(Region(identifier: identifier, matcher: matcher, source: .bus)))
                 return []
             },
             DBusMethod(Monitor1.stopMonitoring, inputs: [DBusArgument("identifier", .string)]) { call in
-                let sequence = try await engine.stopMonitoring(try identifier(call.arguments[0]))
-                await exporter.waitUntilShown(sequence)
+                try await commands.run(.stopMonitoring(try identifier(call.arguments[0])))
                 return []
             },
             DBusMethod(Monitor1.stopMonitoringAll) { _ in
-                let sequence = try await engine.stopMonitoringAll()
-                await exporter.waitUntilShown(sequence)
+                try await commands.run(.stopMonitoringAll)
                 return []
             },
             DBusMethod(Monitor1.requestState, inputs: [DBusArgument("identifier", .string)],
                        outputs: [DBusArgument("state", .string)]) { call in
-                let (state, sequence) = try await engine.requestState(try identifier(call.arguments[0]))
-                await exporter.waitUntilShown(sequence)
-                return [.string(state.rawValue)]
+                let outcome = try await commands.run(.requestState(try identifier(call.arguments[0])))
+                return [.string((outcome.regionState ?? .unknown).rawValue)]
             },
             DBusMethod(Monitor1.getMonitoredRegions, outputs: [DBusArgument("regions", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, await engine.monitoredRegions.map { .objectPath(ProximityBus.regionPath($0)) })]
+                [.array(element: .objectPath, await commands.read { $0.monitoredRegions }.map { .objectPath(ProximityBus.regionPath($0)) })]
             },
         ])
     }

@@ -9,7 +9,7 @@ struct IdentificationError: Error, CustomStringConvertible {
 }
 
 /// What one identification attempt came to.
-enum IdentificationResult: Sendable {
+public enum IdentificationResult: Sendable {
     case identified(UUID)
     /// The peer answered with something that is not an identity: not worth asking again soon.
     case rejected

@@ -57,7 +57,7 @@ struct MQTTMessages: Sendable {
     // MARK: - Reports
 
     /// The reports of one peer that passed the rate control: native, and the compatibility ones.
-    func reports(_ peer: PeerState, at time: Double) -> [MQTTOutgoing] {
+    func reports(_ peer: PeerSnapshot, at time: Double) -> [MQTTOutgoing] {
         let id = peer.identifier.rawValue
         let distance = MQTTRounding.metres(peer.distance)
         let native = PeerReport(id: id, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),

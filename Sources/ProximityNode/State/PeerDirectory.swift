@@ -51,14 +51,10 @@ struct PeerDirectory: Sendable {
         }
     }
 
-    func save(_ peers: [String: IdentityResolver.Remembered]) {
-        do {
-            let entries = peers.mapValues {
-                Entry(identity: $0.identity.uuidString.lowercased(), seen: (clock.epoch($0.seen) * 1000).rounded() / 1000)
-            }
-            try state.writeJSON(Self.fileName, File(version: 2, peers: entries, identities: nil))
-        } catch {
-            logger.error("cannot save the identified peers", metadata: ["error": "\(error)"])
+    func save(_ peers: [String: IdentityResolver.Remembered]) throws(StateError) {
+        let entries = peers.mapValues {
+            Entry(identity: $0.identity.uuidString.lowercased(), seen: (clock.epoch($0.seen) * 1000).rounded() / 1000)
         }
+        try state.writeJSON(Self.fileName, File(version: 2, peers: entries, identities: nil))
     }
 }

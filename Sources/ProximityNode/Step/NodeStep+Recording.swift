@@ -1,5 +1,3 @@
-import DBusKit
-import Foundation
 import Logging
 import ProximityAPI
 import ProximityCore
@@ -17,10 +15,8 @@ struct RecordingState: Sendable {
         var privileged: Bool
     }
 
-    var clients: [BusName: Client] = [:]
-    /// The clients whose leaving the bus is watched (a unique name is never used again, so one
-    /// watch per client is enough however often it starts and stops).
-    var watched: Set<BusName> = []
+    /// By unique bus name.
+    var clients: [String: Client] = [:]
     /// The peers some client records, and whether one records every peer.
     private(set) var peers: Set<PeerID> = []
     private(set) var everyPeer = false
@@ -42,30 +38,30 @@ struct RecordingState: Sendable {
 /// clients alone with each report (`Node1.Samples`, by the exporter), so a user can measure the
 /// node on their own radio (`proximityctl record`, `ranging-bench --replay`) and calibrate a peer
 /// (`proximityctl calibrate`).
-extension NodeEngine {
+extension NodeStep {
     /// The most samples one report's batch holds (all clients together); the rest are dropped
     /// and the drop is logged.
     static let maxRecordedSamplesPerReport = 50_000
 
     /// Keeps the sample the table just took for `id` at `t`, as the table took it (its RSSI and
     /// measured power); nothing if the table had no place for it.
-    func recordSample(_ id: PeerID, at t: Timestamp) {
+    mutating func recordSample(_ id: PeerID, at t: Timestamp, time: NodeTime) {
         guard let peer = table.peers[id], peer.lastSeen == t else { return }
         guard recording.samples.count < Self.maxRecordedSamplesPerReport else {
             recording.dropped += 1
             return
         }
-        recording.samples.append(RecordedSample(peer: id.rawValue, time: clock.epoch(t), rssi: peer.rssi,
-                                                measuredPower: peer.measuredPower))
+        recording.samples.append(RecordedSample(peer: id.rawValue, time: time.epoch(t), rssi: peer.rssi, measuredPower: peer.measuredPower))
     }
 
-    /// After the report of `t` is published: the batch for the recording clients (every report,
-    /// also when nothing was heard, so a client knows the report times).
-    func publishRecording(removed: [PeerID], at t: Timestamp) {
+    /// After the report: the batch for the recording clients (every report, also when nothing was
+    /// heard, so a client knows the report times).
+    mutating func recordingBatch(removed: [PeerID], at time: NodeTime) -> [NodeEffect] {
         guard !recording.clients.isEmpty else {
             recording.samples = []
-            return
+            return []
         }
+        var effects: [NodeEffect] = []
         var reports: [RecordedReport] = []
         for (id, peer) in table.peers where peer.details != nil && recording.wants(id) {
             reports.append(RecordedReport(peer: id.rawValue, zone: peer.proximity.rawValue, distance: peer.distance,
@@ -76,61 +72,50 @@ extension NodeEngine {
         }
         reports.sort { $0.peer < $1.peer }
         if recording.dropped > 0 {
-            logger.warning("too many samples to record in one report: some were left out",
-                           metadata: ["dropped": "\(recording.dropped)", "limit": "\(Self.maxRecordedSamplesPerReport)"])
+            effects.append(.log(LogLine(.warning, "too many samples to record in one report: some were left out",
+                                        ["dropped": "\(recording.dropped)", "limit": "\(Self.maxRecordedSamplesPerReport)"])))
             recording.dropped = 0
         }
         let recorders = recording.clients.map { RecordingBatch.Recorder(client: $0.key, peers: $0.value.peers, since: $0.value.since) }
-        events.publish(.recording(RecordingBatch(time: clock.epoch(t), samples: recording.samples, reports: reports,
-                                                 recorders: recorders.sorted { $0.client.rawValue < $1.client.rawValue })))
+        effects.append(.publish(.recording(RecordingBatch(time: time.epoch, samples: recording.samples, reports: reports,
+                                                          recorders: recorders.sorted { $0.client < $1.client }))))
         recording.samples = []
+        return effects
     }
 
-    // MARK: - Commands (Node1)
-
-    /// `StartRecording` by `client` (its unique name), of Unix user `uid`: `peers` (checked by the
-    /// caller; empty: every peer) from now on. Again: the new peers replace the old.
+    /// `StartRecording` by `client` (its unique name), of Unix user `uid`: `peers` (empty: every
+    /// peer) from now on. Again: the new peers replace the old.
     ///
     /// Slots: ``ProximityBus/Node1/maxRecorders`` for the privileged (root, the node's user, group
     /// proximityd), and as many again for everyone else, at most
     /// ``ProximityBus/Node1/maxRecordersPerUser`` a user; so no user can lock the others out, and
     /// nobody can lock out an operator.
-    public func startRecording(_ peers: [PeerID], for client: BusName, uid: UInt32, privileged: Bool) throws(DBusError) {
+    mutating func startRecording(_ peers: [PeerID], for client: String, uid: UInt32, privileged: Bool,
+                                 into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
         if recording.clients[client] == nil {
             let sharing = recording.clients.values.filter { $0.privileged == privileged }
             if sharing.count >= ProximityBus.Node1.maxRecorders {
-                throw DBusError(Errors.limitReached, privileged
-                                ? "at most \(ProximityBus.Node1.maxRecorders) clients of root and group proximityd may record at once"
-                                : "at most \(ProximityBus.Node1.maxRecorders) clients outside group proximityd may record at once")
+                throw NodeRefusal(.limitReached, privileged
+                                  ? "at most \(ProximityBus.Node1.maxRecorders) clients of root and group proximityd may record at once"
+                                  : "at most \(ProximityBus.Node1.maxRecorders) clients outside group proximityd may record at once")
             }
             if !privileged, sharing.filter({ $0.uid == uid }).count >= ProximityBus.Node1.maxRecordersPerUser {
-                throw DBusError(Errors.limitReached,
-                                "user \(uid) records from \(ProximityBus.Node1.maxRecordersPerUser) clients already (the most for a user outside group proximityd)")
+                throw NodeRefusal(.limitReached,
+                                  "user \(uid) records from \(ProximityBus.Node1.maxRecordersPerUser) clients already (the most for a user outside group proximityd)")
             }
         }
-        recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: clock.epoch(clock.now), uid: uid, privileged: privileged)
+        recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: time.epoch, uid: uid, privileged: privileged)
         recording.recompute()
-        logger.info("recording samples", metadata: [
-            "dbus.sender": "\(client)", "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])
-        if recording.watched.insert(client).inserted {
-            watchClient(client) { await $0.recorderLeft(client, because: $1) }
-        }
+        outcome.effects.append(.log(LogLine(.info, "recording samples", [
+            "dbus.sender": "\(client)", "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])))
+        outcome.effects += watch(client)
     }
 
-    /// `StopRecording` by `client`.
-    public func stopRecording(for client: BusName) throws(DBusError) {
+    mutating func stopRecording(for client: String, into outcome: inout StepOutcome) throws(NodeRefusal) {
         guard recording.clients.removeValue(forKey: client) != nil else {
-            throw DBusError(Errors.doesNotExist, "\(client) is not recording")
+            throw NodeRefusal(.doesNotExist, "\(client) is not recording")
         }
         recording.recompute()
-        logger.info("stopped recording samples", metadata: ["dbus.sender": "\(client)"])
-    }
-
-    /// Stops `client`'s recording: it left the bus (or cannot be watched).
-    func recorderLeft(_ client: BusName, because reason: String) {
-        recording.watched.remove(client)
-        guard recording.clients.removeValue(forKey: client) != nil else { return }
-        recording.recompute()
-        logger.info("stopped recording samples", metadata: ["dbus.sender": "\(client)", "why": "\(reason)"])
+        outcome.effects.append(.log(LogLine(.info, "stopped recording samples", ["dbus.sender": "\(client)"])))
     }
 }

@@ -1,34 +1,30 @@
-import DBusKit
 import Foundation
 import ProximityAPI
 import ProximityCore
 import Synchronization
 
-/// One peer as the node publishes it in a report: everything `org.proximityd.Peer1` shows.
-public struct PeerState: Sendable, Hashable {
-    public var identifier: PeerID
-    public var kind: PeerKind
-    public var address: String
-    public var name: String
-    public var rssi: Int16
-    public var smoothedRSSI: Double
-    public var measuredPower: Int16
-    public var distance: Double
-    public var proximity: Proximity
-    /// Microseconds since the Unix epoch.
-    public var firstSeen: UInt64
-    public var lastSeen: UInt64
-    public var beacon: BeaconIdentity?
-}
-
 /// The ranging report the node publishes once a second: every peer in the table, nearest first.
 public struct NodeReport: Sendable, Hashable {
     public var time: Timestamp
-    public var peers: [PeerState]
+    /// Seconds since the Unix epoch at ``time``.
+    public var epoch: Double
+    /// Nearest first.
+    public var peers: [PeerSnapshot]
     /// Peers reported unknown for the first time because they fell silent.
     public var silenced: [PeerID]
     /// Peers that left the table in this report.
     public var removed: [PeerID]
+
+    public init(time: Timestamp, epoch: Double, peers: [PeerSnapshot], silenced: [PeerID], removed: [PeerID]) {
+        self.time = time
+        self.epoch = epoch
+        self.peers = peers
+        self.silenced = silenced
+        self.removed = removed
+    }
+
+    /// Seconds since the Unix epoch of `t`, a time of the report's clock.
+    public func epoch(_ t: Timestamp) -> Double { epoch - (time - t) }
 
     /// Identifier → zone: the seed's `foundDevices`.
     public var zones: [PeerID: Proximity] {
@@ -69,12 +65,13 @@ public enum NodeEvent: Sendable, Hashable {
 public struct RecordingBatch: Sendable, Hashable {
     /// A client recording, and the peers it asked for (nil: every peer).
     public struct Recorder: Sendable, Hashable {
-        public var client: BusName
+        /// Its unique bus name.
+        public var client: String
         public var peers: Set<PeerID>?
         /// When it started, seconds since the Unix epoch: it gets no sample from before.
         public var since: Double
 
-        public init(client: BusName, peers: Set<PeerID>?, since: Double = 0) {
+        public init(client: String, peers: Set<PeerID>?, since: Double = 0) {
             self.client = client
             self.peers = peers
             self.since = since
@@ -121,24 +118,30 @@ public struct ProfileChanges: Sendable, Hashable {
 }
 
 /// What one step of the alert engine left: the whole picture of the targets (few: alerts ×
-/// matching peers), so a subscriber shows exactly this, and the signals of the step in order.
+/// matching peers), so a subscriber shows exactly this, and the offers and removals of the step
+/// in order.
 public struct AlertChanges: Sendable, Hashable {
+    /// An offer (`AlertReady`, with the target's distance in metres) or a removal.
+    public enum Notice: Sendable, Hashable {
+        case ready(AlertTargetKey, distance: Double)
+        case removed(AlertTargetKey, reason: String)
+    }
+
     /// In the same series as ``RegionChanges/sequence``.
     public var sequence: UInt64
-    /// Every alert target, by path.
-    public var targets: [ObjectPath: AlertProperties]
-    /// `AlertReady` and `AlertRemoved`, in order.
-    public var signals: [AlertSignal]
+    /// Every alert target.
+    public var targets: [AlertTargetKey: AlertProperties]
+    public var notices: [Notice]
     /// The alert offered or in progress.
-    public var current: ObjectPath?
+    public var current: AlertTargetKey?
     /// The strategy keys alerts may name now.
     public var strategies: [String]
 
-    public init(sequence: UInt64 = 0, targets: [ObjectPath: AlertProperties], signals: [AlertSignal] = [], current: ObjectPath?,
+    public init(sequence: UInt64 = 0, targets: [AlertTargetKey: AlertProperties], notices: [Notice] = [], current: AlertTargetKey?,
                 strategies: [String]) {
         self.sequence = sequence
         self.targets = targets
-        self.signals = signals
+        self.notices = notices
         self.current = current
         self.strategies = strategies
     }

@@ -1,0 +1,39 @@
+/// One peer as a report holds it: what ranging made of it, read by every stage after ranging
+/// (regions, alerts, tracking) and published as it is; it becomes the bus's `Peer1` properties
+/// only at the bus's edge.
+public struct PeerSnapshot: Sendable, Hashable {
+    public var identifier: PeerID
+    public var kind: PeerKind
+    public var address: String
+    /// Its advertised name (or a peer node's alias); empty when it has none.
+    public var name: String
+    public var beacon: BeaconIdentity?
+    public var proximity: Proximity
+    /// Metres.
+    public var distance: Double
+    /// The last sample, dBm (with the node's RSSI offset).
+    public var rssi: Int16
+    public var smoothedRSSI: Double
+    /// The power at 1 m ranging used, dBm.
+    public var measuredPower: Int16
+    /// When it entered the table, and when it was last heard.
+    public var firstSeen: Timestamp
+    public var lastSeen: Timestamp
+
+    public init(identifier: PeerID, kind: PeerKind, address: String, name: String = "", beacon: BeaconIdentity? = nil,
+                proximity: Proximity, distance: Double, rssi: Int16, smoothedRSSI: Double? = nil, measuredPower: Int16 = -59,
+                firstSeen: Timestamp? = nil, lastSeen: Timestamp) {
+        self.identifier = identifier
+        self.kind = kind
+        self.address = address
+        self.name = name
+        self.beacon = beacon
+        self.proximity = proximity
+        self.distance = distance
+        self.rssi = rssi
+        self.smoothedRSSI = smoothedRSSI ?? Double(rssi)
+        self.measuredPower = measuredPower
+        self.firstSeen = firstSeen ?? lastSeen
+        self.lastSeen = lastSeen
+    }
+}

@@ -1,0 +1,182 @@
+import BlueZ
+import DBusKit
+import Foundation
+import Logging
+import ProximityAPI
+import ProximityCore
+
+/// The node's side of BlueZ: it exports the advertisement and the GATT application, turns what
+/// BlueZ reports into the step's ``NodeInput``s, and makes the BlueZ calls the step asks for
+/// (power, register, discover, connect to identify), each answering with the inputs to feed back.
+actor BlueZSide {
+    let connection: DBusConnection
+    let mirror: BlueZObjectMirror
+    let configuration: NodeConfiguration
+    let identity: UUID
+    let logger: Logger
+    nonisolated let adapterPath: ObjectPath
+    /// The general service UUID, lowercase.
+    nonisolated let serviceUUID: String
+    private var advertisement: Advertisement?
+    private var application: GattApplication?
+
+    init(connection: DBusConnection, mirror: BlueZObjectMirror, configuration: NodeConfiguration, identity: UUID, logger: Logger) {
+        self.connection = connection
+        self.mirror = mirror
+        self.configuration = configuration
+        self.identity = identity
+        self.logger = logger
+        adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
+        serviceUUID = configuration.serviceUUID.lowercased
+    }
+
+    /// What the node advertises: the general service UUID, its name, its measured power
+    /// (``NodePowerFrame``, for peers to range it with) and its identity (when it fits: with a
+    /// 128-bit service UUID it does not).
+    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID) -> AdvertisementContent {
+        AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: configuration.name,
+                             manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
+                             identity: identity)
+    }
+
+    /// BlueZ's objects and signals, in order.
+    nonisolated var events: AsyncStream<BlueZEvent> { mirror.events }
+
+    /// Exports the advertisement and the GATT application; then `releases` and `hellos` carry
+    /// what BlueZ and peers do with them, as inputs.
+    func export() async -> (releases: AsyncStream<Void>?, hellos: AsyncStream<NodeInput>?) {
+        let callers = BlueZCallers(connection: connection)
+        do {
+            advertisement = try await Advertisement.export(
+                on: connection, content: Self.advertisementContent(configuration, identity: identity), callers: callers, logger: logger)
+            if advertisement?.plan.carriesManufacturerData == false {
+                logger.warning("the advertisement has no room for the measured power: peers will assume their own")
+            }
+            application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, identity: identity, callers: callers)
+        } catch {
+            logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
+        }
+        let adapterPath = self.adapterPath
+        let hellos = application.map { application in
+            AsyncStream<NodeInput> { continuation in
+                let task = Task {
+                    for await hello in application.hellos {
+                        if let input = Self.input(for: hello, adapter: adapterPath) { continuation.yield(input) }
+                    }
+                    continuation.finish()
+                }
+                continuation.onTermination = { _ in task.cancel() }
+            }
+        }
+        return (advertisement?.releases, hellos)
+    }
+
+    /// Unregisters the advertisement and the application.
+    func unregister() async {
+        let adapter = Adapter(connection: connection, path: adapterPath)
+        do {
+            if let advertisement { try await advertisement.unregister(from: adapter.advertisingManager) }
+            if let application { try await application.unregister(from: adapter.gattManager) }
+        } catch {
+            logger.warning("cannot unregister from BlueZ", metadata: ["error": "\(error)"])
+            return
+        }
+        logger.info("unregistered the advertisement and the GATT application")
+    }
+
+    // MARK: - What BlueZ reports
+
+    /// `event` as the step's input, or nil when it is none of this node's business (several nodes
+    /// may share one bluetoothd, each with its own adapter). Runs on the engine, once per sample.
+    nonisolated func input(for event: BlueZEvent, at t: Timestamp) -> NodeInput? {
+        switch event {
+        case .adapterAdded(let info), .adapterChanged(let info, _):
+            guard info.path == adapterPath else { return nil }
+            return .adapterSeen(powered: info.powered, discovering: info.discovering, address: info.address)
+        case .adapterRemoved(let path): return path == adapterPath ? .adapterRemoved : nil
+        case .bluezGone: return .bluezGone
+        case .bluezRestarted: return .bluezRestarted
+        case .deviceAdded(let info):
+            guard info.adapter == adapterPath else { return nil }
+            return Self.sighting(info, sample: info.rssi != nil, frameChanged: true, at: t)
+        case .deviceChanged(let info, let changed):
+            guard info.adapter == adapterPath else { return nil }
+            return Self.sighting(info, sample: changed.contains("RSSI"),
+                                 frameChanged: changed.contains("ManufacturerData") || changed.contains("ServiceData") || changed.contains("UUIDs"),
+                                 at: t)
+        case .deviceRemoved: return nil
+        }
+    }
+
+    static func sighting(_ info: DeviceInfo, sample: Bool, frameChanged: Bool, at t: Timestamp) -> NodeInput {
+        let frame = AdvertisedFrame(serviceUUIDs: info.uuids, manufacturerData: info.manufacturerData, serviceData: info.serviceData)
+        return .sighting(Observation(address: info.address, rssi: sample ? info.rssi : nil, time: t, frame: frameChanged ? frame : nil,
+                                     txPower: info.txPower, name: info.name),
+                         frame: frame, alias: info.alias)
+    }
+
+    /// A peer that connected to this node wrote its identity to the hello characteristic.
+    static func input(for hello: GattHello, adapter: ObjectPath) -> NodeInput? {
+        guard hello.device.rawValue.hasPrefix(adapter.rawValue + "/"), let address = DeviceInfo.address(fromPath: hello.device),
+              hello.value.count == 16 else { return nil }
+        let b = hello.value
+        let uuid = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        return .introduced(uuid, address: address)
+    }
+
+    // MARK: - Calls the step asks for
+
+    /// One BlueZ call the adapter link asked for; the inputs its result makes.
+    func carryOut(_ action: AdapterLink.Action, generation: Int, at now: @Sendable () -> Timestamp) async -> [NodeInput] {
+        let adapter = Adapter(connection: connection, path: adapterPath)
+        switch action {
+        case .powerOn:
+            do { try await adapter.setPowered(true) } catch BlueZCallError.other(name: "org.bluez.Error.Busy", _) {
+                // A bluetoothd that just started powers its adapter itself (AutoEnable).
+                logger.info("bluetoothd is powering the adapter on itself")
+            } catch {
+                logger.error("cannot power the adapter on", metadata: ["error": "\(error)"])
+            }
+            return []
+        case .register:
+            // BlueZ keeps registrations across a power cycle: AlreadyExists means registered.
+            var failure: String?
+            do {
+                if let application {
+                    do { try await application.register(with: adapter.gattManager) } catch BlueZCallError.alreadyExists {}
+                }
+                if let advertisement {
+                    do { try await advertisement.register(with: adapter.advertisingManager) } catch BlueZCallError.alreadyExists {}
+                }
+            } catch {
+                failure = "\(error)"
+            }
+            return [.registrationEnded(failure: failure, generation: generation)]
+        case .startDiscovery:
+            var failure: String?
+            do {
+                try await adapter.setDiscoveryFilter(.proximity(serviceUUID: serviceUUID, beacons: configuration.trackBeacons))
+                do { try await adapter.startDiscovery() } catch BlueZCallError.inProgress {}
+            } catch {
+                failure = "\(error)"
+            }
+            return [.discoveryEnded(failure: failure, generation: generation)]
+        case .considerKnownDevices:
+            // Devices already in the mirror (a restart, the adapter back) are considered again.
+            let t = now()
+            return await mirror.devices(on: adapterPath).map { Self.sighting($0, sample: false, frameChanged: true, at: t) }
+        case .publish:
+            return []
+        }
+    }
+
+    /// Connects to a peer to identify it.
+    func identify(_ connect: IdentificationScheduler.Connect) async -> NodeInput {
+        // BlueZ's path for a device: its address with '_' for ':' under the adapter.
+        guard let path = try? ObjectPath(adapterPath.rawValue + "/dev_" + connect.address.replacingOccurrences(of: ":", with: "_")) else {
+            return .identificationRejected(address: connect.address)
+        }
+        let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, identity: identity, logger: logger)
+        return .identified(address: connect.address, await identifier.identify(path, address: connect.address, attempt: connect.attempt))
+    }
+}

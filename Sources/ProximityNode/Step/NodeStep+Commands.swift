@@ -1,0 +1,177 @@
+import Logging
+import ProximityAPI
+import ProximityCore
+
+/// Commands and reloads: each runs on the step (the executor runs it on a copy, and keeps the
+/// copy once the files it must write are written), and answers with a ``StepOutcome``.
+extension NodeStep {
+    public mutating func command(_ command: NodeCommand, at time: NodeTime) throws(NodeRefusal) -> StepOutcome {
+        var outcome = StepOutcome()
+        switch command {
+        case .setClearInterval(let seconds): setClearInterval(seconds, into: &outcome, at: time)
+        case .setMeasuredPower(let power, let peer): try setMeasuredPower(power, for: peer, into: &outcome, at: time)
+        case .resetMeasuredPower(let peer): try resetMeasuredPower(for: peer, into: &outcome, at: time)
+        case .startRecording(let peers, let client, let uid, let privileged):
+            try startRecording(peers, for: client, uid: uid, privileged: privileged, into: &outcome, at: time)
+        case .stopRecording(let client): try stopRecording(for: client, into: &outcome)
+
+        case .startMonitoring(let region): try startMonitoring(region, into: &outcome, at: time)
+        case .stopMonitoring(let identifier): try stopMonitoring(identifier, into: &outcome, at: time)
+        case .stopMonitoringAll: stopMonitoringAll(into: &outcome, at: time)
+        case .requestState(let identifier): try requestState(identifier, into: &outcome, at: time)
+
+        case .addAlert(let alert): try addAlert(alert, into: &outcome, at: time)
+        case .removeAlert(let identifier): try removeAlert(identifier, into: &outcome, at: time)
+        case .accept(let key):
+            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.accept(key, at: time.now) }
+        case .decline(let key):
+            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.decline(key, at: time.now) }
+        case .done(let key):
+            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.done(key, at: time.now) }
+        case .setActionStatus(let key, let status):
+            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.setStatus(key, status, at: time.now) }
+        case .registerStrategy(let key, let client): try registerStrategy(key, client, into: &outcome, at: time)
+        case .unregisterStrategy(let client): try unregisterStrategy(client, into: &outcome, at: time)
+        case .strategyAnswered(let key, let generation, let verdicts):
+            outcome.effects = strategyAnswered(key, generation: generation, verdicts, at: time)
+        case .strategyFailed(let key, let generation, let reason):
+            outcome.effects = dropStrategy(key, generation: generation, because: reason, release: true, at: time)
+        case .clientLeft(let client, let reason):
+            outcome.effects = clientLeft(client, because: reason, at: time)
+
+        case .updateAttribute(let key, let value): try updateAttribute(key, value, into: &outcome, at: time)
+        case .removeAttribute(let key): try removeAttribute(key, into: &outcome, at: time)
+        case .trackBeacon(let uuid, let major, let minor, let prox, let data):
+            profileCommand(into: &outcome, at: time) { step, effects in
+                step.apply(Tracker.manual(uuid: uuid, major: major, minor: minor, prox: prox, data: data), at: time, effects: &effects)
+            }
+        case .clearCurrentBeacon:
+            let peer = profile.tracker.current
+            profileCommand(into: &outcome, at: time) { step, effects in
+                step.profile.tracker.reset()
+                return step.apply(.clear(peer: peer), at: time, effects: &effects)
+            }
+        case .addRule(let rule): try addRule(rule, into: &outcome, at: time)
+        case .removeRule(let identifier): try removeRule(identifier, into: &outcome, at: time)
+        }
+        outcome.sequence = sequence
+        return outcome
+    }
+
+    /// `file` must be written before the command counts; noted as written (the executor drops
+    /// this step if the write fails).
+    mutating func commit(_ file: StateFile, into outcome: inout StepOutcome, at time: NodeTime) {
+        wrote(file, at: time.now)
+        outcome.commit.removeAll { $0.kind == file.kind }
+        outcome.commit.append(file)
+    }
+
+    // MARK: - Profile1
+
+    /// Runs a profile command's happenings after `change` (applied to the profile) is committed.
+    /// `before`: the attributes before the command, when it changed them already.
+    mutating func profileCommand(into outcome: inout StepOutcome, at time: NodeTime, before: [String: String]? = nil,
+                                 _ change: (inout NodeStep, inout [NodeEffect]) -> [Happening]) {
+        let before = before ?? profile.profile.attributes
+        var effects: [NodeEffect] = []
+        let happenings = change(&self, &effects)
+        let snapshot = profile.snapshot
+        if profile.persisted.differs(snapshot) { commit(.profile(snapshot), into: &outcome, at: time) }
+        let (reacted, offers) = react(happenings, at: time, profileBefore: before)
+        outcome.effects += effects + reacted
+        if !offers.isEmpty { outcome.effects += settleAlerts(offers, at: time) }
+    }
+
+    mutating func updateAttribute(_ key: String, _ value: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        let before = profile.profile.attributes
+        let changed: [String: String?]
+        do throws(ProfileFull) { changed = try profile.profile.apply([key: value]) } catch {
+            throw NodeRefusal(.limitReached, "the profile holds at most \(error.limit) attributes; remove some first")
+        }
+        profileCommand(into: &outcome, at: time, before: before) { step, _ in changed.isEmpty ? [] : [step.profileHappening(changed, by: "bus", at: time)] }
+    }
+
+    mutating func removeAttribute(_ key: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        guard profile.profile[key] != nil else { throw NodeRefusal(.doesNotExist, "no attribute \(key.debugDescription)") }
+        let before = profile.profile.attributes
+        let changed = (try? profile.profile.apply([key: nil])) ?? [:]
+        profileCommand(into: &outcome, at: time, before: before) { step, _ in [step.profileHappening(changed, by: "bus", at: time)] }
+    }
+
+    mutating func addRule(_ rule: Rule, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        try profile.provenance.checkBusDefinition(rule.identifier, limit: RuleEngine.maxRules)
+        profile.rules.add(rule)
+        profile.provenance.set(rule.identifier, .bus)
+        outcome.effects.append(.log(LogLine(.info, "rule added", ["rule": "\(rule.identifier)"])))
+        profileCommand(into: &outcome, at: time) { _, _ in [] }
+    }
+
+    mutating func removeRule(_ identifier: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        try profile.provenance.checkBusRemoval(identifier)
+        profile.rules.remove(identifier)
+        profile.provenance.set(identifier, nil)
+        outcome.effects.append(.log(LogLine(.info, "rule removed", ["rule": "\(identifier)"])))
+        profileCommand(into: &outcome, at: time) { _, _ in [] }
+    }
+
+    /// `GetRules`: identifier → the rule's JSON, with `"source"`.
+    public var ruleDefinitions: [String: String] {
+        var out: [String: String] = [:]
+        for (id, rule) in profile.rules.rules {
+            guard case .map(var entries, var order) = rule.definition else { continue }
+            entries["source"] = .text((profile.provenance[id] ?? .bus).rawValue)
+            order.append("source")
+            out[id] = RuleValue.map(entries, order: order).json
+        }
+        return out
+    }
+
+    /// `TestRule`: whether the rule's condition holds on the profile now (`event.*` fields are
+    /// missing), and why.
+    public func testRule(_ identifier: String) throws(NodeRefusal) -> (Bool, [String]) {
+        guard let rule = profile.rules.rules[identifier] else { throw NodeRefusal(.doesNotExist, "no rule \(identifier.debugDescription) is defined") }
+        let lookup = { [profile = profile.profile] (key: String) in RuleEngine.lookup(key, profile: profile, event: nil) }
+        return (rule.condition.holds(lookup), rule.condition.explain(lookup))
+    }
+
+    // MARK: - Reload
+
+    /// A reloaded configuration's regions and monitor settings, alerts, tracking and rules, clear
+    /// interval and RSSI offset, as one change: checked first (a refusal changes nothing), its
+    /// three files committed together, then published.
+    public mutating func reconfigure(_ configuration: NodeConfiguration, at time: NodeTime) throws(NodeRefusal) -> StepOutcome {
+        var outcome = StepOutcome()
+        let (regionChanges, regionLines) = try reconfigureRegions(configuration, at: time.now)
+        let (alertEvents, alertLines, alertsChanged) = try reconfigureAlerts(configuration)
+        let ruleLines = try reconfigureRules(configuration)
+        commit(.regions(regions.monitor.regions), into: &outcome, at: time)
+        commit(.alerts(bus: alerts.busAlerts, engine: alerts.engine.saved), into: &outcome, at: time)
+        commit(.profile(profile.snapshot), into: &outcome, at: time)
+        outcome.effects += (regionLines + alertLines + ruleLines).map(NodeEffect.log)
+        if alertsChanged { outcome.effects += publishAlerts(alertEvents, at: time) }
+        outcome.effects += applyClearInterval(configuration.clearInterval ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
+        if configuration.rssiOffset != rssiOffset {
+            rssiOffset = configuration.rssiOffset
+            outcome.effects.append(.log(LogLine(.notice, "the RSSI offset changed", ["rssi.offset": "\(rssiOffset)"])))
+            outcome.effects.append(.publish(.rssiOffset(rssiOffset)))
+        }
+        outcome.effects += publishRegions(regionChanges, at: time)
+        outcome.sequence = sequence
+        return outcome
+    }
+
+    /// The config file's tracking and rules after a reload (rules of the bus with the same
+    /// identifier give way).
+    mutating func reconfigureRules(_ configuration: NodeConfiguration) throws(NodeRefusal) -> [LogLine] {
+        profile.tracker.configuration = configuration.tracking
+        let reload = profile.provenance.reload(config: configuration.rules.map(\.identifier))
+        for id in reload.removed { profile.rules.remove(id) }
+        for rule in configuration.rules { profile.rules.add(rule) }
+        if profile.rules.rules.count > RuleEngine.maxRules {
+            throw NodeRefusal(.invalidConfiguration,
+                              "\(profile.rules.rules.count) rules (config file and bus) exceed \(RuleEngine.maxRules); remove some first; nothing changed")
+        }
+        profile.provenance = reload.next
+        return reload.lines
+    }
+}

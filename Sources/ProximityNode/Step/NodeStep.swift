@@ -1,0 +1,372 @@
+import Foundation
+import Logging
+import ProximityAPI
+import ProximityCore
+
+/// The node's middle as one value: every stage's state, from what BlueZ reports to the rules'
+/// actions. It does no I/O and reads no clock: each input (``input(_:at:)``, ``report(at:)``,
+/// ``command(_:at:)``, ``reconfigure(_:at:)``) takes the time and returns the effects to carry
+/// out, in order (save this file, publish this event, log this line, ask this strategy client,
+/// make this BlueZ call). ``NodeEngine`` runs them and feeds the results back.
+///
+/// ```
+///   BlueZ ──▶ observation ─▶ identity ─┬▶ identification (GATT)
+///                                      └▶ found-devices table ─▶ report ─▶ regions ─▶ alerts ─▶ tracking
+///                                                                            └────────┴──────────┴─▶ event log, rules
+/// ```
+public struct NodeStep: Sendable {
+    let configuration: NodeConfiguration
+    let identity: UUID
+    /// The general service UUID, lowercase.
+    let serviceUUID: String
+
+    var link: AdapterLink
+    var resolver: IdentityResolver
+    var scheduler: IdentificationScheduler
+    var table: FoundDevicesTable
+    var settings: NodeSettings
+    /// dB added to every RSSI sample before ranging (`--rssi-offset`; a reload changes it).
+    var rssiOffset: Double
+    var regions: RegionStage
+    var alerts: AlertStage
+    var profile: ProfileStage
+    var recording = RecordingState()
+    /// The clients watched until they leave the bus (strategies, recordings), by unique name.
+    var watchedClients: Set<String> = []
+    /// Numbers every region, alert and profile change the step publishes (one series), so a
+    /// command's caller waits until the bus shows its change.
+    var sequence: UInt64 = 0
+
+    /// What the node keeps across restarts, as loaded from the state directory.
+    public struct Saved: Sendable {
+        public var settings = NodeSettings()
+        public var peers: [String: IdentityResolver.Remembered] = [:]
+        public var regions = RegionStore.Saved()
+        public var alerts = AlertStore.Saved()
+        public var profile = ProfileStore.Saved()
+
+        public init() {}
+    }
+
+    /// The step at start, and what starting it did (the states it determined, its log lines).
+    public init(configuration: NodeConfiguration, identity: UUID, saved: Saved, at time: NodeTime) {
+        self.configuration = configuration
+        self.identity = identity
+        serviceUUID = configuration.serviceUUID.lowercased
+        settings = saved.settings
+        rssiOffset = configuration.rssiOffset
+        link = AdapterLink(powerOn: configuration.powerOn)
+        resolver = IdentityResolver(
+            configuration: .init(serviceUUID: serviceUUID, ownIdentity: identity, rangeBeacons: configuration.trackBeacons,
+                                 maxRememberedAddresses: configuration.maxRememberedAddresses),
+            nodes: saved.peers)
+        scheduler = IdentificationScheduler(configuration: configuration.identification)
+        table = FoundDevicesTable(configuration: Self.rangingConfiguration(
+            configuration, clearInterval: Self.clearInterval(configuration, saved.settings)))
+        regions = RegionStage(configuration, saved.regions, at: time.now)
+        alerts = AlertStage(configuration, saved.alerts, at: time.now)
+        profile = ProfileStage(configuration, saved.profile, at: time.now)
+    }
+
+    /// The table's ranging model, for the node's configuration.
+    static func rangingConfiguration(_ configuration: NodeConfiguration, clearInterval: Double) -> RangingConfiguration {
+        var ranging = RangingConfiguration()
+        ranging.clearInterval = clearInterval
+        ranging.maxPeers = configuration.maxPeers
+        ranging.distanceModel = LogDistanceModel(exponent: configuration.pathLossExponent)
+        ranging.defaultMeasuredPower = Double(configuration.measuredPower)
+        return ranging
+    }
+
+    /// The clear interval to start with: the command line's, else the one set over D-Bus, else
+    /// the default.
+    public static func clearInterval(_ configuration: NodeConfiguration, _ settings: NodeSettings) -> Double {
+        configuration.clearInterval ?? settings.clearInterval ?? RangingConfiguration().clearInterval
+    }
+
+    /// What starting did that the node logs and publishes once it runs: the restored states and
+    /// the definitions that were not restored.
+    public mutating func started(at time: NodeTime) -> [NodeEffect] {
+        var effects = (regions.startLines + alerts.startLines + profile.startLines).map(NodeEffect.log)
+        let initial = regions.initialEvents
+        regions.initialEvents = []
+        guard !initial.isEmpty else { return effects }
+        effects += publishRegions(RegionChanges(sequence: 0, events: initial), at: time)
+        for case .determined(let id, let state) in initial where state != .unknown {
+            effects.append(.log(LogLine(.info, "region state restored", ["region": "\(id)", "state": "\(state.rawValue)"])))
+        }
+        return effects
+    }
+
+    /// The next number of the change series.
+    mutating func nextSequence() -> UInt64 {
+        sequence += 1
+        return sequence
+    }
+
+    // MARK: - Saving
+
+    /// The file of `kind` as the step holds it now.
+    func snapshot(_ kind: StateFileKind) -> StateFile {
+        switch kind {
+        case .settings: .settings(settings)
+        case .regions: .regions(regions.monitor.regions)
+        case .alerts: .alerts(bus: alerts.busAlerts, engine: alerts.engine.saved)
+        case .profile: .profile(profile.snapshot)
+        case .peers: .peers(resolver.nodes)
+        }
+    }
+
+    /// Notes that `file` was (about to be) written at `t`.
+    mutating func wrote(_ file: StateFile, at t: Timestamp) {
+        switch file {
+        case .settings, .peers: break
+        case .regions(let statuses): regions.persisted.wrote(statuses, at: t); regions.seenSinceSave = false
+        case .alerts(let bus, let engine): alerts.persisted.wrote(.init(bus: bus, engine: engine), at: t)
+        case .profile(let saved): profile.persisted.wrote(saved, at: t)
+        }
+    }
+
+    /// What the node writes as it stops: the regions and the alerts (when it has some, or had),
+    /// the profile when it changed since the last save.
+    public func filesOnStop(exists: (StateFileKind) -> Bool) -> [StateFile] {
+        var files: [StateFile] = []
+        if regions.monitor.count > 0 || exists(.regions) { files.append(snapshot(.regions)) }
+        if !alerts.engine.alerts.isEmpty || exists(.alerts) { files.append(snapshot(.alerts)) }
+        if profile.persisted.differs(profile.snapshot) { files.append(snapshot(.profile)) }
+        return files
+    }
+
+    /// A write the step asked for failed: the next step writes it again.
+    public mutating func saveFailed(_ kind: StateFileKind) {
+        switch kind {
+        case .settings, .peers: break
+        case .regions: regions.persisted.lost()
+        case .alerts: alerts.persisted.lost()
+        case .profile: profile.persisted.lost()
+        }
+    }
+
+    /// `.save(file)`, noted as written (``saveFailed(_:)`` undoes that).
+    mutating func save(_ file: StateFile, at t: Timestamp) -> NodeEffect {
+        wrote(file, at: t)
+        return .save(file)
+    }
+
+    // MARK: - BlueZ
+
+    /// Address → identity of the peer nodes identified (`Node1.GetIdentities`).
+    public var identities: [String: String] { resolver.identities }
+    public var isRegistered: Bool { link.isRegistered }
+
+    public mutating func input(_ input: NodeInput, at time: NodeTime) -> [NodeEffect] {
+        let t = time.now
+        switch input {
+        case .adapterSeen(let powered, let discovering, let address):
+            return linked(link.adapterSeen(powered: powered, discovering: discovering, address: address, at: t))
+        case .adapterRemoved: return linked(link.adapterRemoved())
+        case .bluezGone: return linked(link.bluezGone())
+        case .bluezRestarted: return [.log(LogLine(.notice, "bluetoothd restarted"))]
+        case .released: return linked(link.released(at: t))
+        case .registrationEnded(let failure, let generation):
+            return linked(link.registrationEnded(succeeded: failure == nil, generation: generation, at: t), error: failure)
+        case .discoveryEnded(let failure, let generation):
+            return linked(link.discoveryEnded(succeeded: failure == nil, generation: generation, at: t), error: failure)
+        case .sighting(let observation, let frame, let alias):
+            return observe(observation, frame: frame, alias: alias, at: time)
+        case .identified(let address, let result):
+            return identified(address, result, at: time)
+        case .introduced(let uuid, let address):
+            return learn(uuid, at: address, introduced: true, time: time)
+        case .identificationRejected(let address):
+            _ = scheduler.finished(address, .rejected, at: t)
+            return []
+        }
+    }
+
+    /// The link's notes as log lines, its actions as BlueZ calls (or the `Advertising` and
+    /// `Discovering` it shows).
+    private mutating func linked(_ step: ([AdapterLink.Action], [AdapterLink.Note]), error: String? = nil) -> [NodeEffect] {
+        var effects: [NodeEffect] = []
+        for note in step.1 {
+            if case .ready(let address) = note { scheduler.ownAddress = address }
+            if let line = Self.line(note, adapter: configuration.adapter, error: error) { effects.append(.log(line)) }
+        }
+        for action in step.0 {
+            if case .publish(let advertising, let discovering) = action {
+                effects.append(.publish(.link(advertising: advertising, discovering: discovering)))
+            } else {
+                effects.append(.bluez(action, generation: link.generation))
+            }
+        }
+        return effects
+    }
+
+    /// `error`: what the BlueZ call behind a failure note answered.
+    static func line(_ note: AdapterLink.Note, adapter name: String, error: String?) -> LogLine? {
+        let failure: Logger.Metadata = error.map { ["error": "\($0)"] } ?? [:]
+        let adapter: Logger.Metadata = ["bluez.adapter": "\(name)"]
+        switch note {
+        case .poweringOn: return LogLine(.info, "powering the adapter on", adapter)
+        case .adapterOff: return LogLine(.warning, "the adapter is off (use --power-on, or power it on with bluetoothctl)", adapter)
+        case .ready(let address): return LogLine(.info, "adapter ready", ["bluez.adapter": "\(name)", "bluez.address": "\(address)"])
+        case .lost(let why, let waitingFor): return LogLine(.warning, "\(why): waiting for \(waitingFor)", adapter)
+        case .registered(let afterFailure):
+            return afterFailure ? LogLine(.notice, "registered the advertisement and the GATT application") : nil
+        case .registrationFailed(let delay):
+            return LogLine(.error, "cannot register the advertisement or the GATT application; trying again in \(Int(delay.rounded())) s", failure)
+        case .discoveryFailed(let delay):
+            return LogLine(.error, "cannot start discovery; trying again in \(Int(delay.rounded())) s", failure)
+        case .discoveryStoppedByOthers: return LogLine(.notice, "discovery was stopped by another client: starting it again")
+        case .released: return LogLine(.notice, "BlueZ released the advertisement")
+        }
+    }
+
+    // MARK: - Observation → identity → ranging or identification
+
+    private mutating func observe(_ observation: Observation, frame: AdvertisedFrame, alias: String?, at time: NodeTime) -> [NodeEffect] {
+        var observation = observation
+        var resolution = resolver.resolve(observation)
+        if resolution == .needsFrame {
+            observation.frame = frame
+            resolution = resolver.resolve(observation)
+        }
+        switch resolution {
+        case .range(let id, let kind, let beacon):
+            guard let rssi = observation.rssi else { return [] }
+            let t = observation.time
+            // An override, else what the beacon's frame or the peer node's advertisement says, else ours.
+            let power = settings.measuredPower[id.rawValue].map(Double.init) ?? beacon?.measuredPower
+                ?? Self.advertisedPower(frame, kind, serviceUUID: serviceUUID) ?? table.configuration.defaultMeasuredPower
+            let name = kind == .node ? observation.name ?? alias : observation.name
+            // A full table may have no place for it (it keeps the nearest). The receiver's offset first.
+            table.observe(id, rssi: Double(rssi) + rssiOffset, at: t, measuredPower: power,
+                          details: PeerDetails(kind: kind, address: observation.address, name: name, beacon: beacon))
+            if recording.wants(id) { recordSample(id, at: t, time: time) }
+            return []
+        case .identify:
+            return identify(scheduler.heard(observation.address, at: time.now))
+        case .ignore, .needsFrame:
+            return []
+        }
+    }
+
+    /// The measured power a peer node advertises (``NodePowerFrame``), read only from a node that
+    /// advertises the general service (`serviceUUID`, lowercase); nil for anything else, and for a
+    /// node that advertises none (the node's own `--measured-power` applies then).
+    static func advertisedPower(_ frame: AdvertisedFrame, _ kind: PeerKind, serviceUUID: String) -> Double? {
+        guard kind == .node, !frame.manufacturerData.isEmpty, frame.serviceUUIDs.contains(serviceUUID) else { return nil }
+        return NodePowerFrame.measuredPower(in: frame.manufacturerData).map(Double.init)
+    }
+
+    private func identify(_ connections: [IdentificationScheduler.Connect]) -> [NodeEffect] {
+        connections.flatMap { connect -> [NodeEffect] in
+            let effect = NodeEffect.identify(connect)
+            guard connect.afterYield else { return [effect] }
+            return [.log(LogLine(.info, "the peer did not introduce itself: connecting to it", ["peer.address": "\(connect.address)"])), effect]
+        }
+    }
+
+    private mutating func identified(_ address: String, _ result: IdentificationResult, at time: NodeTime) -> [NodeEffect] {
+        var effects: [NodeEffect] = []
+        let outcome: IdentificationScheduler.Outcome
+        switch result {
+        case .identified(let uuid):
+            effects = learn(uuid, at: address, introduced: false, time: time)
+            outcome = .identified
+        case .rejected: outcome = .rejected
+        case .failed: outcome = .failed
+        }
+        let (verdict, next) = scheduler.finished(address, outcome, at: time.now)
+        if case .leftAlone(let seconds, let attempts) = verdict {
+            let why = outcome == .rejected ? "leaving a peer alone" : "identification failed \(attempts) times: leaving the peer alone"
+            effects.append(.log(LogLine(.warning, why, ["peer.address": "\(address)", "for": "\(Int(seconds)) s"])))
+        }
+        return effects + identify(next)
+    }
+
+    /// An identity learnt at `address`: saved (`peers.json`) before it is published.
+    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, time: NodeTime) -> [NodeEffect] {
+        let learnt = resolver.learn(uuid, at: address, time: time.now)
+        scheduler.resolved(address)
+        guard !learnt.isOwn, learnt.isNew else { return [] }
+        var effects: [NodeEffect] = []
+        if introduced {
+            effects.append(.log(LogLine(.info, "a peer introduced itself", ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"])))
+        }
+        if !learnt.previousAddresses.isEmpty {
+            effects.append(.log(LogLine(.notice, "a peer changed address", [
+                "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)",
+                "peer.previous": "\(learnt.previousAddresses.joined(separator: ","))"])))
+        }
+        effects.append(.save(.peers(resolver.nodes)))
+        effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
+        return effects
+    }
+
+    // MARK: - The report
+
+    /// The once-a-second step: the link's retries, identifications due, the table's report, then
+    /// the report through regions, alerts and tracking.
+    public mutating func report(at time: NodeTime) -> [NodeEffect] {
+        let t = time.now
+        var effects = linked((link.tick(at: t), []))
+        effects += identify(scheduler.tick(at: t))
+        let report = table.tick(at: t)
+        for change in report.changes {
+            effects.append(.log(LogLine(.debug, "zone changed", ["peer.id": "\(change.peer)", "from": "\(change.from?.rawValue ?? "none")",
+                                                                "to": "\(change.to.rawValue)"])))
+        }
+        for id in report.removed { effects.append(.log(LogLine(.debug, "peer left the table", ["peer.id": "\(id)"]))) }
+        // One snapshot per peer, read by every stage after ranging and published as it is.
+        var peers: [PeerSnapshot] = []
+        peers.reserveCapacity(table.count)
+        for peer in table.peers.values {
+            guard let details = peer.details else { continue }
+            peers.append(PeerSnapshot(
+                identifier: peer.identifier, kind: details.kind, address: details.address, name: details.name ?? "",
+                beacon: details.beacon, proximity: peer.proximity, distance: peer.distance,
+                rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
+                measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())), firstSeen: peer.firstSeen, lastSeen: peer.lastSeen))
+        }
+        peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
+        effects.append(.publish(.report(NodeReport(time: t, epoch: time.epoch, peers: peers, silenced: report.silenced,
+                                                   removed: report.removed))))
+        effects += recordingBatch(removed: report.removed, at: time)
+        effects += monitorRegions(peers, at: time)
+        effects += runAlerts(peers, at: time)
+        effects += runTracking(peers, at: time)
+        effects.append(.syncEventLog)
+        if profile.persisted.isDue(at: t) { effects += saveProfileIfChanged(at: t) }
+        return effects
+    }
+
+    // MARK: - Settings (Node1)
+
+    mutating func setClearInterval(_ seconds: Double, into outcome: inout StepOutcome, at time: NodeTime) {
+        settings.clearInterval = seconds
+        commit(.settings(settings), into: &outcome, at: time)
+        outcome.effects += applyClearInterval(seconds)
+    }
+
+    mutating func applyClearInterval(_ seconds: Double) -> [NodeEffect] {
+        guard seconds != table.configuration.clearInterval else { return [] }
+        table.configuration.clearInterval = seconds
+        return [.publish(.clearInterval(seconds))]
+    }
+
+    mutating func setMeasuredPower(_ power: Int16, for identifier: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        guard settings.measuredPower[identifier] != nil || settings.measuredPower.count < NodeSettings.maxOverrides else {
+            throw NodeRefusal(.invalidArguments, "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
+        }
+        settings.measuredPower[identifier] = power
+        commit(.settings(settings), into: &outcome, at: time)
+    }
+
+    mutating func resetMeasuredPower(for identifier: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        guard settings.measuredPower.removeValue(forKey: identifier) != nil else {
+            throw NodeRefusal(.doesNotExist, "no measured power is set for \(identifier.debugDescription)")
+        }
+        commit(.settings(settings), into: &outcome, at: time)
+    }
+}
