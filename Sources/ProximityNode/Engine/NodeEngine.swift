@@ -139,12 +139,7 @@ public actor NodeEngine {
     }
 
     private func adopt(_ next: NodeStep, _ outcome: StepOutcome) throws(NodeRefusal) {
-        for (i, file) in outcome.commit.enumerated() {
-            do { try files.write(file) } catch {
-                for written in outcome.commit[..<i] { try? files.write(step.snapshot(written.kind)) }
-                throw NodeRefusal(.failed, "cannot save \(file.what): \(error)")
-            }
-        }
+        try files.commit(outcome.commit, previous: step.snapshot)
         step = next
         carryOut(outcome.effects)
     }

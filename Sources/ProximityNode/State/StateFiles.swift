@@ -39,6 +39,21 @@ public struct StateFiles: Sendable {
         }
     }
 
+    /// Writes `files` in order, all or nothing: should one fail, those written before it are
+    /// written back as `previous` gives them, and the failure is the caller's refusal.
+    public func commit(_ files: [StateFile], previous: (StateFileKind) -> StateFile) throws(NodeRefusal) {
+        for (i, file) in files.enumerated() {
+            do { try write(file) } catch {
+                for written in files[..<i] {
+                    do { try write(previous(written.kind)) } catch {
+                        logger.error("cannot write \(written.what) back as it was", metadata: ["error": "\(error)"])
+                    }
+                }
+                throw NodeRefusal(.failed, "cannot save \(file.what): \(error)")
+            }
+        }
+    }
+
     public func exists(_ kind: StateFileKind) -> Bool {
         let name = switch kind {
         case .settings: NodeSettings.fileName

@@ -107,7 +107,7 @@ public struct NodeStep: Sendable {
     // MARK: - Saving
 
     /// The file of `kind` as the step holds it now.
-    func snapshot(_ kind: StateFileKind) -> StateFile {
+    public func snapshot(_ kind: StateFileKind) -> StateFile {
         switch kind {
         case .settings: .settings(settings)
         case .regions: .regions(regions.monitor.regions)
