@@ -127,7 +127,10 @@ public actor FleetService {
             logger.notice("connected to the MQTT broker")
             send(topics.status, "online")
             discovered = []
-            let patterns = ["\(configuration.root)/+/status", "\(configuration.root)/+/peers/+", "\(configuration.prefix)/devices/+/room"]
+            // Its own retained rooms first: the broker sends them right after that subscription's
+            // acknowledgement, before it even takes the next subscription, so a restart takes its
+            // rooms back before any node's report can decide one afresh.
+            let patterns = ["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/status", "\(configuration.root)/+/peers/+"]
                 + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])
             Task { [client] in
                 for pattern in patterns { try? await client?.subscribe(pattern) }
