@@ -141,7 +141,7 @@ public final class NodeDaemon: Service, Sendable {
                 RegionMonitorInterface.declaration(commands: commands),
                 AlertManagerInterface.declaration(commands: commands, connection: connection),
                 ProfileInterface.declaration(commands: commands, attributes: await engine.read { $0.profileAttributes }),
-                ProfileInterface.eventLog(engine: engine),
+                EventLogInterface.declaration(engine: engine),
             ], at: ProximityBus.rootPath)
             await exporter.attach(node: nodeObject)
             // The regions and alerts as they are at start, before the node takes its name (no

@@ -22,8 +22,8 @@ public actor BusExporter {
     let connection: DBusConnection
     let logger: Logger
     var nodeObject: DBusObject?
-    private var exported: [PeerID: (object: DBusObject, properties: PeerProperties)] = [:]
-    private let publishedState = Mutex(Published())
+    var exported: [PeerID: (object: DBusObject, properties: PeerProperties)] = [:]
+    let publishedState = Mutex(Published())
     /// The exported `Region1` objects, by region identifier.
     var regionObjects: [String: (object: DBusObject, properties: RegionProperties)] = [:]
     /// The exported `Alert1` objects, by path, and what `AlertManager1` shows.
@@ -60,12 +60,11 @@ public actor BusExporter {
         case .report(let report):
             await show(report)
         case .link(let advertising, let discovering):
-            nodeObject?.set([NodeProperties.Key.advertising.rawValue: .boolean(advertising),
-                             NodeProperties.Key.discovering.rawValue: .boolean(discovering)], interface: ProximityBus.Node1.interface)
+            showLink(advertising: advertising, discovering: discovering)
         case .clearInterval(let seconds):
-            nodeObject?.set(NodeProperties.Key.clearInterval.rawValue, .double(seconds), interface: ProximityBus.Node1.interface)
+            show(.clearInterval, .double(seconds))
         case .rssiOffset(let dB):
-            nodeObject?.set(NodeProperties.Key.rssiOffset.rawValue, .double(dB), interface: ProximityBus.Node1.interface)
+            show(.rssiOffset, .double(dB))
         case .peerIdentified:
             break
         case .regions(let changes):
@@ -76,50 +75,6 @@ public actor BusExporter {
             show(changes)
         case .recording(let batch):
             send(batch)
-        }
-    }
-
-    /// `Node1.Samples` to each recording client, its own peers only, sent to it alone.
-    private func send(_ batch: RecordingBatch) {
-        for recorder in batch.recorders {
-            do {
-                try connection.emitSignal(path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
-                                          member: ProximityBus.Node1.samples, batch.batch(for: recorder).arguments,
-                                          destination: try BusName(recorder.client))
-            } catch {
-                logger.error("cannot send Samples", metadata: ["dbus.destination": "\(recorder.client)", "error": "\(error)"])
-            }
-        }
-    }
-
-    private func show(_ report: NodeReport) async {
-        let peers = report.peers.map { $0.properties(in: report) }
-        let plan = ExportPlan(from: exported.mapValues(\.properties), to: peers)
-        for id in plan.unexport {
-            if let gone = exported.removeValue(forKey: id) { await gone.object.unexport() }
-        }
-        for (id, changes) in plan.update {
-            exported[id]?.object.set(changes, interface: ProximityBus.Peer1.interface)
-        }
-        for peer in peers {
-            let id = PeerID(peer.identifier)
-            if exported[id] != nil { exported[id]!.properties = peer }
-        }
-        for properties in plan.export {
-            do {
-                let object = try await connection.export([properties.interface], at: properties.path)
-                exported[PeerID(properties.identifier)] = (object, properties)
-            } catch {
-                logger.error("cannot export a peer", metadata: ["peer.id": "\(properties.identifier)", "error": "\(error)"])
-            }
-        }
-        let zones = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier.rawValue, $0.proximity.rawValue) })
-        let paths = exported.values.map(\.object.path).sorted { $0.rawValue < $1.rawValue }
-        publishedState.withLock { $0 = Published(zones: zones, paths: paths) }
-        do {
-            try nodeObject?.emit(ProximityBus.Node1.foundDevices, interface: ProximityBus.Node1.interface, [.stringMap(zones)])
-        } catch {
-            logger.error("cannot emit FoundDevices", metadata: ["error": "\(error)"])
         }
     }
 

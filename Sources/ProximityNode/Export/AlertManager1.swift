@@ -20,18 +20,17 @@ enum AlertManagerInterface {
             return []
         }
         return DBusInterface(Manager1.interface, methods: [
-            DBusMethod(Manager1.addAlert, inputs: [DBusArgument("identifier", .string),
-                                                  DBusArgument("alert", .dictionary(key: .string, value: .variant))]) { call in
-                let identifier = try identifier(call.arguments[0])
-                let values = try BusArguments.uniqueEntries(call.arguments[1], "alert")
+            DBusMethod(Manager1.addAlert, DBusIn("identifier", String.self), DBusIn("alert", DBusVardict.self)) { _, identifier, alert in
+                let identifier = try checked(identifier)
+                let values = try BusArguments.uniqueEntries(alert, "alert")
                 let alert: Alert
                 do { alert = try Alert(identifier: identifier, busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")
                 }
                 return try await run(.addAlert(alert))
             },
-            DBusMethod(Manager1.removeAlert, inputs: [DBusArgument("identifier", .string)]) { call in
-                try await run(.removeAlert(try identifier(call.arguments[0])))
+            DBusMethod(Manager1.removeAlert, DBusIn("identifier", String.self)) { _, identifier in
+                try await run(.removeAlert(try checked(identifier)))
             },
             DBusMethod(Manager1.getAlerts, outputs: [DBusArgument("alerts", .array(.objectPath))]) { _ in
                 [.array(element: .objectPath, await commands.read { $0.alertTargetKeys }.map { .objectPath(ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue)) })]
@@ -44,11 +43,10 @@ enum AlertManagerInterface {
                     return .init(.string(alert.identifier), .variantMap(values))
                 })]
             },
-            DBusMethod(Manager1.registerStrategy, inputs: [DBusArgument("strategy", .objectPath), DBusArgument("key", .string)]) { call in
-                guard let sender = call.sender, let path = call.arguments[0].objectPath else {
-                    throw DBusError(Errors.invalidArguments, "RegisterStrategy needs the caller's name and an object path")
+            DBusMethod(Manager1.registerStrategy, DBusIn("strategy", ObjectPath.self), DBusIn("key", String.self)) { call, path, key in
+                guard let sender = call.sender else {
+                    throw DBusError(Errors.invalidArguments, "RegisterStrategy needs the caller's name")
                 }
-                let key = call.arguments[1].string ?? ""
                 if let problem = AlertStrategyKey.problem(key) { throw DBusError(Errors.invalidArguments, "the strategy key \(problem)") }
                 if NodeStep.builtInStrategies.contains(key) {
                     throw DBusError(Errors.alreadyExists, "\(key.debugDescription) is a built-in strategy; register under another key")
@@ -56,28 +54,27 @@ enum AlertManagerInterface {
                 try await checkImplementsStrategy(connection: connection, owner: sender, path: path)
                 return try await run(.registerStrategy(key, StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
-            DBusMethod(Manager1.unregisterStrategy, inputs: [DBusArgument("strategy", .objectPath)]) { call in
-                guard let sender = call.sender, let path = call.arguments[0].objectPath else {
-                    throw DBusError(Errors.invalidArguments, "UnregisterStrategy needs the caller's name and an object path")
+            DBusMethod(Manager1.unregisterStrategy, DBusIn("strategy", ObjectPath.self)) { call, path in
+                guard let sender = call.sender else {
+                    throw DBusError(Errors.invalidArguments, "UnregisterStrategy needs the caller's name")
                 }
                 return try await run(.unregisterStrategy(StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
-            DBusMethod(Manager1.accept, inputs: [DBusArgument("alert", .objectPath)]) { call in
-                try await run(.accept(try await target(call.arguments[0], commands)))
+            DBusMethod(Manager1.accept, DBusIn("alert", ObjectPath.self)) { _, path in
+                try await run(.accept(try await target(path, commands)))
             },
-            DBusMethod(Manager1.decline, inputs: [DBusArgument("alert", .objectPath)]) { call in
-                try await run(.decline(try await target(call.arguments[0], commands)))
+            DBusMethod(Manager1.decline, DBusIn("alert", ObjectPath.self)) { _, path in
+                try await run(.decline(try await target(path, commands)))
             },
-            DBusMethod(Manager1.done, inputs: [DBusArgument("alert", .objectPath)]) { call in
-                try await run(.done(try await target(call.arguments[0], commands)))
+            DBusMethod(Manager1.done, DBusIn("alert", ObjectPath.self)) { _, path in
+                try await run(.done(try await target(path, commands)))
             },
-            DBusMethod(Manager1.setActionStatus, inputs: [DBusArgument("alert", .objectPath), DBusArgument("status", .string)]) { call in
-                let text = call.arguments[1].string ?? ""
+            DBusMethod(Manager1.setActionStatus, DBusIn("alert", ObjectPath.self), DBusIn("status", String.self)) { _, path, text in
                 guard let status = ActionStatus(rawValue: text) else {
                     throw DBusError(Errors.invalidArguments,
                                     "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
                 }
-                return try await run(.setActionStatus(try await target(call.arguments[0], commands), status))
+                return try await run(.setActionStatus(try await target(path, commands), status))
             },
         ], properties: [
             DBusProperty(Manager1.current, .objectPath, .objectPath(.root)),
@@ -90,15 +87,13 @@ enum AlertManagerInterface {
         ])
     }
 
-    private static func identifier(_ value: DBusValue) throws(DBusError) -> String {
-        let identifier = value.string ?? ""
+    private static func checked(_ identifier: String) throws(DBusError) -> String {
         if let problem = Alert.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
         return identifier
     }
 
     /// An alert target's object path as the target's key; the target must exist.
-    private static func target(_ value: DBusValue, _ commands: NodeCommands) async throws(DBusError) -> AlertTargetKey {
-        guard let path = value.objectPath else { throw DBusError(Errors.invalidArguments, "expected an object path") }
+    private static func target(_ path: ObjectPath, _ commands: NodeCommands) async throws(DBusError) -> AlertTargetKey {
         guard let (alert, peer) = ProximityBus.alertTarget(of: path),
               case let key = AlertTargetKey(alert: alert, peer: PeerID(peer)), await commands.read({ $0.alertTargets[key] != nil }) else {
             throw DBusError(Errors.doesNotExist, "no alert target at \(path)")

@@ -12,28 +12,24 @@ enum RegionMonitorInterface {
 
     static func declaration(commands: NodeCommands) -> DBusInterface {
         DBusInterface(Monitor1.interface, methods: [
-            DBusMethod(Monitor1.startMonitoring, inputs: [DBusArgument("identifier", .string),
-                                                         DBusArgument("matcher", .dictionary(key: .string, value: .variant))]) { call in
-                let identifier = try identifier(call.arguments[0])
-                let values = try BusArguments.uniqueEntries(call.arguments[1], "matcher")
-                let matcher: RegionMatcher
-                do { matcher = try RegionMatcher(busValues: values) } catch {
-                    throw DBusError(Errors.invalidArguments, "\(error)")
-                }
-                try await commands.run(.startMonitoring(Region(identifier: identifier, matcher: matcher, source: .bus)))
+            DBusMethod(Monitor1.startMonitoring, DBusIn("identifier", String.self), DBusIn("matcher", DBusVardict.self)) { _, identifier, matcher in
+                let identifier = try checked(identifier)
+                let values = try BusArguments.uniqueEntries(matcher, "matcher")
+                let parts: RegionMatcher
+                do { parts = try RegionMatcher(busValues: values) } catch { throw DBusError(Errors.invalidArguments, "\(error)") }
+                try await commands.run(.startMonitoring(Region(identifier: identifier, matcher: parts, source: .bus)))
                 return []
             },
-            DBusMethod(Monitor1.stopMonitoring, inputs: [DBusArgument("identifier", .string)]) { call in
-                try await commands.run(.stopMonitoring(try identifier(call.arguments[0])))
+            DBusMethod(Monitor1.stopMonitoring, DBusIn("identifier", String.self)) { _, identifier in
+                try await commands.run(.stopMonitoring(try checked(identifier)))
                 return []
             },
             DBusMethod(Monitor1.stopMonitoringAll) { _ in
                 try await commands.run(.stopMonitoringAll)
                 return []
             },
-            DBusMethod(Monitor1.requestState, inputs: [DBusArgument("identifier", .string)],
-                       outputs: [DBusArgument("state", .string)]) { call in
-                let outcome = try await commands.run(.requestState(try identifier(call.arguments[0])))
+            DBusMethod(Monitor1.requestState, DBusIn("identifier", String.self), outputs: [DBusArgument("state", .string)]) { _, identifier in
+                let outcome = try await commands.run(.requestState(try checked(identifier)))
                 return [.string((outcome.regionState ?? .unknown).rawValue)]
             },
             DBusMethod(Monitor1.getMonitoredRegions, outputs: [DBusArgument("regions", .array(.objectPath))]) { _ in
@@ -42,8 +38,7 @@ enum RegionMonitorInterface {
         ])
     }
 
-    private static func identifier(_ value: DBusValue) throws(DBusError) -> String {
-        let identifier = value.string ?? ""
+    private static func checked(_ identifier: String) throws(DBusError) -> String {
         if let problem = Region.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
         return identifier
     }

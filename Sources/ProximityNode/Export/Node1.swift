@@ -26,17 +26,14 @@ enum NodeInterface {
             DBusMethod(Node1.getIdentities, outputs: [DBusArgument("identities", stringMap)]) { _ in
                 [.stringMap(await commands.read { $0.identities })]
             },
-            DBusMethod(Node1.setMeasuredPower, inputs: [DBusArgument("identifier", .string), DBusArgument("power", .int16)]) { call in
-                let identifier = call.arguments[0].string ?? ""
-                let power = Int16(call.arguments[1].integer ?? 0)
+            DBusMethod(Node1.setMeasuredPower, DBusIn("identifier", String.self), DBusIn("power", Int16.self)) { _, identifier, power in
                 if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
                     throw DBusError(Errors.invalidArguments, problem)
                 }
                 try await commands.run(.setMeasuredPower(power, peer: identifier))
                 return []
             },
-            DBusMethod(Node1.resetMeasuredPower, inputs: [DBusArgument("identifier", .string)]) { call in
-                let identifier = call.arguments[0].string ?? ""
+            DBusMethod(Node1.resetMeasuredPower, DBusIn("identifier", String.self)) { _, identifier in
                 if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
                 try await commands.run(.resetMeasuredPower(peer: identifier))
                 return []
@@ -45,9 +42,9 @@ enum NodeInterface {
                 try await reload.reload()
                 return []
             },
-            DBusMethod(Node1.startRecording, inputs: [DBusArgument("peers", .array(.string))]) { call in
+            DBusMethod(Node1.startRecording, DBusIn("peers", [String].self)) { call, names in
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
-                let peers = try recordedPeers(call.arguments[0])
+                let peers = try recordedPeers(names)
                 let caller = try await CallerCredentials.of(sender, on: connection)
                 try await commands.run(.startRecording(peers, client: sender.rawValue, uid: caller.uid, privileged: caller.privileged))
                 return []
@@ -77,8 +74,7 @@ enum NodeInterface {
 
     /// `StartRecording`'s peers: each a peer identifier in the node's form, at most
     /// ``ProximityBus/Node1/maxRecordedPeers`` of them (a name given twice counts once).
-    static func recordedPeers(_ value: DBusValue) throws(DBusError) -> [PeerID] {
-        let names = (value.arrayElements ?? []).compactMap(\.string)
+    static func recordedPeers(_ names: [String]) throws(DBusError) -> [PeerID] {
         var seen = Set<String>()
         let unique = names.filter { seen.insert($0).inserted }
         guard unique.count <= Node1.maxRecordedPeers else {
@@ -88,5 +84,31 @@ enum NodeInterface {
             if let problem = PeerID.formProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
         }
         return unique.map { PeerID($0) }
+    }
+}
+
+/// `Node1` on the bus: its properties as the node's link and settings change, and each recording
+/// client's `Samples`, sent to it alone.
+extension BusExporter {
+    func showLink(advertising: Bool, discovering: Bool) {
+        nodeObject?.set([NodeProperties.Key.advertising.rawValue: .boolean(advertising),
+                         NodeProperties.Key.discovering.rawValue: .boolean(discovering)], interface: ProximityBus.Node1.interface)
+    }
+
+    func show(_ key: NodeProperties.Key, _ value: DBusValue) {
+        nodeObject?.set(key.rawValue, value, interface: ProximityBus.Node1.interface)
+    }
+
+    /// `Node1.Samples` to each recording client, its own peers only.
+    func send(_ batch: RecordingBatch) {
+        for recorder in batch.recorders {
+            do {
+                try connection.emitSignal(path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
+                                          member: ProximityBus.Node1.samples, batch.batch(for: recorder).arguments,
+                                          destination: try BusName(recorder.client))
+            } catch {
+                logger.error("cannot send Samples", metadata: ["dbus.destination": "\(recorder.client)", "error": "\(error)"])
+            }
+        }
     }
 }

@@ -51,3 +51,37 @@ extension PeerSnapshot {
             url: beacon?.url)
     }
 }
+
+/// The peers on the bus: one `Peer1` object per peer of the report, then `Node1.FoundDevices`.
+extension BusExporter {
+    func show(_ report: NodeReport) async {
+        let peers = report.peers.map { $0.properties(in: report) }
+        let plan = ExportPlan(from: exported.mapValues(\.properties), to: peers)
+        for id in plan.unexport {
+            if let gone = exported.removeValue(forKey: id) { await gone.object.unexport() }
+        }
+        for (id, changes) in plan.update {
+            exported[id]?.object.set(changes, interface: ProximityBus.Peer1.interface)
+        }
+        for peer in peers {
+            let id = PeerID(peer.identifier)
+            if exported[id] != nil { exported[id]!.properties = peer }
+        }
+        for properties in plan.export {
+            do {
+                let object = try await connection.export([properties.interface], at: properties.path)
+                exported[PeerID(properties.identifier)] = (object, properties)
+            } catch {
+                logger.error("cannot export a peer", metadata: ["peer.id": "\(properties.identifier)", "error": "\(error)"])
+            }
+        }
+        let zones = Dictionary(uniqueKeysWithValues: report.peers.map { ($0.identifier.rawValue, $0.proximity.rawValue) })
+        let paths = exported.values.map(\.object.path).sorted { $0.rawValue < $1.rawValue }
+        publishedState.withLock { $0 = Published(zones: zones, paths: paths) }
+        do {
+            try nodeObject?.emit(ProximityBus.Node1.foundDevices, interface: ProximityBus.Node1.interface, [.stringMap(zones)])
+        } catch {
+            logger.error("cannot emit FoundDevices", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import DBusKit
+import Foundation
+import ProximityTesting
+import Testing
+
+/// Methods with typed arguments: the signature comes from the Swift types, the handler gets
+/// Swift values, and a dictionary's repeated key reaches the handler.
+@Suite("Typed methods")
+struct TypedMethodTests {
+    @Test("the declared signature follows the argument types; the handler gets the values; a repeated key is kept for the handler to refuse")
+    func typed() async throws {
+        try await withBusPair { _, server, client in
+            _ = try await server.export([DBusInterface(testInterface, methods: [
+                DBusMethod("Describe", DBusIn("name", String.self), DBusIn("power", Int16.self), DBusIn("options", DBusVardict.self),
+                           outputs: [DBusArgument("text", .string)]) { _, name, power, options in
+                    if let key = options.repeatedKey { throw DBusError("org.proximityd.Error.InvalidArguments", "\(key) is given twice") }
+                    let keys = options.dictionary.keys.sorted().joined(separator: ",")
+                    return [.string("\(name) \(power) \(keys) \(options.dictionary["level"]?.integer ?? -1)")]
+                },
+                DBusMethod("Nothing") { _ in [] },
+            ])], at: "/test/typed")
+            let method = try #require(try await client.call(destination: server.uniqueName, path: "/test/typed", interface: .introspectable,
+                                                            member: "Introspect").first?.string)
+            #expect(method.contains(#"<arg name="name" type="s" direction="in"/>"#) && method.contains(#"<arg name="power" type="n" direction="in"/>"#)
+                    && method.contains(#"<arg name="options" type="a{sv}" direction="in"/>"#), "\(method)")
+            let answer = try await client.call(destination: server.uniqueName, path: "/test/typed", interface: testInterface, member: "Describe",
+                                               [.string("tag"), .int16(-59), .vardict(["level": .uint32(3), "mode": .string("x")])])
+            #expect(answer.first?.string == "tag -59 level,mode 3")
+            let twice = DBusValue.dictionary(key: .string, value: .variant, [.init(.string("a"), .variant(.int32(1))), .init(.string("a"), .variant(.int32(2)))])
+            do {
+                _ = try await client.call(destination: server.uniqueName, path: "/test/typed", interface: testInterface, member: "Describe",
+                                          [.string("tag"), .int16(0), twice])
+                Issue.record("a repeated key was accepted")
+            } catch let error as DBusError {
+                #expect(error.message == "a is given twice", "\(error)")
+            }
+            do {
+                _ = try await client.call(destination: server.uniqueName, path: "/test/typed", interface: testInterface, member: "Describe",
+                                          [.string("tag"), .int32(0), .vardict([:])])
+                Issue.record("a wrong signature was accepted")
+            } catch let error as DBusError {
+                #expect(error.name.rawValue == "org.freedesktop.DBus.Error.InvalidArgs", "\(error)")
+            }
+        }
+    }
+}
