@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityAPI
 import ProximityCore
+import Synchronization
 
 /// `proximityctl calibrate`: measures a peer's RSSI at a known distance (the median of every
 /// sample, channels mixed) and sets its measured power with `SetMeasuredPower`.
@@ -65,11 +66,10 @@ struct Calibrate: AsyncParsableCommand {
                 Self.note("measuring \(peer) at \(RecordingFile.number(distance)) m for \(RecordingFile.number(seconds)) s (Ctrl-C ends early)")
             }, handle: { batch in
                 for sample in batch.samples where sample.peer == peer {
-                    box.values.append(sample.rssi)
-                    box.power = sample.measuredPower
+                    box.add(sample.rssi, power: sample.measuredPower)
                 }
                 if let report = batch.reports.first(where: { $0.peer == peer && $0.zone != RecordedReport.removed }) {
-                    box.power = report.measuredPower
+                    box.setPower(report.measuredPower)
                 }
             })
             switch end {
@@ -117,10 +117,24 @@ struct Calibrate: AsyncParsableCommand {
     }
 }
 
-/// The samples of a calibration, filled by the session's handler (one task at a time).
-private final class SampleBox: @unchecked Sendable {
-    var values: [Double] = []
-    var power: Double?
+/// The samples of a calibration, filled by the session's handler and read once it ended.
+private final class SampleBox: Sendable {
+    private struct State {
+        var values: [Double] = []
+        var power: Double?
+    }
+    private let state = Mutex(State())
+
+    func add(_ rssi: Double, power: Double?) {
+        state.withLock { s in
+            s.values.append(rssi)
+            if let power { s.power = power }
+        }
+    }
+
+    func setPower(_ power: Double) { state.withLock { $0.power = power } }
+    var values: [Double] { state.withLock { $0.values } }
+    var power: Double? { state.withLock { $0.power } }
 }
 
 struct CalibrationError: Error, CustomStringConvertible {

@@ -2,6 +2,7 @@ import ArgumentParser
 import DBusKit
 import Foundation
 import ProximityAPI
+import Synchronization
 
 /// `proximityctl record`: every RSSI sample the node ranges some peers with, and what each report
 /// said of them, into a CSV file (docs/ranging.md, "Record and replay"), for `ranging-bench
@@ -79,14 +80,15 @@ struct Record: AsyncParsableCommand {
 }
 
 /// The CSV file `record` writes: the format of docs/ranging.md, "Record and replay".
-final class RecordingFile: @unchecked Sendable {
+final class RecordingFile: Sendable {
     /// The columns, in order. `ranging-bench --replay` needs the first four.
     static let header = "time,peer,rssi,truth,measured_power,zone,distance"
 
     private let handle: FileHandle
     private let path: String
-    private(set) var samples = 0
-    private(set) var reports = 0
+    private let counts = Mutex((samples: 0, reports: 0))
+    var samples: Int { counts.withLock { $0.samples } }
+    var reports: Int { counts.withLock { $0.reports } }
 
     /// Creates (or empties) `path`; `-` is standard output. Exit 73 when it cannot be created.
     init(path: String) throws {
@@ -137,8 +139,7 @@ final class RecordingFile: @unchecked Sendable {
             out += "\(Self.number(batch.time)),\(Self.field(r.peer)),,,\(removed ? "" : Self.number(r.measuredPower)),"
                 + "\(Self.field(r.zone)),\(removed ? "" : Self.number(r.distance))\n"
         }
-        samples += batch.samples.count
-        reports += batch.reports.count
+        counts.withLock { $0 = ($0.samples + batch.samples.count, $0.reports + batch.reports.count) }
         return out
     }
 
