@@ -15,10 +15,6 @@ enum AlertManagerInterface {
     typealias Errors = ProximityBus.Errors
 
     static func declaration(commands: NodeCommands, connection: DBusConnection) -> DBusInterface {
-        @Sendable func run(_ command: NodeCommand) async throws(DBusError) -> [DBusValue] {
-            try await commands.run(command)
-            return []
-        }
         return DBusInterface(Manager1.interface, methods: [
             DBusMethod(Manager1.addAlert, DBusIn("identifier", String.self), DBusIn("alert", DBusVardict.self)) { _, identifier, alert in
                 let identifier = try checked(identifier)
@@ -27,10 +23,10 @@ enum AlertManagerInterface {
                 do { alert = try Alert(identifier: identifier, busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")
                 }
-                return try await run(.addAlert(alert))
+                return try await commands.reply(.addAlert(alert))
             },
             DBusMethod(Manager1.removeAlert, DBusIn("identifier", String.self)) { _, identifier in
-                try await run(.removeAlert(try checked(identifier)))
+                try await commands.reply(.removeAlert(try checked(identifier)))
             },
             DBusMethod(Manager1.getAlerts, outputs: [DBusArgument("alerts", .array(.objectPath))]) { _ in
                 [.array(element: .objectPath, await commands.read { $0.alertTargetKeys }.map { .objectPath(ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue)) })]
@@ -52,29 +48,29 @@ enum AlertManagerInterface {
                     throw DBusError(Errors.alreadyExists, "\(key.debugDescription) is a built-in strategy; register under another key")
                 }
                 try await checkImplementsStrategy(connection: connection, owner: sender, path: path)
-                return try await run(.registerStrategy(key, StrategyClient(owner: sender.rawValue, path: path.rawValue)))
+                return try await commands.reply(.registerStrategy(key, StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
             DBusMethod(Manager1.unregisterStrategy, DBusIn("strategy", ObjectPath.self)) { call, path in
                 guard let sender = call.sender else {
                     throw DBusError(Errors.invalidArguments, "UnregisterStrategy needs the caller's name")
                 }
-                return try await run(.unregisterStrategy(StrategyClient(owner: sender.rawValue, path: path.rawValue)))
+                return try await commands.reply(.unregisterStrategy(StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
             DBusMethod(Manager1.accept, DBusIn("alert", ObjectPath.self)) { _, path in
-                try await run(.accept(try await target(path, commands)))
+                try await commands.reply(.accept(try await target(path, commands)))
             },
             DBusMethod(Manager1.decline, DBusIn("alert", ObjectPath.self)) { _, path in
-                try await run(.decline(try await target(path, commands)))
+                try await commands.reply(.decline(try await target(path, commands)))
             },
             DBusMethod(Manager1.done, DBusIn("alert", ObjectPath.self)) { _, path in
-                try await run(.done(try await target(path, commands)))
+                try await commands.reply(.done(try await target(path, commands)))
             },
             DBusMethod(Manager1.setActionStatus, DBusIn("alert", ObjectPath.self), DBusIn("status", String.self)) { _, path, text in
                 guard let status = ActionStatus(rawValue: text) else {
                     throw DBusError(Errors.invalidArguments,
                                     "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
                 }
-                return try await run(.setActionStatus(try await target(path, commands), status))
+                return try await commands.reply(.setActionStatus(try await target(path, commands), status))
             },
         ], properties: [
             DBusProperty(Manager1.current, .objectPath, .objectPath(.root)),

@@ -11,18 +11,14 @@ enum ProfileInterface {
     typealias Errors = ProximityBus.Errors
 
     static func declaration(commands: NodeCommands, attributes: [String: String]) -> DBusInterface {
-        @Sendable func run(_ command: NodeCommand) async throws(DBusError) -> [DBusValue] {
-            try await commands.run(command)
-            return []
-        }
         return DBusInterface(P1.interface, methods: [
             DBusMethod(P1.updateAttribute, DBusIn("key", String.self), DBusIn("value", String.self)) { _, key, value in
                 let key = try checked(key)
                 if let problem = Profile.problem(value: value) { throw DBusError(Errors.invalidArguments, problem) }
-                return try await run(.updateAttribute(key, value))
+                return try await commands.reply(.updateAttribute(key, value))
             },
             DBusMethod(P1.removeAttribute, DBusIn("key", String.self)) { _, key in
-                try await run(.removeAttribute(try checked(key)))
+                try await commands.reply(.removeAttribute(try checked(key)))
             },
             DBusMethod(P1.trackBeacon, DBusIn("uuid", String.self), DBusIn("major", String.self), DBusIn("minor", String.self),
                        DBusIn("prox", UInt8.self), DBusIn("data", DBusEntries<String>.self)) { _, uuid, major, minor, prox, entries in
@@ -37,9 +33,9 @@ enum ProfileInterface {
                 }
                 if let k = entries.repeatedKey { throw DBusError(Errors.invalidArguments, "data: \(k.debugDescription) is given twice") }
                 guard entries.entries.count <= 64 else { throw DBusError(Errors.invalidArguments, "data has more than 64 entries") }
-                return try await run(.trackBeacon(uuid: uuid, major: major, minor: minor, prox: Int(prox), data: entries.dictionary))
+                return try await commands.reply(.trackBeacon(uuid: uuid, major: major, minor: minor, prox: Int(prox), data: entries.dictionary))
             },
-            DBusMethod(P1.clearCurrentBeacon) { _ in try await run(.clearCurrentBeacon) },
+            DBusMethod(P1.clearCurrentBeacon) { _ in try await commands.reply(.clearCurrentBeacon) },
             DBusMethod(P1.addRule, DBusIn("identifier", String.self), DBusIn("rule", String.self)) { _, identifier, text in
                 if let problem = Rule.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
                 guard text.utf8.count <= 65_536 else { throw DBusError(Errors.invalidArguments, "the rule is longer than 64 KiB") }
@@ -47,10 +43,10 @@ enum ProfileInterface {
                 do { rule = try Rule.parse(identifier: identifier, RuleValue.json(text)) } catch {
                     throw DBusError(Errors.invalidArguments, "rule \(identifier.debugDescription): \(error)")
                 }
-                return try await run(.addRule(rule))
+                return try await commands.reply(.addRule(rule))
             },
             DBusMethod(P1.removeRule, DBusIn("identifier", String.self)) { _, identifier in
-                try await run(.removeRule(identifier))
+                try await commands.reply(.removeRule(identifier))
             },
             DBusMethod(P1.getRules, outputs: [DBusArgument("rules", .dictionary(key: .string, value: .string))]) { _ in
                 [.stringMap(await commands.read { $0.ruleDefinitions })]
