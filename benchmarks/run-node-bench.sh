@@ -6,17 +6,64 @@
 # core, < 50 MB).
 #
 # Usage: benchmarks/run-node-bench.sh [--json] [bluez-sim bench options...]
+#        benchmarks/run-node-bench.sh --baseline REF [--rounds N] [--json] [bluez-sim bench options...]
 #   e.g. benchmarks/run-node-bench.sh --devices 400 --interval 0.02 --seconds 30 --max-peers 200
+#        benchmarks/run-node-bench.sh --baseline 8965b2f --rounds 3
+#
+# --baseline REF (a commit or ref) also measures REF's proximityd. REF is checked out in a detached
+# git worktree outside the repository, ${XDG_CACHE_HOME:-~/.cache}/proximityd-bench/SHA, and its
+# proximityd product built there with its own scratch path; both are reused by later runs. The
+# bench then runs alternately on the baseline and on this tree's proximityd (baseline first),
+# --rounds times each (2 by default), all driven by this tree's bluez-sim with the same options. It
+# prints each run's figures, the mean CPU % and peak RSS of each side, and current - baseline. With
+# --json it prints one JSON object holding both sides instead.
 #
 # Builds in release mode with its own scratch directory, .build-release, so it never touches .build.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-case "${1:-}" in -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+
+die() { echo "run-node-bench.sh: $*" >&2; exit 64; }
+
+baseline="" rounds=2 rounds_given=0 json=0
+bench_args=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --baseline) [ $# -ge 2 ] || die "--baseline needs a commit or ref"; baseline="$2"; shift 2 ;;
+        --baseline=*) baseline="${1#*=}"; shift ;;
+        --rounds) [ $# -ge 2 ] || die "--rounds needs a number"; rounds="$2"; rounds_given=1; shift 2 ;;
+        --rounds=*) rounds="${1#*=}"; rounds_given=1; shift ;;
+        --json) json=1; shift ;;
+        *) bench_args+=("$1"); shift ;;
+    esac
+done
+[ -n "$baseline" ] || [ "$rounds_given" = 0 ] || die "--rounds needs --baseline"
+[ -z "$baseline" ] || case "$rounds" in ''|*[!0-9]*|0) die "--rounds must be a positive integer" ;; esac
 
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
+fi
+
+# The baseline first: a bad REF fails before anything is built.
+if [ -n "$baseline" ]; then
+    base_sha="$(git rev-parse --verify --quiet "$baseline^{commit}")" || die "--baseline: $baseline is not a commit"
+    base_tree="${XDG_CACHE_HOME:-$HOME/.cache}/proximityd-bench/$base_sha"
+    if [ ! -e "$base_tree/.git" ]; then
+        echo "== checking out $baseline ($base_sha) in $base_tree" >&2
+        mkdir -p "$(dirname "$base_tree")"
+        # --force: a worktree registered at this path whose directory was deleted is added again.
+        git worktree add --force --detach "$base_tree" "$base_sha" >&2
+    fi
+    [ "$(git -C "$base_tree" rev-parse HEAD)" = "$base_sha" ] || die "$base_tree is not at $base_sha; remove it and run again"
+    # An older commit may not have Package.resolved: build it with this tree's dependency versions.
+    if [ ! -e "$base_tree/Package.resolved" ] && [ -e Package.resolved ]; then
+        cp Package.resolved "$base_tree/Package.resolved"
+    fi
+    echo "== building $baseline's proximityd (release, $base_tree/.build-release)" >&2
+    (cd "$base_tree" && swift build -c release --scratch-path .build-release --product proximityd >&2)
+    base_bin="$(cd "$base_tree" && swift build -c release --scratch-path .build-release --show-bin-path)"
 fi
 
 echo "== building proximityd and bluez-sim (release, .build-release)" >&2
@@ -24,6 +71,59 @@ swift build -c release --scratch-path .build-release --product proximityd >&2
 swift build -c release --scratch-path .build-release --product bluez-sim >&2
 bin="$(swift build -c release --scratch-path .build-release --show-bin-path)"
 
+defaults=(--devices 200 --interval 0.035 --seconds 20 --warm-up 3 --max-peers 100)
 echo "== 200 devices, 5,000 RSSI updates/s offered, table capped at 100, 3 s warm-up, 20 s measured" >&2
-exec "$bin/bluez-sim" bench --proximityd "$bin/proximityd" --devices 200 --interval 0.035 --seconds 20 --warm-up 3 \
-    --max-peers 100 "$@"
+if [ -z "$baseline" ]; then
+    [ "$json" = 1 ] && bench_args+=(--json)
+    exec "$bin/bluez-sim" bench --proximityd "$bin/proximityd" "${defaults[@]}" ${bench_args[@]+"${bench_args[@]}"}
+fi
+
+# A value of bluez-sim's one-line JSON ("key": number).
+field() { sed -n "s/.*\"$2\": \(-\{0,1\}[0-9.]*\).*/\1/p" <<<"$1"; }
+# Progress lines go to stderr when stdout carries the JSON object.
+say() { if [ "$json" = 1 ]; then echo "$*" >&2; else echo "$*"; fi; }
+
+head_sha="$(git rev-parse HEAD)"
+if git diff --quiet HEAD -- 2>/dev/null; then current_label="this tree (${head_sha:0:7})"
+else current_label="this tree (${head_sha:0:7} with uncommitted changes)"; fi
+base_label="baseline $baseline (${base_sha:0:7})"
+
+base_runs=() current_runs=() base_cpu=() base_rss=() current_cpu=() current_rss=()
+for ((round = 1; round <= rounds; round++)); do
+    for side in baseline current; do
+        if [ "$side" = baseline ]; then node="$base_bin/proximityd" label="$base_label"
+        else node="$bin/proximityd" label="$current_label"; fi
+        echo "== round $round of $rounds: $label" >&2
+        out="$("$bin/bluez-sim" bench --proximityd "$node" "${defaults[@]}" ${bench_args[@]+"${bench_args[@]}"} --json)"
+        out="$(tail -n 1 <<<"$out")"
+        cpu="$(field "$out" proximityd_cpu_percent)" rss="$(field "$out" proximityd_peak_rss_mb)"
+        [ -n "$cpu" ] && [ -n "$rss" ] || die "no proximityd figures in bluez-sim's output: $out"
+        say "round $round, $label: proximityd CPU $cpu% of one core, peak RSS $rss MB," \
+            "table $(field "$out" proximityd_table) peers, $(field "$out" updates_per_second) updates/s delivered"
+        if [ "$side" = baseline ]; then base_runs+=("$out") base_cpu+=("$cpu") base_rss+=("$rss")
+        else current_runs+=("$out") current_cpu+=("$cpu") current_rss+=("$rss"); fi
+    done
+done
+
+mean() { printf '%s\n' "$@" | awk '{ s += $1 } END { printf "%.2f", s / NR }'; }
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", a - b }'; }
+joined() { local IFS=,; echo "$*"; }
+base_cpu_mean="$(mean "${base_cpu[@]}")" base_rss_mean="$(mean "${base_rss[@]}")"
+current_cpu_mean="$(mean "${current_cpu[@]}")" current_rss_mean="$(mean "${current_rss[@]}")"
+cpu_diff="$(minus "$current_cpu_mean" "$base_cpu_mean")" rss_diff="$(minus "$current_rss_mean" "$base_rss_mean")"
+
+if [ "$json" = 1 ]; then
+    dirty=true; [ "$current_label" = "this tree (${head_sha:0:7})" ] && dirty=false
+    printf '{"rounds": %d, "order": "baseline first", ' "$rounds"
+    printf '"baseline": {"ref": "%s", "commit": "%s", "runs": [%s], "mean_cpu_percent": %s, "mean_peak_rss_mb": %s}, ' \
+        "$baseline" "$base_sha" "$(joined "${base_runs[@]}")" "$base_cpu_mean" "$base_rss_mean"
+    printf '"current": {"commit": "%s", "uncommitted_changes": %s, "runs": [%s], "mean_cpu_percent": %s, "mean_peak_rss_mb": %s}, ' \
+        "$head_sha" "$dirty" "$(joined "${current_runs[@]}")" "$current_cpu_mean" "$current_rss_mean"
+    printf '"difference": {"cpu_percent": %s, "peak_rss_mb": %s}}\n' "${cpu_diff#+}" "${rss_diff#+}"
+else
+    echo
+    echo "mean of $rounds runs each (targets: CPU < 25% of one core, peak RSS < 50 MB):"
+    printf '  %-50s CPU %6s%%   peak RSS %6s MB\n' "$base_label" "$base_cpu_mean" "$base_rss_mean"
+    printf '  %-50s CPU %6s%%   peak RSS %6s MB\n' "$current_label" "$current_cpu_mean" "$current_rss_mean"
+    printf '  %-50s CPU %6s pt  peak RSS %6s MB\n' "current - baseline" "$cpu_diff" "$rss_diff"
+fi
