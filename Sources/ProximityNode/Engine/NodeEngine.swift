@@ -152,47 +152,83 @@ public actor NodeEngine {
     // MARK: - Effects
 
     private func carryOut(_ effects: [NodeEffect]) {
-        for effect in effects {
-            switch effect {
-            case .save(let file):
-                do { try files.write(file) } catch {
-                    logger.error("cannot save \(file.what)", metadata: ["error": "\(error)"])
-                    step.saveFailed(file.kind)
+        for effect in effects { carryOut(effect) }
+    }
+
+    private func carryOut(_ effect: NodeEffect) {
+        switch effect {
+        case .save(let file): save(file)
+        case .publish(let event): events.publish(event)
+        case .profile(let sequence, let attributes, let items): publishProfile(sequence, attributes, items)
+        case .syncEventLog: eventLog.syncIfDue()
+        case .log(let line): logger.log(level: line.level, "\(line.message)", metadata: line.metadata)
+        case .bluez(let action, let generation): call(action, generation: generation)
+        case .identify(let connect): identify(connect)
+        case .ask(let question): ask(question)
+        case .release(let client): release(client)
+        case .watch(let client): watch(client)
+        }
+    }
+
+    private func save(_ file: StateFile) {
+        do { try files.write(file) } catch {
+            logger.error("cannot save \(file.what)", metadata: ["error": "\(error)"])
+            step.saveFailed(file.kind)
+        }
+    }
+
+    /// The entries to the event log, then the profile's step with a `Logged` for each written (an
+    /// entry that cannot be written goes on without it).
+    private func publishProfile(_ sequence: UInt64, _ attributes: [String: String]?, _ items: [ProfileItem]) {
+        var signals: [ProfileSignal] = []
+        for item in items {
+            switch item {
+            case .signal(let signal): signals.append(signal)
+            case .log(let entry):
+                do { signals.append(.logged(try eventLog.append(entry))) } catch {
+                    logger.error("cannot write the event log", metadata: ["error": "\(error)"])
                 }
-            case .publish(let event):
-                events.publish(event)
-            case .profile(let sequence, let attributes, let items):
-                var signals: [ProfileSignal] = []
-                for item in items {
-                    switch item {
-                    case .signal(let signal): signals.append(signal)
-                    case .log(let entry):
-                        // An entry that cannot be written goes on without its `Logged` signal.
-                        do { signals.append(.logged(try eventLog.append(entry))) } catch {
-                            logger.error("cannot write the event log", metadata: ["error": "\(error)"])
-                        }
-                    }
-                }
-                events.publish(.profile(ProfileChanges(sequence: sequence, attributes: attributes, signals: signals)))
-            case .syncEventLog:
-                eventLog.syncIfDue()
-            case .log(let line):
-                logger.log(level: line.level, "\(line.message)", metadata: line.metadata)
-            case .bluez(let action, let generation):
-                let clock = self.clock
-                enqueue { [bluez] in
-                    for input in await bluez.carryOut(action, generation: generation, at: { clock.now }) { await self.feed(input) }
-                }
-            case .identify(let connect):
-                enqueue { [bluez] in await self.feed(await bluez.identify(connect)) }
-            case .ask(let question):
-                let time = self.time
-                enqueue { [clients] in await self.answered(await clients.ask(question, time: time)) }
-            case .release(let client):
-                enqueue { [clients] in await clients.release(client) }
-            case .watch(let client):
-                enqueue { [clients] in await self.answered(await clients.watch(client)) }
             }
+        }
+        events.publish(.profile(ProfileChanges(sequence: sequence, attributes: attributes, signals: signals)))
+    }
+
+    private func call(_ action: AdapterLink.Action, generation: Int) {
+        let bluez = self.bluez
+        let now = clock.now
+        enqueue {
+            let inputs = await bluez.carryOut(action, generation: generation, at: now)
+            for input in inputs { await self.feed(input) }
+        }
+    }
+
+    private func identify(_ connect: IdentificationScheduler.Connect) {
+        let bluez = self.bluez
+        enqueue {
+            let input = await bluez.identify(connect)
+            await self.feed(input)
+        }
+    }
+
+    private func ask(_ question: StrategyQuestion) {
+        let clients = self.clients
+        let time = self.time
+        enqueue {
+            let answer = await clients.ask(question, time: time)
+            await self.answered(answer)
+        }
+    }
+
+    private func release(_ client: StrategyClient) {
+        let clients = self.clients
+        enqueue { await clients.release(client) }
+    }
+
+    private func watch(_ client: String) {
+        let clients = self.clients
+        enqueue {
+            let left = await clients.watch(client)
+            await self.answered(left)
         }
     }
 

@@ -127,7 +127,7 @@ actor BlueZSide {
     // MARK: - Calls the step asks for
 
     /// One BlueZ call the adapter link asked for; the inputs its result makes.
-    func carryOut(_ action: AdapterLink.Action, generation: Int, at now: @Sendable () -> Timestamp) async -> [NodeInput] {
+    func carryOut(_ action: AdapterLink.Action, generation: Int, at t: Timestamp) async -> [NodeInput] {
         let adapter = Adapter(connection: connection, path: adapterPath)
         switch action {
         case .powerOn:
@@ -163,7 +163,6 @@ actor BlueZSide {
             return [.discoveryEnded(failure: failure, generation: generation)]
         case .considerKnownDevices:
             // Devices already in the mirror (a restart, the adapter back) are considered again.
-            let t = now()
             return await mirror.devices(on: adapterPath).map { Self.sighting($0, sample: false, frameChanged: true, at: t) }
         case .publish:
             return []
