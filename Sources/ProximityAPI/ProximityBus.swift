@@ -68,6 +68,10 @@ public enum ProximityBus {
         public static let reload: MemberName = "Reload"
         /// The signal `FoundDevices(a{ss})`, once a second.
         public static let foundDevices: MemberName = "FoundDevices"
+        /// The signal `PeerIdentified(s identifier, s address, b introduced)`: a peer node's
+        /// identity learnt (read over GATT, or written by the peer to this node's hello), once it
+        /// is saved.
+        public static let peerIdentified: MemberName = "PeerIdentified"
         /// `StartRecording(as peers)`: the caller receives `Samples` for these peers (none: every
         /// peer) until it calls `StopRecording()` or leaves the bus.
         public static let startRecording: MemberName = "StartRecording"

@@ -84,12 +84,21 @@ struct NodeAcceptanceTests {
         let scenario = Self.scenario(seed: 8, failures: 0.3, [(0, 0), (1.5, 0), (0, 1.5), (1.5, 1.5)])
         try await withNodes(scenario) { sim, daemons in
             let boxes = scenario.boxes.map(\.name)
+            var observers: [DBusConnection] = []
+            var identified: [String: SignalLog] = [:]
+            for box in boxes {
+                let observer = try await sim.buses[box]!.connect()
+                observers.append(observer)
+                identified[box] = SignalLog(try await observer.subscribe(MatchRule(interface: ProximityBus.Node1.interface,
+                                                                                   member: ProximityBus.Node1.peerIdentified)))
+            }
             for box in boxes { daemons[box] = try await sim.startDaemon(box) }
             var ids: [String: String] = [:]
             for box in boxes { ids[box] = try await sim.identifier(box) }
             for box in boxes {
                 let others = Set(boxes.filter { $0 != box }.map { ids[$0]! })
                 try await sim.waitRanging(box, "\(box) identifies its three peers", timeout: .seconds(90)) { Set($0.keys) == others }
+                _ = try await identified[box]!.wait(from: 2, timeout: .seconds(10), "\(box)'s third PeerIdentified") { _ in true }
             }
             let state = try await sim.control(["GetState"])
             let json = try #require(try JSONSerialization.jsonObject(with: Data(
@@ -109,13 +118,15 @@ struct NodeAcceptanceTests {
                     attemptsInLogs += attempts
                     #expect((1...8).contains(attempts), "\(a.name) and \(b.name) connected \(attempts) times")
                     for (box, other) in [(a, b), (b, a)] {
-                        let learnt = lines(box.name, "identified a peer", other) + lines(box.name, "a peer introduced itself", other)
+                        // PeerIdentified(identifier, address, introduced), once per identity learnt.
+                        let learnt = identified[box.name]!.messages.filter { $0.body.count == 3 && $0.body[1].string == other.address }.count
                         #expect(learnt == 1, "\(box.name) learnt \(other.name)'s identity \(learnt) times")
                     }
                 }
             }
             // The nodes' attempts are the simulator's: nothing else connected.
             #expect(attemptsInLogs == stats["connection_attempts"], "\(stats)")
+            for observer in observers { await observer.close() }
         }
     }
 
@@ -123,6 +134,9 @@ struct NodeAcceptanceTests {
     func addressChange() async throws {
         let scenario = Self.scenario(seed: 5, [(0, 0), (1, 0)])
         try await withNodes(scenario) { sim, daemons in
+            let observer = try await sim.buses["alpha"]!.connect()
+            let identified = SignalLog(try await observer.subscribe(MatchRule(interface: ProximityBus.Node1.interface,
+                                                                              member: ProximityBus.Node1.peerIdentified)))
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             let bravo = try await sim.identifier("bravo")
             try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0 == [bravo: "near"] }
@@ -130,19 +144,23 @@ struct NodeAcceptanceTests {
 
             #expect(try await sim.control(["SetAddress", "ss", "bravo", "aa:00:00:00:00:22"]).status == 0)
             let peers = sim.stateDirectory("alpha").appendingPathComponent("peers.json")
-            try await sim.until("alpha", "alpha identifies bravo at its new address", timeout: .seconds(30)) {
-                try await sim.peerProperty("alpha", bravo, ["Address"]) == "s \"AA:00:00:00:00:22\""
+            // Identified at the new address: saved before it is announced.
+            try await identified.wait(timeout: .seconds(30), "PeerIdentified at the new address") {
+                $0.body.count == 3 && $0.body[0].string == bravo && $0.body[1].string == "AA:00:00:00:00:22"
             }
-            try await eventually("peers.json holds the new address only", timeout: .seconds(5)) {
-                let file = try String(contentsOf: peers, encoding: .utf8)
-                return file.contains("AA:00:00:00:00:22") && !file.contains("AA:00:00:00:00:02")
+            let file = try String(contentsOf: peers, encoding: .utf8)
+            #expect(file.contains("AA:00:00:00:00:22") && !file.contains("AA:00:00:00:00:02"), "\(file)")
+            try await sim.until("alpha", "alpha shows bravo at its new address", timeout: .seconds(10)) {
+                try await sim.peerProperty("alpha", bravo, ["Address"]) == "s \"AA:00:00:00:00:22\""
             }
             #expect(try await sim.ranging("alpha") == [bravo: "near"])
             let log = daemons["alpha"]!.stderr
             #expect(log.contains("a peer changed address"), "\(log)")
             let identities = try await sim.node("alpha", ["GetIdentities"]).stdout.trimmed
             #expect(identities == "a{ss} 1 \"AA:00:00:00:00:22\" \"\(bravo)\"", "\(identities)")
-            #expect(log.components(separatedBy: "identified a peer").count - 1 == 2, "\(log)")
+            #expect(identified.messages.map { $0.body.count == 3 ? $0.body[1].string ?? "" : "" } == ["AA:00:00:00:00:02", "AA:00:00:00:00:22"],
+                    "\(identified.messages)")
+            await observer.close()
             // Bad addresses are refused by the simulator's control service.
             let bad = try await sim.control(["SetAddress", "ss", "bravo", "nope"])
             #expect(bad.status != 0 && bad.stderr.contains("not a Bluetooth address"), "\(bad)")

@@ -59,11 +59,14 @@ struct NodeEndToEndTests {
         do {
             let boxes = ["alpha", "bravo", "charlie"]
             var counters: [String: EventRecorder<String>] = [:]
+            var identified: [String: SignalLog] = [:]
             for box in boxes {
                 let observer = try await sim.buses[box]!.connect()
                 observers.append(observer)
                 let signals = try await observer.subscribe(MatchRule(sender: "org.bluez", interface: .properties, member: "PropertiesChanged"))
                 counters[box] = gattConnections(signals)
+                identified[box] = SignalLog(try await observer.subscribe(MatchRule(interface: ProximityBus.Node1.interface,
+                                                                                   member: ProximityBus.Node1.peerIdentified)))
             }
             for box in boxes { daemons[box] = try await sim.startDaemon(box) }
             var ids: [String: String] = [:]
@@ -81,10 +84,11 @@ struct NodeEndToEndTests {
                 #expect(try await sim.property(box, "Discovering") == "b true")
                 let peers = try await sim.node(box, ["GetPeers"]).stdout.trimmed
                 #expect(peers.hasPrefix("ao 2 "), "\(peers)")
-                // Each peer is learnt once: read over GATT, or from the peer's own hello.
-                let log = daemons[box]!.stderr
-                let learnt = log.components(separatedBy: "identified a peer").count + log.components(separatedBy: "a peer introduced itself").count - 2
-                #expect(learnt == 2, "\(box) learnt \(learnt) identities, not 2:\n\(log)")
+                // Each peer is learnt once (read over GATT, or from the peer's own hello), and on
+                // disk before the node says so.
+                _ = try await identified[box]!.wait(from: 1, timeout: .seconds(10), "\(box)'s second PeerIdentified") { _ in true }
+                let learnt = identified[box]!.messages.compactMap { $0.body.first?.string }
+                #expect(learnt.sorted() == boxes.filter { $0 != box }.map { ids[$0]! }.sorted(), "\(box) learnt \(learnt)")
                 let file = try String(contentsOf: sim.stateDirectory(box).appendingPathComponent("peers.json"), encoding: .utf8)
                 for other in boxes where other != box { #expect(file.contains(ids[other]!), "\(file)") }
             }
@@ -135,7 +139,7 @@ struct NodeEndToEndTests {
             daemons["alpha"] = try await sim.startDaemon("alpha")
             try await sim.waitRanging("alpha", "alpha ranges its peers again after a restart", timeout: .seconds(60)) { $0 == expected["alpha"]! }
             #expect(counters["alpha"]!.count == 2, "\(perDevice(counters["alpha"]!))")
-            #expect(!daemons["alpha"]!.stderr.contains("identified a peer"), "\(daemons["alpha"]!.stderr)")
+            #expect(identified["alpha"]!.count == 2, "a peer identified again after the restart: \(identified["alpha"]!.messages)")
         } catch {
             for daemon in daemons.values { await daemon.stop() }
             for observer in observers { await observer.close() }
@@ -156,6 +160,12 @@ struct NodeBlueZLifecycleTests {
     @Test("nodes started before bluetoothd start once it appears, and register again after a bluetoothd restart and an adapter power cycle")
     func lateAndRestartedBlueZ() async throws {
         try await withNodes(NodeAcceptanceTests.scenario(seed: 7, [(0, 0), (1, 0)]), simulate: false) { sim, daemons in
+            // What alpha learns and how often it connects to identify, across the restarts below.
+            let observer = try await sim.buses["alpha"]!.connect()
+            let identified = SignalLog(try await observer.subscribe(MatchRule(interface: ProximityBus.Node1.interface,
+                                                                              member: ProximityBus.Node1.peerIdentified)))
+            let connections = gattConnections(try await observer.subscribe(MatchRule(sender: "org.bluez", interface: .properties,
+                                                                                     member: "PropertiesChanged")))
             for box in ["alpha", "bravo"] { daemons[box] = try await sim.startDaemon(box) }
             try await daemons["alpha"]!.waitForOutput(containing: "waiting for bluetoothd (org.bluez)", inStderr: true)
             #expect(try await sim.property("alpha", "Advertising") == "b false")
@@ -177,7 +187,9 @@ struct NodeBlueZLifecycleTests {
             // Both keep ranging each other: alpha hears bravo again (its identity cached), bravo hears alpha's new advertisement.
             try await sim.waitRanging("alpha", "alpha ranges bravo after the restart", timeout: .seconds(60)) { $0 == [bravo: "near"] }
             try await sim.waitRanging("bravo", "bravo ranges alpha after the restart", timeout: .seconds(60)) { $0.values.first == "near" }
-            #expect(daemons["alpha"]!.stderr.components(separatedBy: "identified a peer").count - 1 == 1, "\(daemons["alpha"]!.stderr)")
+            // Bravo was learnt once, over one connection: the identity kept across bluetoothd's restart.
+            #expect(identified.messages.compactMap { $0.body.first?.string } == [bravo], "\(identified.messages)")
+            #expect(connections.count == 1, "\(perDevice(connections))")
 
             // An adapter power cycle: both flags drop, then come back with the adapter.
             let off = try await sim.control(["SetPowered", "sb", "alpha", "false"])
@@ -195,6 +207,7 @@ struct NodeBlueZLifecycleTests {
                 return advertising == "b true" && discovering == "b true"
             }
             try await sim.waitRanging("alpha", "alpha ranges bravo after the power cycle", timeout: .seconds(60)) { $0 == [bravo: "near"] }
+            await observer.close()
         }
     }
 }

@@ -65,8 +65,8 @@ public actor BusExporter {
             show(.clearInterval, .double(seconds))
         case .rssiOffset(let dB):
             show(.rssiOffset, .double(dB))
-        case .peerIdentified:
-            break
+        case .peerIdentified(let peer, let address, let introduced):
+            announce(peer, address: address, introduced: introduced)
         case .regions(let changes):
             await show(changes)
         case .alerts(let changes):

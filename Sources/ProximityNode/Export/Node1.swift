@@ -67,6 +67,8 @@ enum NodeInterface {
             }
         }, signals: [
             DBusSignal(Node1.foundDevices, arguments: [DBusArgument("zones", stringMap)]),
+            DBusSignal(Node1.peerIdentified, arguments: [DBusArgument("identifier", .string), DBusArgument("address", .string),
+                                                         DBusArgument("introduced", .boolean)]),
             DBusSignal(Node1.samples, arguments: [DBusArgument("time", .double), DBusArgument("samples", Node1.samplesType),
                                                   DBusArgument("reports", Node1.reportsType)]),
         ])
@@ -97,6 +99,16 @@ extension BusExporter {
 
     func show(_ key: NodeProperties.Key, _ value: DBusValue) {
         nodeObject?.set(key.rawValue, value, interface: ProximityBus.Node1.interface)
+    }
+
+    /// `Node1.PeerIdentified`: a peer node's identity learnt (and saved).
+    func announce(_ peer: PeerID, address: String, introduced: Bool) {
+        do {
+            try nodeObject?.emit(ProximityBus.Node1.peerIdentified, interface: ProximityBus.Node1.interface,
+                                 [.string(peer.rawValue), .string(address), .boolean(introduced)])
+        } catch {
+            logger.error("cannot emit PeerIdentified", metadata: ["error": "\(error)"])
+        }
     }
 
     /// `Node1.Samples` to each recording client, its own peers only.
