@@ -35,7 +35,7 @@ struct RegionSimulationTests {
 
     /// The region events among a node's events, each with the time of the report before it and
     /// the last time the node heard any peer before that report (its own clock).
-    static func regionEvents(_ events: [NodeEvent], clock: any NodeClock) -> [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] {
+    static func regionEvents(_ events: [NodeEvent]) -> [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] {
         var entries: [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] = []
         var now: Timestamp = 0
         var lastHeard: Timestamp = 0
@@ -75,9 +75,8 @@ struct RegionSimulationTests {
         #expect(spells.allSatisfy { $0 > 2 && $0 < 10 }, "longest bad spells \(spells)")
         try await withSimBoxes(scenario, time: .simulated) { boxes in
             try await withNode("watcher", on: boxes) { watcher in try await withNode("visitor", on: boxes) { visitor in
-                let clock = watcher.log.clock
                 @Sendable func recorded() -> [(time: Timestamp, lastHeard: Timestamp, event: RegionEvent)] {
-                    Self.regionEvents(watcher.events.events, clock: clock)
+                    Self.regionEvents(watcher.events.events)
                 }
                 let visitorID = visitor.engine.identity
                 var byUUID = RegionMatcher()
