@@ -130,7 +130,7 @@ import Testing
     }
 
     static let near = Rule(identifier: "near-12", triggers: [.tracking],
-                           condition: .all([test("a.beacon.major", .eq, ["12"]), test("a.beacon.prox", .le, ["2"])]),
+                           condition: .all([test("a.beacon.major", .eq, ["12"]), test("a.beacon.prox", .within, ["near"])]),
                            actions: [.signal(["major": "{%a.beacon.major%}", "what": "{%event.type%} {%a.missing%}!"])], frequency: .once)
 
     @Test("frequencies: always, once, cooldown; only on the rule's triggers; tokens replaced")
@@ -170,7 +170,7 @@ import Testing
         #expect(rule.frequency == .cooldown(30) && rule.triggers == [.tracking] && rule.actions.count == 4)
         #expect(try Rule.parse(identifier: "r", rule.definition) == rule)
         let bad: [(String, String)] = [
-            (#"{"when": {"key": "a", "op": "is", "value": "1"}, "do": [{"log": {}}]}"#, "when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"is\""),
+            (#"{"when": {"key": "a", "op": "is", "value": "1"}, "do": [{"log": {}}]}"#, "when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within, not the string \"is\""),
             (#"{"when": {"all": [{"key": "a", "op": "gt", "value": "x"}]}, "do": [{"log": {}}]}"#, "when.all[0]: gt compares numbers: \"x\" is not a number"),
             (#"{"when": {"key": "a", "op": "ex", "value": "1"}, "do": [{"log": {}}]}"#, "when: ex takes no value"),
             (#"{"when": {"key": "a", "op": "eq"}, "do": [{"log": {}}]}"#, "when: eq needs value: or values:"),

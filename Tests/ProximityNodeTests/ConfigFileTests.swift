@@ -335,7 +335,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                      "3:5: rules[0]: unknown key 'wehn' (did you mean 'when'?)"),
         // Rules: the definition's problems, at the node they are about.
         BrokenConfig("an operator that is not one, at its value", "rules:\n  - identifier: a\n    when: {key: a.beacon.prox, op: about, value: 2}\n    do: [{log: {}}]\n",
-                     "3:36: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\""),
+                     "3:36: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within, not the string \"about\""),
         BrokenConfig("gt with a value that is not a number, at the test", """
             rules:
               - identifier: a
@@ -344,7 +344,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                     - {key: a.beacon.major, op: eq, value: 12}
                     - {key: a.beacon.prox, op: gt, value: near}
                 do: [{log: {}}]
-            """, "6:11: rules[0].when.all[1]: gt compares numbers: \"near\" is not a number"),
+            """, "6:11: rules[0].when.all[1]: gt compares numbers: \"near\" is not a number (for a zone or nearer, and known, write op: within, value: near)"),
         BrokenConfig("an unknown action, at its key", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex}\n    do:\n      - notify: {a: b}\n",
                      "5:9: rules[0].do[0].notify: unknown action (known: signal, set, remove, offer-alert, log)"),
         BrokenConfig("a rule without do, at the item", "rules:\n  - identifier: a\n    when: {key: a.x, op: ex}\n",
@@ -390,7 +390,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             """,
             "3:20: rules[0].on[1]: must be one of profile, tracking, region, alert, not the string \"weather\"",
             "3:29: rules[0].on[2]: must be one of profile, tracking, region, alert, not the string \"alerts\"",
-            "6:26: rules[0].when.any[0].op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\"",
+            "6:26: rules[0].when.any[0].op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within, not the string \"about\"",
             "8:11: rules[0].when.any[2]: lt compares numbers: \"two\" is not a number",
             "11:9: rules[0].do[1].notify: unknown action (known: signal, set, remove, offer-alert, log)",
             "12:14: rules[0].do[2].set: must be a mapping of names to text, not a list",
@@ -412,7 +412,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
                 do: [{log: {}}]
             """,
             "3:18: rules[0].on[1]: must be a value, not null",
-            "4:26: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\"",
+            "4:26: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within, not the string \"about\"",
             "4:40: rules[0].when.value: 99999999999999999999 is out of range",
             "6:8: rules[0].do[0]: must be a value, not an empty value",
             "7:9: rules[0].do[1].notify: unknown action (known: signal, set, remove, offer-alert, log)",

@@ -95,7 +95,7 @@ struct ConfigCommandTests {
                 .write(toFile: file, atomically: true, encoding: .utf8)
             let badRule = try await runCommand(BuiltProducts.path("proximityd"), ["check-config", file])
             #expect(badRule.status == 65, "\(badRule)")
-            #expect(badRule.stderr == "\(file):3:36: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, not the string \"about\"\n",
+            #expect(badRule.stderr == "\(file):3:36: rules[0].when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within, not the string \"about\"\n",
                     "\(badRule)")
 
             try "alerts:\n  - identifier: lighthouse\n    range: nearby\n    match: {}\n".write(toFile: file, atomically: true, encoding: .utf8)

@@ -106,7 +106,7 @@ struct ProfileBusTests {
                 ("AddRule", ["''", "'{}'"], invalid, "the rule identifier is empty"),
                 ("AddRule", ["'r'", "'not json'"], invalid, "rule \"r\": is not valid JSON"),
                 ("AddRule", ["'r'", #"'{"when": {"key": "a", "op": "is", "value": "1"}, "do": [{"log": {}}]}'"#], invalid,
-                 "rule \"r\": when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew"),
+                 "rule \"r\": when.op: must be one of eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within"),
                 ("AddRule", ["'r'", #"'{"when": {"key": "a", "op": "eq", "value": "1"}}'"#], invalid, "a rule needs do: (its actions)"),
                 ("RemoveRule", ["'nope'"], missing, "no rule \"nope\" is defined"),
                 ("TestRule", ["'nope'"], missing, "no rule \"nope\" is defined"),

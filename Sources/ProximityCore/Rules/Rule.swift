@@ -1,8 +1,8 @@
 import Foundation
 
-/// The operators of the seed's rules engine.
+/// The operators of the seed's rules engine, and `within` for zones.
 public enum RuleOperator: String, Sendable, Hashable, CaseIterable, Codable {
-    case eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew
+    case eq, ne, ex, nx, gt, ge, lt, le, co, nc, sw, ew, within
 
     /// `ex` and `nx` take no values.
     public var takesValues: Bool { self != .ex && self != .nx }
@@ -18,13 +18,17 @@ public enum RuleOperator: String, Sendable, Hashable, CaseIterable, Codable {
 
     /// Whether `actual` (nil: the attribute or field is missing) satisfies the operator for one
     /// `expected` value. Numbers compare as numbers when both sides are numbers (`"10" gt "9"`);
-    /// `gt`, `ge`, `lt` and `le` hold only between numbers. A missing value satisfies nothing
-    /// (so its negations hold).
+    /// `gt`, `ge`, `lt` and `le` hold only between numbers. `eq` compares zones when one side is a
+    /// zone's name and the other a zone (`"2" eq "near"`, ``zone(_:)``). `within` holds for a known
+    /// zone at `expected` or nearer (`"1" within "near"`), never for unknown (0). A missing value
+    /// satisfies nothing (so its negations hold).
     func holds(_ actual: String?, _ expected: String) -> Bool {
         guard let actual else { return false }
         let numbers = Self.number(actual).flatMap { a in Self.number(expected).map { (a, $0) } }
         switch self {
-        case .eq: return numbers.map { $0.0 == $0.1 } ?? (actual == expected)
+        case .eq:
+            if let zones = Self.zonesCompared(actual, expected) { return zones.0 == zones.1 }
+            return numbers.map { $0.0 == $0.1 } ?? (actual == expected)
         case .gt: return numbers.map { $0.0 > $0.1 } ?? false
         case .ge: return numbers.map { $0.0 >= $0.1 } ?? false
         case .lt: return numbers.map { $0.0 < $0.1 } ?? false
@@ -33,8 +37,19 @@ public enum RuleOperator: String, Sendable, Hashable, CaseIterable, Codable {
         case .sw: return actual.hasPrefix(expected)
         case .ew: return actual.hasSuffix(expected)
         case .ex: return true
+        case .within:
+            guard let zone = Self.zone(actual), zone != .unknown, let limit = Proximity(rawValue: expected) else { return false }
+            return zone <= limit
         case .ne, .nc, .nx: return false
         }
+    }
+
+    /// Both sides as zones, when one is a zone's name and the other a zone (a name or a prox
+    /// number); nil otherwise (they compare as numbers or text).
+    static func zonesCompared(_ actual: String, _ expected: String) -> (Proximity, Proximity)? {
+        guard Proximity(rawValue: actual) != nil || Proximity(rawValue: expected) != nil,
+              let a = zone(actual), let e = zone(expected) else { return nil }
+        return (a, e)
     }
 }
 
@@ -46,6 +61,15 @@ extension RuleOperator {
         guard !t.isEmpty, t.allSatisfy({ $0.isASCII && ($0.isNumber || "+-.eE".contains($0)) }),
               t.contains(where: \.isNumber), let d = Double(t), d.isFinite else { return nil }
         return d
+    }
+
+    /// A zone as rules read it: its name (`immediate`, `near`, `far`, `unknown`, lowercase), or
+    /// the seed's prox number the tracker sets (`a.beacon.prox`: 0 unknown, 1 immediate, 2 near,
+    /// 3 far, ``TrackingKeys/prox(_:)``); nil for anything else.
+    public static func zone(_ text: String) -> Proximity? {
+        if let zone = Proximity(rawValue: text) { return zone }
+        guard let n = number(text) else { return nil }
+        return Proximity.allCases.first { Double(TrackingKeys.prox($0)) == n }
     }
 }
 
@@ -79,7 +103,10 @@ public indirect enum RuleCondition: Sendable, Hashable {
         case .test(let key, let op, let values):
             let actual = lookup(key).map { $0.debugDescription } ?? "missing"
             let list = op.takesValues ? " " + values.map(\.debugDescription).joined(separator: " or ") : ""
-            return ["\(pad)\(verdict)  \(key) \(op.rawValue)\(list)  (\(key) is \(actual))"]
+            // A prox number in a test of zones, with the zone it stands for.
+            let zones = op == .within || values.contains { Proximity(rawValue: $0) != nil }
+            let zone = zones ? lookup(key).flatMap { Proximity(rawValue: $0) == nil ? RuleOperator.zone($0) : nil }.map { ", \($0.rawValue)" } ?? "" : ""
+            return ["\(pad)\(verdict)  \(key) \(op.rawValue)\(list)  (\(key) is \(actual)\(zone))"]
         case .all(let conditions):
             return ["\(pad)\(verdict)  all of:"] + conditions.flatMap { $0.explain(lookup, depth: depth + 1) }
         case .any(let conditions):

@@ -8,7 +8,7 @@ import Foundation
 /// when:                                # a test, or a group: all: […] / any: […], nested
 ///   all:
 ///     - {key: a.beacon.major, op: eq, value: "12"}
-///     - {key: a.beacon.prox, op: le, values: ["2"]}
+///     - {key: a.beacon.prox, op: within, value: near}   # near or immediate, not unknown
 /// do:                                  # one or more actions
 ///   - signal: {major: "{%a.beacon.major%}"}
 ///   - set: {a.visited: "yes"}
@@ -211,7 +211,11 @@ extension Rule {
         if op.takesValues, values.isEmpty { throw RuleDefinitionError(path, "\(op.rawValue) needs value: or values:") }
         if !op.takesValues, !values.isEmpty { throw RuleDefinitionError(path, "\(op.rawValue) takes no value") }
         if [.gt, .ge, .lt, .le].contains(op), let bad = values.first(where: { RuleOperator.number($0) == nil }) {
-            throw RuleDefinitionError(path, "\(op.rawValue) compares numbers: \(bad.debugDescription) is not a number")
+            let hint = Proximity(rawValue: bad).map { _ in " (for a zone or nearer, and known, write op: within, value: \(bad))" } ?? ""
+            throw RuleDefinitionError(path, "\(op.rawValue) compares numbers: \(bad.debugDescription) is not a number\(hint)")
+        }
+        if op == .within, let bad = values.first(where: { Proximity(rawValue: $0) == nil || $0 == Proximity.unknown.rawValue }) {
+            throw RuleDefinitionError(path, "within takes a zone, immediate, near or far, not \(bad.debugDescription)")
         }
         return .test(key: key, op: op, values: values)
     }
