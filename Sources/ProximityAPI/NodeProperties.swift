@@ -28,10 +28,13 @@ public struct NodeProperties: Sendable, Hashable {
     public var pathLossExponent: Double
     /// dB added to every RSSI sample the node receives, before ranging.
     public var rssiOffset: Double
+    /// Where its zones end, metres: `immediate` and `near` (far beyond).
+    public var zoneDistances: [String: Double]
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
-                clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0) {
+                clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0,
+                zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0]) {
         self.identifier = identifier
         self.serviceUUID = serviceUUID
         self.name = name
@@ -42,6 +45,7 @@ public struct NodeProperties: Sendable, Hashable {
         self.measuredPower = measuredPower
         self.pathLossExponent = pathLossExponent
         self.rssiOffset = rssiOffset
+        self.zoneDistances = zoneDistances
     }
 
     /// The properties, in the order of the interface's declaration.
@@ -56,6 +60,7 @@ public struct NodeProperties: Sendable, Hashable {
         case measuredPower = "MeasuredPower"
         case pathLossExponent = "PathLossExponent"
         case rssiOffset = "RSSIOffset"
+        case zoneDistances = "ZoneDistances"
 
         public var descriptor: PropertyDescriptor {
             switch self {
@@ -65,6 +70,7 @@ public struct NodeProperties: Sendable, Hashable {
             case .measuredPower: PropertyDescriptor(rawValue, .int16, const: true)
             case .pathLossExponent: PropertyDescriptor(rawValue, .double, const: true)
             case .rssiOffset: PropertyDescriptor(rawValue, .double)
+            case .zoneDistances: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .double))
             }
         }
     }
@@ -82,6 +88,11 @@ public struct NodeProperties: Sendable, Hashable {
         measuredPower = Lenient.integer(v(.measuredPower)) ?? 0
         pathLossExponent = Lenient.double(v(.pathLossExponent)) ?? 0
         rssiOffset = Lenient.double(v(.rssiOffset)) ?? 0
+        var zones: [String: Double] = [:]
+        for entry in v(.zoneDistances)?.unwrapped.dictEntries ?? [] {
+            if let key = entry.key.string, let metres = Lenient.double(entry.value) { zones[key] = metres }
+        }
+        zoneDistances = zones
     }
 
     /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
@@ -101,6 +112,16 @@ public struct NodeProperties: Sendable, Hashable {
         case .measuredPower: .int16(measuredPower)
         case .pathLossExponent: .double(pathLossExponent)
         case .rssiOffset: .double(rssiOffset)
+        case .zoneDistances: Self.zoneDistances(zoneDistances)
         }
+    }
+
+    /// `ZoneDistances`' value: `immediate` and `near`, metres.
+    public static func zoneDistances(immediate: Double, near: Double) -> DBusValue {
+        zoneDistances(["immediate": immediate, "near": near])
+    }
+
+    static func zoneDistances(_ zones: [String: Double]) -> DBusValue {
+        .dictionary(key: .string, value: .double, zones.sorted { $0.key < $1.key }.map { .init(.string($0.key), .double($0.value)) })
     }
 }

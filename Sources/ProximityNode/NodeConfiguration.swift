@@ -50,6 +50,8 @@ public struct NodeConfiguration: Sendable {
     /// The alerts of the config file (`alerts:`); those added over the bus are kept in the state
     /// directory.
     public var alerts: [Alert] = []
+    /// `zones:`: where immediate and near end, metres (reloaded).
+    public var zones = ZoneThresholds()
     /// `tracking:`: which peers the tracker follows, its heartbeat, its custom context data.
     public var tracking = Tracker.Configuration()
     /// The rules of the config file (`rules:`); those added over the bus are kept in the state

@@ -35,11 +35,11 @@ import Testing
 
     /// The peer node introduces itself, then is heard at `rssi` five times a second; a report at
     /// each whole second. Returns each report's effects, by second.
-    static func hear(_ step: inout NodeStep, rssi: Int16 = -55, seconds: Int) -> [[NodeEffect]] {
-        _ = step.input(.introduced(peer, address: address), at: time(0))
+    static func hear(_ step: inout NodeStep, rssi: Int16 = -55, seconds: Int, from start: Double = 0) -> [[NodeEffect]] {
+        _ = step.input(.introduced(peer, address: address), at: time(start))
         var reports: [[NodeEffect]] = []
         for tenth in 1 ... seconds * 5 {
-            let t = Double(tenth) / 5
+            let t = start + Double(tenth) / 5
             let observation = Observation(address: address, rssi: rssi, time: t, frame: nil, txPower: nil, name: "peer")
             _ = step.input(.sighting(observation, frame: AdvertisedFrame(serviceUUIDs: [], manufacturerData: [:], serviceData: [:]), alias: nil),
                            at: time(t))

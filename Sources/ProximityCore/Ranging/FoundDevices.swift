@@ -164,6 +164,13 @@ public struct FoundDevicesTable: Sendable {
     }
     private var roomScan: RoomScan?
 
+    /// New zone boundaries, for every peer at once: each keeps its zone until its next sample
+    /// decides with the new boundaries (and the same hysteresis, a fraction of each boundary).
+    public mutating func setThresholds(_ thresholds: ZoneThresholds) {
+        configuration.thresholds = thresholds
+        for id in Array(peers.keys) { peers[id]!.tracker.thresholds = thresholds }
+    }
+
     public init(configuration: RangingConfiguration = RangingConfiguration()) {
         self.configuration = configuration
     }

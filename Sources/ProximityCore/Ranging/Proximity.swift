@@ -25,6 +25,16 @@ public struct ZoneThresholds: Sendable, Hashable {
         self.near = near
     }
 
+    /// Why `immediate` and `near` cannot be zone boundaries, or nil: both finite and above 0,
+    /// `immediate` below `near`, at most 1 km.
+    public static func problem(immediate: Double, near: Double) -> String? {
+        for (name, value) in [("immediate", immediate), ("near", near)] where !(value.isFinite && value > 0 && value <= 1000) {
+            return "\(name) must be a number of metres above 0 and at most 1000, not \(value)"
+        }
+        guard immediate < near else { return "immediate (\(immediate) m) must be below near (\(near) m)" }
+        return nil
+    }
+
     /// The zone a distance falls in, with no hysteresis.
     public func zone(forDistance d: Double) -> Proximity {
         if d < immediate { return .immediate }

@@ -14,6 +14,7 @@ import ProximityCore
 struct ConfigDecoder {
     var problems: [ConfigProblem] = []
     var options = RunOptions()
+    var zones = ZoneThresholds()
     var regionMonitor = RegionMonitor.Configuration()
     var regions: [Region] = []
     var alerts: [Alert] = []
@@ -34,6 +35,7 @@ struct ConfigDecoder {
                 continue
             }
             switch entry.key {
+            case "zones": decodeZones(entry)
             case "region-monitor": decodeRegionMonitor(entry.value)
             case "regions":
                 regionsEntry = entry

@@ -24,12 +24,14 @@ public struct ConfigFile: Sendable, Hashable {
     /// The top-level keys: the `run` options' long names (``RunOption/all``), then the sections.
     public static let keys = RunOption.all.map(\.key) + sections
     /// The sections: the top-level keys that are not `run` options. A reload applies them all.
-    public static let sections = ["region-monitor", "regions", "alerts", "tracking", "rules", "mqtt"]
+    public static let sections = ["zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt"]
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
         "report-interval", "report-moved", "compat", "room", "discovery", "discovery-prefix", "outbox-size", "reconnect-max",
     ]
+    /// The keys of `zones:`.
+    public static let zonesKeys = ["immediate", "near"]
     /// The keys of `region-monitor:`.
     public static let regionMonitorKeys = ["exit-period", "max-regions", "restore-limit"]
     /// The keys of an item of `regions:` (the keys of `match:` are ``RegionMatcher/Key/configName``).
@@ -58,6 +60,8 @@ public struct ConfigFile: Sendable, Hashable {
     public var regions: [Region]
     /// `alerts:`, in the file's order.
     public var alerts: [Alert]
+    /// `zones:`: where immediate and near end, metres.
+    public var zones: ZoneThresholds
     /// `tracking:`, with the defaults for what the file leaves out.
     public var tracking: Tracker.Configuration
     /// `rules:`, in the file's order.
@@ -65,7 +69,8 @@ public struct ConfigFile: Sendable, Hashable {
     /// `mqtt:`; nil when the file has none.
     public var mqtt: MQTTSettings?
 
-    public init(path: String, options: RunOptions = RunOptions(), regionMonitor: RegionMonitor.Configuration = .init(),
+    public init(path: String, options: RunOptions = RunOptions(), zones: ZoneThresholds = .init(),
+                regionMonitor: RegionMonitor.Configuration = .init(),
                 regions: [Region] = [], alerts: [Alert] = [], tracking: Tracker.Configuration = .init(), rules: [Rule] = [],
                 mqtt: MQTTSettings? = nil) {
         self.path = path
@@ -74,6 +79,7 @@ public struct ConfigFile: Sendable, Hashable {
         self.regions = regions
         self.alerts = alerts
         self.tracking = tracking
+        self.zones = zones
         self.rules = rules
         self.mqtt = mqtt
     }
@@ -129,7 +135,7 @@ public struct ConfigFile: Sendable, Hashable {
         guard problems.isEmpty else {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) })
         }
-        return ConfigFile(path: path, options: decoder.options, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
+        return ConfigFile(path: path, options: decoder.options, zones: decoder.zones, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
                           alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
     }
 }
@@ -147,6 +153,7 @@ extension NodeConfiguration {
                   stateDirectory: StateDirectory.resolve(explicit: nil, environment: environment))
         for option in RunOption.all { option.apply(&self, options, environment) }
         if let file {
+            zones = file.zones
             regions = file.regions
             regionMonitor = file.regionMonitor
             alerts = file.alerts

@@ -132,7 +132,8 @@ public final class NodeDaemon: Service, Sendable {
                                         name: configuration.name, adapter: configuration.adapter, advertising: false,
                                         discovering: false, clearInterval: NodeStep.clearInterval(configuration, saved.settings),
                                         measuredPower: configuration.measuredPower,
-                                        pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset)
+                                        pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset,
+                                        zoneDistances: ["immediate": configuration.zones.immediate, "near": configuration.zones.near])
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
             let commands = NodeCommands(engine: engine, exporter: exporter)

@@ -65,6 +65,8 @@ public actor BusExporter {
             show(.clearInterval, .double(seconds))
         case .rssiOffset(let dB):
             show(.rssiOffset, .double(dB))
+        case .zoneDistances(let zones):
+            show(.zoneDistances, NodeProperties.zoneDistances(immediate: zones.immediate, near: zones.near))
         case .peerIdentified(let peer, let address, let introduced):
             announce(peer, address: address, introduced: introduced)
         case .regions(let changes):

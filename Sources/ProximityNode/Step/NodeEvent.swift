@@ -45,6 +45,8 @@ public enum NodeEvent: Sendable, Hashable {
     case clearInterval(Double)
     /// `RSSIOffset` changed (by a reload).
     case rssiOffset(Double)
+    /// `ZoneDistances` changed (by a reload).
+    case zoneDistances(ZoneThresholds)
     /// Region monitoring changed: regions defined or removed, states determined, entered and
     /// exited, and with each report the ranging per region. One event per step of the engine, so
     /// thousands of regions changing at once are one event in a subscriber's buffer.
@@ -228,7 +230,7 @@ public final class NodeEvents: Sendable {
 extension NodeEvent {
     /// What a whole event is the whole of: a newer event of the same kind replaces an older one.
     enum Kind: Hashable {
-        case report, peerIdentified, link, clearInterval, rssiOffset, regionRanging, alerts, profile, recording
+        case report, peerIdentified, link, clearInterval, rssiOffset, zoneDistances, regionRanging, alerts, profile, recording
     }
 
     var kind: Kind {
@@ -238,6 +240,7 @@ extension NodeEvent {
         case .link: .link
         case .clearInterval: .clearInterval
         case .rssiOffset: .rssiOffset
+        case .zoneDistances: .zoneDistances
         case .regions: .regionRanging
         case .alerts: .alerts
         case .profile: .profile

@@ -137,7 +137,7 @@ extension NodeStep {
     // MARK: - Reload
 
     /// A reloaded configuration's regions and monitor settings, alerts, tracking and rules, clear
-    /// interval and RSSI offset, as one change: checked first (a refusal changes nothing), its
+    /// interval, zone distances and RSSI offset, as one change: checked first (a refusal changes nothing), its
     /// three files committed together, then published.
     public mutating func reconfigure(_ configuration: NodeConfiguration, at time: NodeTime) throws(NodeRefusal) -> StepOutcome {
         var outcome = StepOutcome()
@@ -150,6 +150,12 @@ extension NodeStep {
         outcome.effects += (regionLines + alertLines + ruleLines).map(NodeEffect.log)
         if alertsChanged { outcome.effects += publishAlerts(alertEvents, at: time) }
         outcome.effects += applyClearInterval(configuration.clearInterval ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
+        if configuration.zones != table.configuration.thresholds {
+            table.setThresholds(configuration.zones)
+            outcome.effects.append(.log(LogLine(.notice, "the zone distances changed", [
+                "zones.immediate": "\(configuration.zones.immediate)", "zones.near": "\(configuration.zones.near)"])))
+            outcome.effects.append(.publish(.zoneDistances(configuration.zones)))
+        }
         if configuration.rssiOffset != rssiOffset {
             rssiOffset = configuration.rssiOffset
             outcome.effects.append(.log(LogLine(.notice, "the RSSI offset changed", ["rssi.offset": "\(rssiOffset)"])))

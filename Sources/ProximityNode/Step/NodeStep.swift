@@ -75,6 +75,7 @@ public struct NodeStep: Sendable {
         ranging.maxPeers = configuration.maxPeers
         ranging.distanceModel = LogDistanceModel(exponent: configuration.pathLossExponent)
         ranging.defaultMeasuredPower = Double(configuration.measuredPower)
+        ranging.thresholds = configuration.zones
         return ranging
     }
 
