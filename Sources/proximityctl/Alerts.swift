@@ -8,7 +8,7 @@ import ProximityCore
 /// `Alert1` objects), and `consume`, the reference alert client.
 struct Alerts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List and follow the node's alerts; accept, decline and close them; show them as notifications.",
+        abstract: "List, add, remove and follow the node's alerts; accept, decline and close them; show them as notifications.",
         discussion: """
             An alert has content (title, description, text to speech, thumbnail, action, URL, URI) \
             and targets: each peer its matcher matches is one target, with its own action status \
@@ -20,11 +20,12 @@ struct Alerts: AsyncParsableCommand {
             ALERT arguments are an alert target's object path, or ALERT-ID/TARGET-ID as \
             `alerts list` shows them.
 
-            Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be reached, \
-            refuses the call (NotOffered, DoesNotExist, …), or leaves the bus; `consume` also exits \
-            69 when no notification server is there.
+            Exit status: 0 on success, 64 for a bad argument (for `add`, a definition that cannot \
+            be, in the node's words), 66 for a --json file that cannot be read, 69 when the node \
+            cannot be reached, refuses the call (NotOffered, DoesNotExist, NotPermitted, …), or \
+            leaves the bus; `consume` also exits 69 when no notification server is there.
             """,
-        subcommands: [List.self, Watch.self, Accept.self, Decline.self, Done.self, Consume.self])
+        subcommands: [List.self, Add.self, Remove.self, Watch.self, Accept.self, Decline.self, Done.self, Consume.self])
 }
 
 extension Alerts {
