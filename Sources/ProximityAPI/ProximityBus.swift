@@ -105,6 +105,9 @@ public enum ProximityBus {
         public static let requestState: MemberName = "RequestState"
         /// `GetMonitoredRegions() -> ao`
         public static let getMonitoredRegions: MemberName = "GetMonitoredRegions"
+        /// `GetRegion(s identifier) -> o`: a monitored region's object, so clients need not
+        /// escape identifiers into paths.
+        public static let getRegion: MemberName = "GetRegion"
     }
 
     /// `org.proximityd.Region1` at ``regionPath(_:)``: one monitored region.
@@ -143,6 +146,16 @@ public enum ProximityBus {
         public static let done: MemberName = "Done"
         /// `SetActionStatus(o alert, s status)`
         public static let setActionStatus: MemberName = "SetActionStatus"
+        /// `GetAlert(s alert, s target) -> o`: one alert target's object, by the alert's and the
+        /// peer's identifiers.
+        public static let getAlert: MemberName = "GetAlert"
+        /// `AcceptTarget(s alert, s target)`, `DeclineTarget(ss)`, `DoneTarget(ss)`,
+        /// `SetTargetActionStatus(s alert, s target, s status)`: `Accept`, `Decline`, `Done` and
+        /// `SetActionStatus` with the identifiers instead of the object path.
+        public static let acceptTarget: MemberName = "AcceptTarget"
+        public static let declineTarget: MemberName = "DeclineTarget"
+        public static let doneTarget: MemberName = "DoneTarget"
+        public static let setTargetActionStatus: MemberName = "SetTargetActionStatus"
         /// The signal `AlertReady(o alert, a{sv} content)`: an offer.
         public static let alertReady: MemberName = "AlertReady"
         /// The signal `AlertRemoved(o alert, s reason)`: an offer or an action taken back.

@@ -46,6 +46,13 @@ struct AlertBusTests {
                 ("Done", ["'/org/proximityd/alerts/nope/x'"], missing, "no alert target"),
                 ("SetActionStatus", ["'/org/proximityd/alerts/kept/x'", "finished"], invalid,
                  "status must be one of waitingForAction, inProgress, done, not \"finished\""),
+                ("GetAlert", ["kept", "someone"], missing, "alert \"kept\" has no target \"someone\""),
+                ("AcceptTarget", ["kept", "someone"], missing, "alert \"kept\" has no target \"someone\""),
+                ("DeclineTarget", ["nope", "x"], missing, "alert \"nope\" has no target \"x\""),
+                ("DoneTarget", ["''", "x"], invalid, "the alert identifier is empty"),
+                ("SetTargetActionStatus", ["kept", "x", "finished"], invalid,
+                 "status must be one of waitingForAction, inProgress, done, not \"finished\""),
+                ("AcceptTarget", ["kept"], "org.freedesktop.DBus.Error.InvalidArgs", "expecting 'ss'"),
                 ("UnregisterStrategy", ["'/org/example/none'"], missing, "no strategy is registered at /org/example/none"),
                 ("RegisterStrategy", ["'/org/example/none'", "crowd"], "org.proximityd.Error.NotAStrategy",
                  "does not implement org.proximityd.AlertStrategy1"),
@@ -148,6 +155,43 @@ struct AlertBusTests {
             if introspection.status == 0, introspection.stdout.contains("org.proximityd.AlertStrategy1") { return name }
         }
         throw TestKitError("no strategy agent on the bus: \(strategies.stdout)")
+    }
+
+    @Test("GetAlert gives a target's object from the alert's and the peer's identifiers; AcceptTarget, DoneTarget, DeclineTarget and SetTargetActionStatus act on it as Accept, Done, Decline and SetActionStatus on the object")
+    func byIdentifiers() async throws {
+        try await withNodes(Self.scenario()) { sim, daemons in
+            daemons["kiosk"] = try await sim.startDaemon("kiosk")
+            let observer = try await sim.buses["kiosk"]!.connect()
+            let log = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.AlertManager1")))
+            defer { log.cancel() }
+            _ = try await sim.control("AddBeacon", [.string("""
+                {"name": "door", "address": "C0:00:00:00:00:02", "ibeacon": {"uuid": "\(Self.fleet)", "major": 1, "minor": 2, "measured_power": -59}, "position": [1, 0]}
+                """)])
+            func manager(_ method: String, _ arguments: [String] = []) async throws -> CommandResult {
+                try await sim.busctl("kiosk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1", method] + arguments)
+            }
+            // Ready whenever the beacon is seen: far or nearer.
+            #expect(try await manager("AddAlert", ["sa{sv}", "door", "4", "Title", "s", "Door", "Range", "s", "far", "Comparison", "s", "<=",
+                                                   "Match", "a{sv}", "1", "UUID", "s", Self.fleet]).status == 0)
+            let target = "ibeacon:\(Self.fleet):1:2"
+            let path = ProximityBus.alertPath(alert: "door", target: target)
+            _ = try await log.wait(timeout: .seconds(20), "AlertReady for the door") {
+                $0.member == "AlertReady" && $0.body.first?.objectPath == path
+            }
+            #expect(try await manager("GetAlert", ["ss", "door", target]).stdout.trimmed == "o \"\(path.rawValue)\"")
+            func status() async throws -> String {
+                try await sim.busctl("kiosk", ["get-property", "org.proximityd", path.rawValue, "org.proximityd.Alert1", "ActionStatus"]).stdout.trimmed
+            }
+            #expect(try await manager("AcceptTarget", ["ss", "door", target]).status == 0)
+            #expect(try await status() == "s \"inProgress\"")
+            let declined = try await manager("DeclineTarget", ["ss", "door", target])
+            #expect(declined.status != 0 && declined.stderr.contains("is not on offer"), "\(declined)")
+            #expect(try await manager("DoneTarget", ["ss", "door", target]).status == 0)
+            #expect(try await status() == "s \"done\"")
+            #expect(try await manager("SetTargetActionStatus", ["sss", "door", target, "waitingForAction"]).status == 0)
+            #expect(try await status() == "s \"waitingForAction\"")
+            await observer.close()
+        }
     }
 
     @Test("a strategy in Python (dbus-python) registers, decides one target's alert, and is dropped cleanly when killed; a timeout drops it with Release")

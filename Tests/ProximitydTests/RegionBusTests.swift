@@ -101,6 +101,9 @@ struct RegionBusTests {
                     == "ao 2 \"/org/proximityd/regions/fleet\" \"\(ProximityBus.regionPath("kitchen door/1").rawValue)\"")
             #expect(try await box.busctl(["get-property", "org.proximityd", ProximityBus.regionPath("kitchen door/1").rawValue,
                                           "org.proximityd.Region1", "Identifier"]).stdout.trimmed == "s \"kitchen door/1\"")
+            // GetRegion escapes the identifier for the client.
+            #expect(try await Self.monitor(box, "GetRegion", ["s", "kitchen door/1"]).stdout.trimmed
+                    == "o \"\(ProximityBus.regionPath("kitchen door/1").rawValue)\"")
             #expect(try await Self.monitor(box, "StopMonitoring", ["s", "fleet"]).status == 0)
             let gone = try await box.busctl(["get-property", "org.proximityd", "/org/proximityd/regions/fleet", "org.proximityd.Region1", "State"])
             #expect(gone.status != 0 && gone.stderr.contains("Unknown object"), "\(gone)")
@@ -132,6 +135,8 @@ struct RegionBusTests {
                 ("StartMonitoring", ["kept", "{'UUID': \(uuid), 'ID1': \(uuid)}"], invalid, "ID1 cannot go with UUID"),
                 ("StopMonitoring", ["nope"], "org.proximityd.Error.DoesNotExist", "no region \"nope\" is monitored"),
                 ("RequestState", ["nope"], "org.proximityd.Error.DoesNotExist", "no region \"nope\" is monitored"),
+                ("GetRegion", ["nope"], "org.proximityd.Error.DoesNotExist", "no region \"nope\" is monitored"),
+                ("GetRegion", ["''"], invalid, "the region identifier is empty"),
                 ("StartMonitoring", ["x"], "org.freedesktop.DBus.Error.InvalidArgs", "expecting 'sa{sv}'"),
             ]
             for (method, arguments, name, message) in cases {

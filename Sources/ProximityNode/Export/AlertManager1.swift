@@ -66,11 +66,28 @@ enum AlertManagerInterface {
                 try await commands.reply(.done(try await target(path, commands)))
             },
             DBusMethod(Manager1.setActionStatus, DBusIn("alert", ObjectPath.self), DBusIn("status", String.self)) { _, path, text in
-                guard let status = ActionStatus(rawValue: text) else {
-                    throw DBusError(Errors.invalidArguments,
-                                    "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
-                }
+                let status = try actionStatus(text)
                 return try await commands.reply(.setActionStatus(try await target(path, commands), status))
+            },
+            // The same by identifiers, so clients need not escape them into an object path.
+            DBusMethod(Manager1.getAlert, DBusIn("alert", String.self), DBusIn("target", String.self),
+                       outputs: [DBusArgument("object", .objectPath)]) { _, alert, peer in
+                let key = try await target(alert: alert, peer: peer, commands)
+                return [.objectPath(ProximityBus.alertPath(alert: key.alert, target: key.peer.rawValue))]
+            },
+            DBusMethod(Manager1.acceptTarget, DBusIn("alert", String.self), DBusIn("target", String.self)) { _, alert, peer in
+                try await commands.reply(.accept(try await target(alert: alert, peer: peer, commands)))
+            },
+            DBusMethod(Manager1.declineTarget, DBusIn("alert", String.self), DBusIn("target", String.self)) { _, alert, peer in
+                try await commands.reply(.decline(try await target(alert: alert, peer: peer, commands)))
+            },
+            DBusMethod(Manager1.doneTarget, DBusIn("alert", String.self), DBusIn("target", String.self)) { _, alert, peer in
+                try await commands.reply(.done(try await target(alert: alert, peer: peer, commands)))
+            },
+            DBusMethod(Manager1.setTargetActionStatus, DBusIn("alert", String.self), DBusIn("target", String.self),
+                       DBusIn("status", String.self)) { _, alert, peer, text in
+                let status = try actionStatus(text)
+                return try await commands.reply(.setActionStatus(try await target(alert: alert, peer: peer, commands), status))
             },
         ], properties: [
             DBusProperty(Manager1.current, .objectPath, .objectPath(.root)),
@@ -86,6 +103,23 @@ enum AlertManagerInterface {
     private static func checked(_ identifier: String) throws(DBusError) -> String {
         if let problem = Alert.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
         return identifier
+    }
+
+    private static func actionStatus(_ text: String) throws(DBusError) -> ActionStatus {
+        guard let status = ActionStatus(rawValue: text) else {
+            throw DBusError(Errors.invalidArguments,
+                            "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
+        }
+        return status
+    }
+
+    /// An alert target's key from the alert's and the peer's identifiers; the target must exist.
+    private static func target(alert: String, peer: String, _ commands: NodeCommands) async throws(DBusError) -> AlertTargetKey {
+        let key = AlertTargetKey(alert: try checked(alert), peer: PeerID(peer))
+        guard await commands.read({ $0.alertTargets[key] != nil }) else {
+            throw DBusError(Errors.doesNotExist, "alert \(alert.debugDescription) has no target \(String(peer.prefix(255)).debugDescription)")
+        }
+        return key
     }
 
     /// An alert target's object path as the target's key; the target must exist.

@@ -35,6 +35,13 @@ enum RegionMonitorInterface {
             DBusMethod(Monitor1.getMonitoredRegions, outputs: [DBusArgument("regions", .array(.objectPath))]) { _ in
                 [.array(element: .objectPath, await commands.read { $0.monitoredRegions }.map { .objectPath(ProximityBus.regionPath($0)) })]
             },
+            DBusMethod(Monitor1.getRegion, DBusIn("identifier", String.self), outputs: [DBusArgument("region", .objectPath)]) { _, identifier in
+                let identifier = try checked(identifier)
+                guard await commands.read({ $0.monitoredRegions.contains(identifier) }) else {
+                    throw DBusError(Errors.doesNotExist, "no region \(identifier.debugDescription) is monitored")
+                }
+                return [.objectPath(ProximityBus.regionPath(identifier))]
+            },
         ])
     }
 
