@@ -4,19 +4,55 @@ import Foundation
 import ProximityAPI
 
 /// Where the node is: shared by every subcommand, and the one place a subcommand reaches it.
+///
+/// These options may also come before the subcommand (`proximityctl --bus ADDRESS peers`):
+/// ``NodeOptionPlacement`` moves them after it before ArgumentParser sees the command line.
+/// Without any of them the bus is `PROXIMITYD_BUS`'s, or else the system bus, whose address
+/// libdbus takes from `DBUS_SYSTEM_BUS_ADDRESS` (default `unix:path=/run/dbus/system_bus_socket`).
 struct NodeOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The node's bus: system, session, or a D-Bus address.", valueName: "bus"))
-    var bus: String = "system"
+    /// The environment variable naming the bus when no option does.
+    static let busVariable = "PROXIMITYD_BUS"
+
+    @Option(name: .customLong("bus"),
+            help: ArgumentHelp("The node's bus: system, session, or a D-Bus address (default: $PROXIMITYD_BUS, else the system bus).",
+                               valueName: "bus"))
+    var busOption: String?
+
+    @Flag(name: .customLong("system"), help: "The system bus: the same as --bus system.")
+    var system = false
+
+    @Flag(name: .customLong("session"), help: "The session bus: the same as --bus session.")
+    var session = false
 
     @Option(name: .customLong("bus-name"), help: ArgumentHelp("The node's well-known name.", valueName: "name"))
     var busName: String = ProximityBus.defaultBusName.rawValue
 
     func validate() throws {
-        do { _ = try BusAddress(parsing: bus) } catch { throw ValidationError("--bus: \(error.message)") }
+        let given = [busOption.map { _ in "--bus" }, system ? "--system" : nil, session ? "--session" : nil].compactMap { $0 }
+        if given.count > 1 { throw ValidationError("give one of \(given.joined(separator: ", ")), not several") }
+        if let busOption {
+            do { _ = try BusAddress(parsing: busOption) } catch { throw ValidationError("--bus: \(error.message)") }
+        } else if given.isEmpty, let variable = Self.environmentBus {
+            do { _ = try BusAddress(parsing: variable) } catch { throw ValidationError("\(Self.busVariable): \(error.message)") }
+        }
         do { _ = try BusName(busName) } catch { throw ValidationError("--bus-name: \(error)") }
     }
 
-    /// `--bus`, parsed (``validate()`` has checked it).
+    /// `PROXIMITYD_BUS`, when set and not empty.
+    static var environmentBus: String? {
+        guard let value = ProcessInfo.processInfo.environment[busVariable], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// The bus, as given: the option, then `PROXIMITYD_BUS`, then `system`.
+    var bus: String {
+        if let busOption { return busOption }
+        if system { return "system" }
+        if session { return "session" }
+        return Self.environmentBus ?? "system"
+    }
+
+    /// The bus, parsed (``validate()`` has checked it).
     var address: BusAddress { try! BusAddress(parsing: bus) }
     /// `--bus-name`, parsed (``validate()`` has checked it).
     var name: BusName { try! BusName(busName) }

@@ -7,8 +7,23 @@ struct Proximityctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proximityctl",
         abstract: "Query and control a proximityd node over D-Bus.",
+        discussion: """
+            Which node: every subcommand but fleet takes --bus BUS (system, session, or a D-Bus \
+            address), --system, --session and --bus-name NAME, after the subcommand or before it \
+            (proximityctl --bus unix:path=/run/box/bus peers). With none of them, the bus is \
+            $PROXIMITYD_BUS if it is set, else the system bus, whose address libdbus takes from \
+            $DBUS_SYSTEM_BUS_ADDRESS (default unix:path=/run/dbus/system_bus_socket).
+
+            Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be \
+            reached or refuses the call; `proximityctl SUBCOMMAND --help` says more.
+            """,
         version: ProximitydVersion.string,
         subcommands: [Status.self, Peers.self, Watch.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
                       Events.self, Record.self, Calibrate.self, FleetCommand.self, Doctor.self]
     )
+
+    /// The node's options may come before the subcommand: ``NodeOptionPlacement``.
+    static func main() async {
+        await main(NodeOptionPlacement.place(Array(CommandLine.arguments.dropFirst()), root: Self.self))
+    }
 }
