@@ -56,6 +56,11 @@ struct ProximityFleetCommand: AsyncParsableCommand {
                                                                 valueName: "seconds"))
     var awayAfter: Double = RoomDecider.Configuration().awayAfter
 
+    @Option(name: .customLong("home-distance"), help: ArgumentHelp(
+        "A report counts for a room only when it puts the device nearer than this, metres (1...1000): a device no node hears nearer for --away-after seconds is not_home.",
+        valueName: "metres"))
+    var homeDistance: Double = RoomDecider.Configuration().homeDistance
+
     @Flag(name: .customLong("discovery"), inversion: .prefixedNo, help: "Home Assistant discovery.")
     var discovery = true
 
@@ -71,7 +76,8 @@ struct ProximityFleetCommand: AsyncParsableCommand {
         var decider = RoomDecider.Configuration()
         decider.staleAfter = staleAfter
         decider.awayAfter = awayAfter
-        if let problem = decider.problem { throw ValidationError("--stale-after/--away-after: \(problem)") }
+        decider.homeDistance = homeDistance
+        if let problem = decider.problem { throw ValidationError("--stale-after/--away-after/--home-distance: \(problem)") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level: not a level: \(logLevel)") }
         for (name, topic) in [("root", root), ("prefix", prefix), ("discovery-prefix", discoveryPrefix)] {
             if let problem = MQTTTopic.prefixProblem(topic) { throw ValidationError("--\(name): \(problem)") }
@@ -101,6 +107,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
         configuration.rule = rule
         configuration.decider.staleAfter = staleAfter
         configuration.decider.awayAfter = awayAfter
+        configuration.decider.homeDistance = homeDistance
         configuration.track = track.isEmpty ? nil : Set(track.map(PeerID.canonical))
         configuration.discovery = discovery
         configuration.discoveryPrefix = discoveryPrefix

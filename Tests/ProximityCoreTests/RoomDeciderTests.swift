@@ -49,6 +49,27 @@ struct RoomDeciderTests {
         #expect(rule.room(of: "watch") == nil)
     }
 
+    @Test("far from every node (13 to 16 m from both, beyond the home distance): no room while far, not_home after the away time, never a bounce")
+    func farFromEveryNode() {
+        var rule = decider()
+        var noise = Noise(state: 7)
+        // In the kitchen first, 1.5 m from A.
+        var decisions = drive(&rule, from: 0, to: 20) { _ in ["A": 1.5, "B": 12] }
+        #expect(decisions.map(\.room) == ["A"])
+        // Out in the street: both nodes hear it 13 to 16 m away, whichever looks nearer changing.
+        decisions = drive(&rule, from: 21, to: 120) { _ in ["A": 14.5 + 1.5 * noise.next(), "B": 14.5 + 1.5 * noise.next()] }
+        #expect(decisions.map(\.room) == [nil], "\(decisions)")
+        #expect(decisions.first?.reason == .away && decisions.first!.at >= 20 + 60 && decisions.first!.at <= 20 + 61, "\(decisions)")
+        // A device first heard only from afar never gets a room.
+        var other = decider()
+        #expect(drive(&other, device: "tag", from: 0, to: 90) { _ in ["A": 15, "B": 13] }.isEmpty)
+        #expect(other.room(of: "tag") == nil && other.readings(of: "tag").count == 2)
+        // The home distance is a setting: at 20 m, the same street is a room again.
+        var wide = decider(.init(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 20))
+        #expect(drive(&wide, device: "tag", from: 0, to: 5) { _ in ["A": 15, "B": 13] }.map(\.room) == ["A"])
+        #expect(RoomDecider.Configuration(homeDistance: 0.5).problem == "homeDistance must be in 1...1000 m")
+    }
+
     @Test("for the settling time after arriving, the device follows the nearest fresh report; then hysteresis")
     func settling() {
         var rule = decider(.init(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 10))

@@ -145,15 +145,22 @@ public struct RoomDecider: RoomRule {
         /// nothing yet to protect. It should let every node that hears the device report once (a
         /// heartbeat, 5 s, and a little). Valid: 0...600 (0: none).
         public var settle: Double
+        /// A node's report counts for a room only when it puts the device nearer than this,
+        /// metres: a device no node hears nearer for ``awayAfter`` is not_home, rather than in
+        /// whichever far room reported last (a tag 15 m from two nodes, out in the street). Its
+        /// reports stay in the table. Default 10 m: beyond the near zone's end (3 m) with room
+        /// for the noise of a far estimate. Valid: 1...1000.
+        public var homeDistance: Double
 
         /// The defaults were chosen with `fleet-bench` on its tuning seeds (docs/fleet.md).
         public init(staleAfter: Double = 25, awayAfter: Double = 60, margin: Double = 0.3, evidence: Double = 2,
-                    settle: Double = 10) {
+                    settle: Double = 10, homeDistance: Double = 10) {
             self.staleAfter = staleAfter
             self.awayAfter = awayAfter
             self.margin = margin
             self.evidence = evidence
             self.settle = settle
+            self.homeDistance = homeDistance
         }
 
         public static let staleAfterRange: ClosedRange<Double> = 1...600
@@ -161,6 +168,7 @@ public struct RoomDecider: RoomRule {
         public static let marginRange: ClosedRange<Double> = 0...3
         public static let evidenceRange: ClosedRange<Double> = 0...100
         public static let settleRange: ClosedRange<Double> = 0...600
+        public static let homeDistanceRange: ClosedRange<Double> = 1...1000
 
         /// Why the configuration is invalid, or nil.
         public var problem: String? {
@@ -171,6 +179,7 @@ public struct RoomDecider: RoomRule {
             if !(margin.isFinite && Self.marginRange.contains(margin)) { return "margin must be in 0...3" }
             if !(evidence.isFinite && Self.evidenceRange.contains(evidence)) { return "evidence must be in 0...100" }
             if !(settle.isFinite && Self.settleRange.contains(settle)) { return "settle must be in 0...600 s" }
+            if !(homeDistance.isFinite && Self.homeDistanceRange.contains(homeDistance)) { return "homeDistance must be in 1...1000 m" }
             return nil
         }
     }
@@ -183,7 +192,7 @@ public struct RoomDecider: RoomRule {
         var evidence: [String: Double] = [:]
         /// The time the evidence was integrated up to.
         var evaluated: Double
-        /// The last report from any node.
+        /// The last report from any node that put the device nearer than the home distance.
         var lastHeard: Double
         /// When the device got its room from nothing.
         var arrived = -Double.infinity
@@ -224,7 +233,7 @@ public struct RoomDecider: RoomRule {
         if let old = d.readings[node], old.at > reported { return [] }
         integrate(&d, to: t)
         d.readings[node] = NodeReading(node: node, distance: max(distance, Self.minimumDistance), at: reported)
-        d.lastHeard = max(d.lastHeard, reported)
+        if distance < configuration.homeDistance { d.lastHeard = max(d.lastHeard, reported) }
         let decision = decide(device, &d, at: t)
         state[device] = d
         return decision.map { [$0] } ?? []
@@ -280,7 +289,10 @@ public struct RoomDecider: RoomRule {
         return now
     }
 
-    private func isFresh(_ r: NodeReading, at t: Double) -> Bool { t - r.at < configuration.staleAfter }
+    /// A report that counts for a room: young enough, and near enough.
+    private func isFresh(_ r: NodeReading, at t: Double) -> Bool {
+        t - r.at < configuration.staleAfter && r.distance < configuration.homeDistance
+    }
 
     /// Runs every challenger's CUSUM from `d.evaluated` to `t` on the last values, over the part of
     /// the interval in which both its report and the room's are fresh.
