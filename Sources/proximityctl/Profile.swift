@@ -76,17 +76,32 @@ struct Track: AsyncParsableCommand {
         discussion: """
             Sets a.beacon.uuid, a.beacon.major, a.beacon.minor and a.beacon.prox (an empty value \
             removes its attribute), and sends a tracking event with them and the KEY=VALUE context \
-            data; rules on tracking see it.
+            data; rules on tracking see it. PROX is the zone, by name or by the seed's number that \
+            a.beacon.prox holds: unknown 0, immediate 1, near 2, far 3.
+
+              proximityctl track f7826da6-4fa2-4e98-8024-bc5b71e0893e 12 7 near site=museum
             """)
     @OptionGroup var node: NodeOptions
     @Argument(help: "The beacon's UUID (\"\" for none).") var uuid: String
     @Argument(help: "Its major (\"\" for none).") var major: String
     @Argument(help: "Its minor (\"\" for none).") var minor: String
-    @Argument(help: "0 unknown, 1 immediate, 2 near, 3 far.") var prox: UInt8
+    @Argument(help: ArgumentHelp("immediate, near, far or unknown; or 1, 2, 3 or 0.", valueName: "prox")) var prox: String
     @Argument(help: "Context data, KEY=VALUE each.") var data: [String] = []
 
+    /// The zones by name, as the numbers `TrackBeacon` takes (docs/tracking.md).
+    static let zones: [String: UInt8] = ["unknown": 0, "immediate": 1, "near": 2, "far": 3]
+
+    /// PROX as `TrackBeacon`'s `y`: a zone's name in any case, or 0 to 3.
+    static func number(_ prox: String) -> UInt8? {
+        if let n = zones[prox.lowercased()] { return n }
+        guard let n = UInt8(prox), n <= 3 else { return nil }
+        return n
+    }
+
     func validate() throws {
-        guard prox <= 3 else { throw ValidationError("prox must be 0 (unknown), 1 (immediate), 2 (near) or 3 (far), not \(prox)") }
+        guard Self.number(prox) != nil else {
+            throw ValidationError("prox must be immediate, near, far or unknown, or 0 (unknown), 1 (immediate), 2 (near) or 3 (far), not \(prox.debugDescription)")
+        }
         for item in data where !item.contains("=") { throw ValidationError("context data must be KEY=VALUE, not \(item.debugDescription)") }
     }
 
@@ -96,6 +111,7 @@ struct Track: AsyncParsableCommand {
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             context[String(parts[0])] = String(parts[1])
         }
+        let prox = Self.number(prox)!
         await node.withNode("cannot track the beacon") {
             try await $0.trackBeacon(uuid: uuid, major: major, minor: minor, prox: prox, data: context)
         }

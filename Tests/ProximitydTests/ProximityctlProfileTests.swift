@@ -59,10 +59,27 @@ struct ProximityctlProfileTests {
 
             let bad = try await Self.ctl(box, ["rules", "add", "r", #"{"when": {"all": [{"key": "a", "op": "gt", "value": "x"}]}, "do": [{"log": {}}]}"#])
             #expect(bad.status == 64 && bad.stderr.contains("rule \"r\": when.all[0]: gt compares numbers: \"x\" is not a number"), "\(bad)")
-            let badTrack = try await Self.ctl(box, ["track", "u", "1", "2", "9"])
-            #expect(badTrack.status == 64 && badTrack.stderr.contains("prox must be 0"), "\(badTrack)")
+            for bad in ["9", "nearby"] {
+                let badTrack = try await Self.ctl(box, ["track", "u", "1", "2", bad])
+                #expect(badTrack.status == 64 && badTrack.stderr.contains("prox must be immediate, near, far or unknown, or 0 (unknown)"), "\(badTrack)")
+            }
             #expect(try await Self.ctl(box, ["rules", "remove", "near-12"]).status == 0)
             #expect(try await Self.ctl(box, ["rules", "list"]).stdout.isEmpty)
+            await daemon.stop()
+        }
+    }
+
+    @Test("track takes the zone by name (immediate, near, far, unknown, in any case) or by number, as a.beacon.prox holds it")
+    func trackZoneNames() async throws {
+        try await withBox { box in
+            let daemon = try await box.startDaemon()
+            for (prox, number) in [("immediate", "1"), ("near", "2"), ("FAR", "3"), ("unknown", "0"), ("3", "3"), ("0", "0")] {
+                let track = try await Self.ctl(box, ["track", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", prox])
+                #expect(track.status == 0, "\(prox): \(track)")
+                let json = try await Self.ctl(box, ["profile", "show", "--json"])
+                let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: String]
+                #expect(object?["a.beacon.prox"] == number, "\(prox): \(json)")
+            }
             await daemon.stop()
         }
     }
