@@ -178,6 +178,15 @@ public final class NodeDaemon: Service, Sendable {
             "dbus.bus": "\(configuration.bus)",
             "dbus.unique": "\(connection.uniqueName)",
         ])
+        // Which file the node runs on, once it runs (a start that fails says one line only).
+        if let file = configuration.configFile {
+            logger.info("loaded the config file", metadata: [
+                "config.file": "\(file)", "regions": "\(configuration.regions.count)", "alerts": "\(configuration.alerts.count)",
+                "rules": "\(configuration.rules.count)",
+            ])
+        } else {
+            logger.info("running without a config file: there is none at \(ConfigFile.defaultPath) and --config names none")
+        }
         return Running(identity: identity, connection: connection, mirror: mirror, engine: engine, exporter: exporter,
                        publisher: publisher, reload: reload, bus: describe(configuration.bus), exporterEvents: exporterEvents,
                        publisherEvents: publisherEvents, reloads: reloader != nil)
