@@ -64,6 +64,8 @@ public actor FleetService {
     private var attributesSent: [String: Double] = [:]
     private var reported: Set<String> = []
     private var lastProblem: String?
+    /// The nodes whose retained state says they move (`role: mobile`): their reports make no room.
+    private var mobile: Set<String> = []
 
     public init(_ configuration: FleetConfiguration, logger: Logger,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
@@ -130,7 +132,9 @@ public actor FleetService {
             // Its own retained rooms first: the broker sends them right after that subscription's
             // acknowledgement, before it even takes the next subscription, so a restart takes its
             // rooms back before any node's report can decide one afresh.
-            let patterns = ["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/status", "\(configuration.root)/+/peers/+"]
+            // Then the nodes' retained states (their roles), before any report.
+            let patterns = ["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/state", "\(configuration.root)/+/status",
+                            "\(configuration.root)/+/peers/+"]
                 + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])
             Task { [client] in
                 for pattern in patterns { try? await client?.subscribe(pattern) }
@@ -178,6 +182,17 @@ public actor FleetService {
         }
         guard message.topic.hasPrefix(configuration.root + "/"), levels.count > root else { return }
         let node = MQTTTopic.name(levels[root])
+        if levels.count == root + 2, levels[root + 1] == "state" {
+            // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
+            guard let state = MQTTJSON.decode(NodeStatePayload.self, from: message.payload) else { return }
+            if state.isMobile, mobile.insert(node).inserted {
+                apply(rule.forget(node: node, at: t))
+                logger.info("node is mobile: its reports make no room", metadata: ["node": "\(node)"])
+            } else if !state.isMobile, mobile.remove(node) != nil {
+                logger.info("node is fixed again: its reports make rooms", metadata: ["node": "\(node)"])
+            }
+            return
+        }
         if levels.count == root + 2, levels[root + 1] == "status" {
             if message.string == "offline" {
                 apply(rule.forget(node: node, at: t))
@@ -185,7 +200,7 @@ public actor FleetService {
             }
             return
         }
-        guard levels.count == root + 3, levels[root + 1] == "peers" else { return }
+        guard levels.count == root + 3, levels[root + 1] == "peers", !mobile.contains(node) else { return }
         let device = MQTTTopic.name(levels[root + 2])
         if let track = configuration.track, !track.contains(device) { return }
         guard let report = MQTTJSON.decode(PeerReport.self, from: message.payload),

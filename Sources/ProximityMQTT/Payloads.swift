@@ -55,14 +55,20 @@ public struct NodeStatePayload: Codable, Hashable, Sendable {
     public var peers: Int
     public var rssiOffset: Double
     public var outboxDropped: UInt64
+    /// `fixed` (a room for `proximity-fleet`) or `mobile` (never a room); absent from nodes
+    /// older than the role: fixed.
+    public var role: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, name, adapter, advertising, discovering, peers
+        case id, name, adapter, advertising, discovering, peers, role
         case rssiOffset = "rssi_offset", outboxDropped = "outbox_dropped"
     }
 
+    /// Whether the node moves, so that its reports make no room.
+    public var isMobile: Bool { role == "mobile" }
+
     public init(id: String, name: String, adapter: String, advertising: Bool, discovering: Bool, peers: Int, rssiOffset: Double,
-                outboxDropped: UInt64) {
+                outboxDropped: UInt64, role: String? = nil) {
         self.id = id
         self.name = name
         self.adapter = adapter
@@ -71,6 +77,7 @@ public struct NodeStatePayload: Codable, Hashable, Sendable {
         self.peers = peers
         self.rssiOffset = rssiOffset
         self.outboxDropped = outboxDropped
+        self.role = role
     }
 }
 

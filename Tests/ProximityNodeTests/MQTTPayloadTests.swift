@@ -27,7 +27,7 @@ struct MQTTPayloadTests {
     func stateAndEvent() {
         let state = Self.messages.state(NodeView(adapter: "hci0", advertising: true, peerCount: 3, rssiOffset: -4, outboxDropped: 2))
         #expect(state.retain && state.topic == "proximityd/kitchen/state")
-        #expect(state.payload == #"{"adapter":"hci0","advertising":true,"discovering":false,"id":"4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","name":"kitchen","outbox_dropped":2,"peers":3,"rssi_offset":-4}"#)
+        #expect(state.payload == #"{"adapter":"hci0","advertising":true,"discovering":false,"id":"4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","name":"kitchen","outbox_dropped":2,"peers":3,"role":"fixed","rssi_offset":-4}"#)
         let bare = Self.messages.event(LogEntryValue(seq: 7, time: 12.5, source: "region", type: "entered", data: [:]))
         #expect(bare.payload == #"{"seq":7,"source":"region","time":12.5,"type":"entered"}"# && bare.topic == "proximityd/kitchen/events/region")
     }

@@ -91,3 +91,40 @@ struct FleetEndToEndTests {
         }
     }
 }
+
+@Suite("the fleet service and a mobile node", .serialized)
+struct FleetMobileNodeTests {
+    @Test("a node whose retained state says role mobile is never a room, however near; a fixed node's reports decide")
+    func mobileNodeIsNoRoom() async throws {
+        try await MosquittoBroker.with { broker in
+            let nodes = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test-nodes"))
+            let connected = EventRecorder(recording: nodes.events) { event -> Bool? in if case .connected = event { true } else { nil } }
+            nodes.connect()
+            defer { nodes.disconnect() }
+            _ = try await connected.require("the nodes' client connected", timeout: .seconds(10)) { $0 }
+            // The cart's state, retained as a node publishes it, before the service starts.
+            let cart = NodeStatePayload(id: "c0ffee00-0000-4000-8000-000000000001", name: "cart", adapter: "hci0", advertising: true,
+                                        discovering: true, peers: 1, rssiOffset: 0, outboxDropped: 0, role: "mobile")
+            try await nodes.publish("proximityd/cart/state", MQTTJSON.encode(cart), qos: 1, retain: true)
+            let sub = try await Subscriber.start(broker, ["proximity-fleet/#"])
+            let fleet = try FleetEndToEndTests.fleet(broker)
+            #expect(await sub.wait("proximity-fleet/status", payload: "online"))
+            let feed = FleetEndToEndTests.report(nodes, "tag1", ["cart": 0.5, "kitchen": 2.0])
+            let room = "proximity-fleet/devices/tag1/room"
+            #expect(await sub.wait(room, payload: "kitchen"))
+            // A table with the kitchen's reading and the room: the cart's reports are not in it.
+            #expect(await sub.process.waitForOutput { out in
+                out.split(separator: "\n").contains { line in
+                    guard line.hasPrefix("proximity-fleet/table|"),
+                          let table = MQTTJSON.decode(FleetTable.self, from: line.dropFirst("proximity-fleet/table|".count).utf8),
+                          let tag = table.devices.first(where: { $0.id == "tag1" }) else { return false }
+                    return tag.room == "kitchen" && tag.readings.map(\.node) == ["kitchen"]
+                }
+            })
+            #expect(!sub.payloads(room).contains("cart"), "\(sub.payloads(room))")
+            feed.cancel()
+            await fleet.stop()
+            await sub.stop()
+        }
+    }
+}

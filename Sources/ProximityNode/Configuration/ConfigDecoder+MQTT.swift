@@ -58,6 +58,11 @@ extension ConfigDecoder {
             case "room": settings.room = text(entry, path: key, MQTTSettings.checked(level:))
             case "discovery": if let b = boolean(entry, path: key) { settings.discovery = b }
             case "discovery-prefix": if let v = text(entry, path: key, MQTTSettings.checked(prefix:)) { settings.discoveryPrefix = v }
+            case "role":
+                if let role = text(entry, path: key, { (t: String) throws(OptionProblem) -> MQTTSettings.Role in
+                    guard let role = MQTTSettings.Role(rawValue: t) else { throw OptionProblem("must be fixed or mobile, not '\(t)'") }
+                    return role
+                }) { settings.role = role }
             case "outbox-size":
                 let range = MQTTSettings.outboxSizeRange
                 if let v = integer(entry, "an integer in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
@@ -79,6 +84,11 @@ extension ConfigDecoder {
         }
         if settings.keyFile != nil, settings.certificateFile == nil {
             report(section.keyPosition, "mqtt: key-file needs cert-file"); valid = false
+        }
+        if settings.role == .mobile, !settings.compatibility.isEmpty,
+           let compat = entries.first(where: { $0.key == "compat" }) {
+            report(compat.keyPosition, "mqtt.compat: a mobile node is never a room, and these forms would make it one: leave compat out, or set role: fixed")
+            valid = false
         }
         if !settings.broker.tls, settings.caFile != nil || settings.certificateFile != nil {
             report(brokerEntry.value.position, "mqtt.broker: ca-file and cert-file need an mqtts:// broker"); valid = false

@@ -46,7 +46,8 @@ struct MQTTMessages: Sendable {
     func state(_ node: NodeView) -> MQTTOutgoing {
         MQTTOutgoing(topic: topics.state, payload: MQTTJSON.encode(NodeStatePayload(
             id: identity, name: name, adapter: node.adapter, advertising: node.advertising, discovering: node.discovering,
-            peers: node.peerCount, rssiOffset: node.rssiOffset, outboxDropped: node.outboxDropped)), retain: true)
+            peers: node.peerCount, rssiOffset: node.rssiOffset, outboxDropped: node.outboxDropped, role: settings.role.rawValue)),
+            retain: true)
     }
 
     /// A region's state: retained `inside`, `outside` or `unknown`; an empty payload clears it.

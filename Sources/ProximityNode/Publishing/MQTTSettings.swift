@@ -20,6 +20,15 @@ public struct MQTTSettings: Sendable, Hashable {
         case mqttRoom = "mqtt-room"
     }
 
+    /// Whether the node stands in a room or moves (`role:`).
+    public enum Role: String, Sendable, Hashable, CaseIterable {
+        /// It stays in one place: `proximity-fleet` takes it for a room.
+        case fixed
+        /// It moves (a cart, a bag): its reports never make a room, and it publishes no
+        /// compatibility forms, which would make it one in ESPresense or `mqtt_room`.
+        case mobile
+    }
+
     public static let keepaliveRange = 5...3600
     public static let reportIntervalRange = 0.0...3600
     public static let reportMovedRange = 0.0...100
@@ -48,6 +57,8 @@ public struct MQTTSettings: Sendable, Hashable {
     /// … unless its distance changed by at least this many metres since the last one sent.
     public var reportMoved = 0.5
     public var compatibility: [Compatibility] = []
+    /// `role:`: fixed (default) or mobile.
+    public var role = Role.fixed
     /// The room name in the compatibility topics. Default the node's name.
     public var room: String?
     /// Home Assistant discovery.
