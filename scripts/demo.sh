@@ -32,6 +32,7 @@
 # by then and does not connect again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PROXIMITYD_SETUP=demo   # setup.sh installs only what the demo needs (the fleet's too)
 for arg in "$@"; do [ "$arg" != --fleet ] || exec scripts/demo-fleet.sh "$@"; done
 source scripts/setup.sh
 export LC_ALL=C.UTF-8   # decimal points for awk, busctl and $EPOCHREALTIME

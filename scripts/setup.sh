@@ -2,6 +2,8 @@
 # Installs what proximityd needs to build, test and run its demo on a Debian machine, and puts the
 # Swift toolchain on PATH. Safe to run again: it installs only what is missing.
 #   source scripts/setup.sh      (or run it; the other scripts source it)
+#   PROXIMITYD_SETUP=demo        only what the demo needs (scripts/demo.sh sets it): not the
+#                                packages of PROXIMITYD_TEST_ONLY_PACKAGES, nothing from PyPI
 set -euo pipefail
 
 PROXIMITYD_DEBIAN_PACKAGES=(
@@ -17,6 +19,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   libmosquitto-dev mosquitto mosquitto-clients # MQTT: libmosquitto (CMosquitto), a real broker and
                                               # mosquitto_sub/mosquitto_pub, independent clients in the tests
   openssl                                     # the MQTT TLS test makes its CA and the broker's certificate
+  openssh-server openssh-client               # proximityctl -H's tests: a real sshd on 127.0.0.1, ssh, ssh-keygen
 )
 
 # ensure_debian_packages WHO PACKAGE...: installs those of PACKAGE... that are missing, saying so as
@@ -33,11 +36,22 @@ ensure_debian_packages() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
-ensure_debian_packages setup "${PROXIMITYD_DEBIAN_PACKAGES[@]}"
+# Those of the list above only the tests use; the demo goes without them.
+PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl)
+if [ "${PROXIMITYD_SETUP:-}" = demo ]; then
+  demo_packages=()
+  for package in "${PROXIMITYD_DEBIAN_PACKAGES[@]}"; do
+    [[ " ${PROXIMITYD_TEST_ONLY_PACKAGES[*]} " == *" $package "* ]] || demo_packages+=("$package")
+  done
+  ensure_debian_packages setup "${demo_packages[@]}"
+else
+  ensure_debian_packages setup "${PROXIMITYD_DEBIAN_PACKAGES[@]}"
+fi
 
-# bleak, a BLE client nobody here wrote, for the simulator's fidelity tests (from PyPI).
+# bleak, a BLE client nobody here wrote, for the simulator's fidelity tests (from PyPI); not for
+# the demo.
 venv="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.venv-tests"
-if ! "$venv/bin/python" -c 'import bleak' >/dev/null 2>&1; then
+if [ "${PROXIMITYD_SETUP:-}" != demo ] && ! "$venv/bin/python" -c 'import bleak' >/dev/null 2>&1; then
   echo "setup: creating $venv with bleak" >&2
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$(dirname "$venv")/tests/python/requirements.txt"
