@@ -145,11 +145,13 @@ public struct RoomDecider: RoomRule {
         /// nothing yet to protect. It should let every node that hears the device report once (a
         /// heartbeat, 5 s, and a little). Valid: 0...600 (0: none).
         public var settle: Double
-        /// A node's report counts for a room only when it puts the device nearer than this,
-        /// metres: a device no node hears nearer for ``awayAfter`` is not_home, rather than in
-        /// whichever far room reported last (a tag 15 m from two nodes, out in the street). Its
-        /// reports stay in the table. Default 10 m: beyond the near zone's end (3 m) with room
-        /// for the noise of a far estimate. Valid: 1...1000.
+        /// A node's report can give the device a room (at arrival, as a challenger, or when the
+        /// room's node goes quiet) only when it puts the device nearer than this, metres, and a
+        /// device no node hears nearer for ``awayAfter`` is not_home: a tag 15 m from two nodes,
+        /// out in the street, neither bounces between their rooms nor stays home. The room's own
+        /// node keeps the device on a far report (a far estimate is noisy). Reports stay in the
+        /// table. Default 10 m: beyond the near zone's end (3 m) with room for the noise of a far
+        /// estimate. Valid: 1...1000.
         public var homeDistance: Double
 
         /// The defaults were chosen with `fleet-bench` on its tuning seeds (docs/fleet.md).
@@ -289,10 +291,11 @@ public struct RoomDecider: RoomRule {
         return now
     }
 
-    /// A report that counts for a room: young enough, and near enough.
-    private func isFresh(_ r: NodeReading, at t: Double) -> Bool {
-        t - r.at < configuration.staleAfter && r.distance < configuration.homeDistance
-    }
+    private func isFresh(_ r: NodeReading, at t: Double) -> Bool { t - r.at < configuration.staleAfter }
+
+    /// A report that can give the device a room: fresh, and nearer than the home distance. (The
+    /// room's own node keeps it on a fresh report however far: a far estimate is noisy.)
+    private func canClaim(_ r: NodeReading, at t: Double) -> Bool { isFresh(r, at: t) && r.distance < configuration.homeDistance }
 
     /// Runs every challenger's CUSUM from `d.evaluated` to `t` on the last values, over the part of
     /// the interval in which both its report and the room's are fresh.
@@ -300,7 +303,7 @@ public struct RoomDecider: RoomRule {
         defer { d.evaluated = max(d.evaluated, t) }
         guard t > d.evaluated, let room = d.room, let incumbent = d.readings[room] else { return }
         let stale = configuration.staleAfter
-        for (node, r) in d.readings where node != room {
+        for (node, r) in d.readings where node != room && r.distance < configuration.homeDistance {
             let end = min(t, incumbent.at + stale, r.at + stale)
             let dt = end - max(d.evaluated, r.at)
             guard dt > 0 else { continue }
@@ -322,8 +325,7 @@ public struct RoomDecider: RoomRule {
         if t - d.lastHeard >= configuration.awayAfter {
             return change(to: nil, .away)
         }
-        let fresh = d.readings.values.filter { isFresh($0, at: t) }
-        let nearest = fresh.min { ($0.distance, $0.node) < ($1.distance, $1.node) }
+        let nearest = d.readings.values.filter { canClaim($0, at: t) }.min { ($0.distance, $0.node) < ($1.distance, $1.node) }
         guard let room = d.room else {
             d.arrived = t
             return nearest.flatMap { change(to: $0.node, .arrived) }
@@ -335,8 +337,8 @@ public struct RoomDecider: RoomRule {
             // The room's node has gone quiet: the nearest node with a fresh report, if any.
             return nearest.flatMap { change(to: $0.node, .stale) }
         }
-        // A challenger whose report went stale starts again from nothing.
-        for node in d.evidence.keys where !(d.readings[node].map { isFresh($0, at: t) } ?? false) {
+        // A challenger whose report went stale, or far, starts again from nothing.
+        for node in d.evidence.keys where !(d.readings[node].map { canClaim($0, at: t) } ?? false) {
             d.evidence[node] = nil
         }
         let h = configuration.evidence
