@@ -230,6 +230,11 @@ extension Alerts {
                 Exit 69 when the node cannot be reached or leaves the bus, or when no notification \
                 server is there (without --exec). On the system bus only root and the group \
                 proximityd may accept alerts: a desktop user who runs this must be in the group.
+
+                The node may be on another box (a meeting room's) and the desktop here: --host \
+                [USER@]HOST reaches that box's system bus over ssh; the notifications are shown on \
+                this session's bus. The user unit proximityctl-consume.service runs this with the \
+                options of ~/.config/proximityd/consume.env (CONSUME_OPTIONS=--host pi@room).
                 """)
 
         @OptionGroup var node: NodeOptions

@@ -24,13 +24,21 @@ struct NodeOptions: ParsableArguments {
     @Flag(name: .customLong("session"), help: "The session bus: the same as --bus session.")
     var session = false
 
+    @Option(name: [.customShort("H"), .customLong("host")],
+            help: ArgumentHelp("The node on another box: its system bus over ssh, as busctl -H (ssh -xT [-p PORT] [USER@]HOST systemd-stdio-bridge).",
+                               valueName: "[user@]host[:port]"))
+    var host: String?
+
     @Option(name: .customLong("bus-name"), help: ArgumentHelp("The node's well-known name.", valueName: "name"))
     var busName: String = ProximityBus.defaultBusName.rawValue
 
     func validate() throws {
-        let given = [busOption.map { _ in "--bus" }, system ? "--system" : nil, session ? "--session" : nil].compactMap { $0 }
+        let given = [busOption.map { _ in "--bus" }, system ? "--system" : nil, session ? "--session" : nil, host.map { _ in "--host" }]
+            .compactMap { $0 }
         if given.count > 1 { throw ValidationError("give one of \(given.joined(separator: ", ")), not several") }
-        if let busOption {
+        if let host {
+            do { _ = try RemoteBus.address(host: host) } catch { throw ValidationError("--host: \(error)") }
+        } else if let busOption {
             do { _ = try BusAddress(parsing: busOption) } catch { throw ValidationError("--bus: \(error.message)") }
         } else if given.isEmpty, let variable = Self.environmentBus {
             do { _ = try BusAddress(parsing: variable) } catch { throw ValidationError("\(Self.busVariable): \(error.message)") }
@@ -44,8 +52,10 @@ struct NodeOptions: ParsableArguments {
         return value
     }
 
-    /// The bus, as given: the option, then `PROXIMITYD_BUS`, then `system`.
+    /// The bus, as given: the option, then `PROXIMITYD_BUS`, then `system`; with `--host`, the
+    /// `unixexec:` address of ``RemoteBus``.
     var bus: String {
+        if let host { return try! RemoteBus.address(host: host) }
         if let busOption { return busOption }
         if system { return "system" }
         if session { return "session" }

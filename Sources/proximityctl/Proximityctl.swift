@@ -9,10 +9,15 @@ struct Proximityctl: AsyncParsableCommand {
         abstract: "Query and control a proximityd node over D-Bus.",
         discussion: """
             Which node: every subcommand but fleet takes --bus BUS (system, session, or a D-Bus \
-            address), --system, --session and --bus-name NAME, after the subcommand or before it \
+            address), --system, --session, -H/--host [USER@]HOST[:PORT] (the system bus of \
+            another box, over ssh, as busctl -H) and --bus-name NAME, after the subcommand or \
+            before it \
             (proximityctl --bus unix:path=/run/box/bus peers). With none of them, the bus is \
             $PROXIMITYD_BUS if it is set, else the system bus, whose address libdbus takes from \
-            $DBUS_SYSTEM_BUS_ADDRESS (default unix:path=/run/dbus/system_bus_socket).
+            $DBUS_SYSTEM_BUS_ADDRESS (default unix:path=/run/dbus/system_bus_socket). With -H, \
+            libdbus runs ssh -xT [-p PORT] -- [USER@]HOST systemd-stdio-bridge; \
+            $PROXIMITYCTL_SSH, when set, replaces ssh (its words: a program and its arguments, \
+            such as ssh -i ~/.ssh/node).
 
             Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be \
             reached or refuses the call; `proximityctl SUBCOMMAND --help` says more.
