@@ -8,7 +8,7 @@ import Foundation
 ///
 /// `PROXIMITYCTL_SSH`, when set, replaces the `ssh` program: its words (split at blanks, no
 /// quoting) are the program and arguments put first, e.g. `ssh -i ~/.ssh/node -o
-/// ServerAliveInterval=15`, as busctl takes `SYSTEMD_SSH`.
+/// ServerAliveInterval=15`.
 enum RemoteBus {
     /// The environment variable replacing `ssh`.
     static let sshVariable = "PROXIMITYCTL_SSH"
