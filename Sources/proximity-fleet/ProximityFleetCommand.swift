@@ -57,7 +57,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
     var awayAfter: Double = RoomDecider.Configuration().awayAfter
 
     @Option(name: .customLong("home-distance"), help: ArgumentHelp(
-        "A report counts for a room only when it puts the device nearer than this, metres (1...1000): a device no node hears nearer for --away-after seconds is not_home.",
+        "A report can give a device a room only when it puts it nearer than this, metres (1...1000), and a device no node hears nearer for --away-after seconds is not_home. Set it to your site's size with calibrated nodes (docs/fleet.md).",
         valueName: "metres"))
     var homeDistance: Double = RoomDecider.Configuration().homeDistance
 

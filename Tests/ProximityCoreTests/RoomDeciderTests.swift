@@ -51,7 +51,10 @@ struct RoomDeciderTests {
 
     @Test("far from every node (13 to 16 m from both, beyond the home distance): no room while far, not_home after the away time, never a bounce")
     func farFromEveryNode() {
-        var rule = decider()
+        // A site with calibrated nodes sets the home distance to its size (the default, 30 m, is
+        // for uncalibrated ones).
+        let home10 = RoomDecider.Configuration(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 10)
+        var rule = decider(home10)
         var noise = Noise(state: 7)
         // In the kitchen first, 1.5 m from A.
         var decisions = drive(&rule, from: 0, to: 20) { _ in ["A": 1.5, "B": 12] }
@@ -61,7 +64,7 @@ struct RoomDeciderTests {
         #expect(decisions.map(\.room) == [nil], "\(decisions)")
         #expect(decisions.first?.reason == .away && decisions.first!.at >= 20 + 60 && decisions.first!.at <= 20 + 61, "\(decisions)")
         // A device first heard only from afar never gets a room.
-        var other = decider()
+        var other = decider(home10)
         #expect(drive(&other, device: "tag", from: 0, to: 90) { _ in ["A": 15, "B": 13] }.isEmpty)
         #expect(other.room(of: "tag") == nil && other.readings(of: "tag").count == 2)
         // The home distance is a setting: at 20 m, the same street is a room again.

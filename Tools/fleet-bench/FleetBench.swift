@@ -94,6 +94,7 @@ struct FleetBench: ParsableCommand {
             case "stale": c.staleAfter = v
             case "away": c.awayAfter = v
             case "settle": c.settle = v
+            case "home": c.homeDistance = v
 
             default: throw ValidationError("--fleet: no parameter \(kv[0])")
             }

@@ -1,5 +1,4 @@
 import BlueZ
-import DBusKit
 import Foundation
 import Logging
 import ProximityAPI
@@ -57,22 +56,13 @@ public actor NodeEngine {
 
     // MARK: - Running
 
-    /// The commands that show whether bluetoothd is on the node's bus.
-    static func bluezCheck(_ bus: BusAddress) -> String {
-        switch bus {
-        case .system: "systemctl status bluetooth, or busctl --system status org.bluez"
-        case .session: "busctl --user status org.bluez"
-        case .address(let address): "busctl --address=\(address) status org.bluez"
-        }
-    }
-
     /// Exports the advertisement and the GATT application, then follows BlueZ (through the
     /// mirror, which runs as a service of its own) until cancelled. Call ``stop()`` after.
     public func run() async {
         let (releases, hellos) = await bluez.export()
         carryOut(step.started(at: time))
         // Once, at the start: "mirroring BlueZ" follows as soon as bluetoothd is there.
-        logger.info("waiting for bluetoothd (org.bluez); if nothing follows, check it with \(Self.bluezCheck(configuration.bus))",
+        logger.info("waiting for bluetoothd (org.bluez); if nothing follows, check it with \(bluez.howToCheck)",
                     metadata: ["bluez.adapter": "\(configuration.adapter)"])
         await withTaskGroup(of: Void.self) { group in
             // BlueZ's events in order, on the engine itself: a sample costs no hop.

@@ -17,6 +17,8 @@ actor BlueZSide {
     nonisolated let adapterPath: ObjectPath
     /// The general service UUID, lowercase.
     nonisolated let serviceUUID: String
+    /// The commands that show whether bluetoothd is on the node's bus.
+    nonisolated let howToCheck: String
     private var advertisement: Advertisement?
     private var application: GattApplication?
 
@@ -28,6 +30,11 @@ actor BlueZSide {
         self.logger = logger
         adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
         serviceUUID = configuration.serviceUUID.lowercased
+        howToCheck = switch configuration.bus {
+        case .system: "systemctl status bluetooth, or busctl --system status org.bluez"
+        case .session: "busctl --user status org.bluez"
+        case .address(let address): "busctl --address=\(address) status org.bluez"
+        }
     }
 
     /// What the node advertises: the general service UUID, its name, its measured power
