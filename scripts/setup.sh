@@ -37,7 +37,7 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 # Those of the list above only the tests use; the demo goes without them.
-PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl)
+PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl openssh-server openssh-client)
 if [ "${PROXIMITYD_SETUP:-}" = demo ]; then
   demo_packages=()
   for package in "${PROXIMITYD_DEBIAN_PACKAGES[@]}"; do

@@ -43,7 +43,10 @@ struct Rules: AsyncParsableCommand {
             discussion: """
                 RULE is the rule's JSON, a file holding it, or - for standard input. For example:
 
-                  proximityctl rules add near-12 '{"on": ["tracking"], "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"}, {"key": "a.beacon.prox", "op": "le", "value": 2}]}, "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}'
+                  proximityctl rules add near-12 '{"on": ["tracking"], "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"}, {"key": "a.beacon.prox", "op": "within", "value": "near"}]}, "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}'
+
+                It fires once, on a tracking event, for a beacon of major 12 near or nearer and heard: a silent
+                beacon (prox 0, unknown) does not count.
                 """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The rule's identifier.") var identifier: String

@@ -11,10 +11,10 @@ import Testing
 @Suite struct RuleExamplesTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The files whose example rules are checked. (`docs/proximityctl.md` and the `rules add` help
-    /// of `Sources/proximityctl/Rules.swift` are to join once their examples say `within near`.)
+    /// The files whose example rules are checked, the `rules add` help included.
     static let files = ["README.md", "docs/tracking.md", "docs/configuration.md", "docs/dbus-api.md", "docs/alerts.md", "docs/regions.md",
-                        "docs/mqtt.md", "docs/fleet.md", "dbus/proximityd.yaml.example"]
+                        "docs/mqtt.md", "docs/fleet.md", "docs/proximityctl.md", "dbus/proximityd.yaml.example",
+                        "Sources/proximityctl/Rules.swift"]
 
     enum Meaning: Equatable, CustomStringConvertible {
         /// Whether it fires on a tracking event for a near beacon (prox 2) and for a silent one (prox 0).

@@ -99,6 +99,7 @@ wait_until() {
 expected_files=(
   /usr/bin/proximityd /usr/bin/proximityctl /usr/bin/proximity-fleet
   /lib/systemd/system/proximityd.service /lib/systemd/system/proximity-fleet.service
+  /usr/lib/systemd/user/proximityctl-consume.service
   /usr/share/dbus-1/system.d/org.proximityd.conf
   /usr/share/dbus-1/system-services/org.proximityd.service
   /usr/lib/sysusers.d/proximityd.conf
