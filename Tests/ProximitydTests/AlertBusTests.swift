@@ -157,16 +157,24 @@ struct AlertBusTests {
         throw TestKitError("no strategy agent on the bus: \(strategies.stdout)")
     }
 
+    /// The kiosk's node started, an observer of its AlertManager1 signals, and an iBeacon of the
+    /// fleet (major 1, `minor`) 1 m away.
+    static func kiosk(_ sim: SimBoxes, _ daemons: inout [String: ManagedProcess], beacon name: String,
+                      minor: Int) async throws -> (DBusConnection, SignalLog) {
+        daemons["kiosk"] = try await sim.startDaemon("kiosk")
+        let observer = try await sim.buses["kiosk"]!.connect()
+        let log = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.AlertManager1")))
+        _ = try await sim.control("AddBeacon", [.string("""
+            {"name": "\(name)", "address": "C0:00:00:00:00:0\(minor)", "ibeacon": {"uuid": "\(fleet)", "major": 1, "minor": \(minor), "measured_power": -59}, "position": [1, 0]}
+            """)])
+        return (observer, log)
+    }
+
     @Test("GetAlert gives a target's object from the alert's and the peer's identifiers; AcceptTarget, DoneTarget, DeclineTarget and SetTargetActionStatus act on it as Accept, Done, Decline and SetActionStatus on the object")
     func byIdentifiers() async throws {
         try await withNodes(Self.scenario()) { sim, daemons in
-            daemons["kiosk"] = try await sim.startDaemon("kiosk")
-            let observer = try await sim.buses["kiosk"]!.connect()
-            let log = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.AlertManager1")))
+            let (observer, log) = try await Self.kiosk(sim, &daemons, beacon: "door", minor: 2)
             defer { log.cancel() }
-            _ = try await sim.control("AddBeacon", [.string("""
-                {"name": "door", "address": "C0:00:00:00:00:02", "ibeacon": {"uuid": "\(Self.fleet)", "major": 1, "minor": 2, "measured_power": -59}, "position": [1, 0]}
-                """)])
             func manager(_ method: String, _ arguments: [String] = []) async throws -> CommandResult {
                 try await sim.busctl("kiosk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1", method] + arguments)
             }
@@ -197,13 +205,8 @@ struct AlertBusTests {
     @Test("a strategy in Python (dbus-python) registers, decides one target's alert, and is dropped cleanly when killed; a timeout drops it with Release")
     func pythonStrategy() async throws {
         try await withNodes(Self.scenario()) { sim, daemons in
-            daemons["kiosk"] = try await sim.startDaemon("kiosk")
-            let observer = try await sim.buses["kiosk"]!.connect()
-            let log = SignalLog(try await observer.subscribe(MatchRule(sender: "org.proximityd", interface: "org.proximityd.AlertManager1")))
+            let (observer, log) = try await Self.kiosk(sim, &daemons, beacon: "exhibit", minor: 1)
             defer { log.cancel() }
-            _ = try await sim.control("AddBeacon", [.string("""
-                {"name": "exhibit", "address": "C0:00:00:00:00:01", "ibeacon": {"uuid": "\(Self.fleet)", "major": 1, "minor": 1, "measured_power": -59}, "position": [1, 0]}
-                """)])
             // The beacon is near; under its default strategy (far, `=`) the alert would never be ready.
             let add = try await sim.busctl("kiosk", ["call", "org.proximityd", "/org/proximityd", "org.proximityd.AlertManager1", "AddAlert",
                                                      "sa{sv}", "crowded", "4", "Title", "s", "Crowded", "Range", "s", "far", "Strategy", "s", "crowd",
