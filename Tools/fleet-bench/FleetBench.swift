@@ -43,6 +43,12 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Scored minutes of standing still per point, layout and seed (after a 1 min warm-up).")
     var standMinutes = 60.0
 
+    @Option(name: .customLong("report-interval"), help: "The nodes' heartbeat, seconds: a device's report goes out at most once per this, unless it moved (the node's mqtt.report-interval, 5 by default).")
+    var reportInterval = ReportThrottle.Configuration().heartbeat
+
+    @Option(name: .customLong("mqtt-room"), help: "Add Home Assistant's mqtt_room sensor with this timeout, seconds (its default: 5), as a reference row; repeat for several.")
+    var mqttRoom: [Double] = []
+
     @Option(help: "Layouts: two (A, B 8 m apart), line (A, B, C 8 m apart), triangle (8 m sides). Repeat for several.")
     var layout: [LayoutName] = LayoutName.allCases
 
@@ -113,6 +119,9 @@ struct FleetBench: ParsableCommand {
             // Bermuda's area rule on the reported distances alone, without its own smoothing.
             RuleSpec(name: "bermuda, no smoothing", role: .reference) { BermudaRule(smoothingSamples: 1, name: "bermuda, no smoothing") },
         ]
+        for timeout in mqttRoom {
+            specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s", role: .reference) { MQTTRoomSensor(timeout: timeout) })
+        }
         for c in variants.dropFirst() {
             let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "")
             specs.append(RuleSpec(name: name, role: .reference) { RoomDecider(configuration: c) })
@@ -136,7 +145,7 @@ struct FleetBench: ParsableCommand {
         }
         for condition in conditions {
             let (tallies, reports, ranged) = evaluate(condition: condition, seeds: seedList, layouts: layouts, specs: specs,
-                                                      standScored: standMinutes * 60, throttle: ReportThrottle.Configuration(),
+                                                      standScored: standMinutes * 60, throttle: ReportThrottle.Configuration(heartbeat: reportInterval),
                                                       dumpBounces: dumpBounces)
             let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1, layouts: layouts) }
             let result = ConditionResult(

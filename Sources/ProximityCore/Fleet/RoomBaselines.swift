@@ -278,3 +278,58 @@ public enum RoomRuleKind: String, Sendable, Hashable, CaseIterable, Codable {
         }
     }
 }
+
+/// Home Assistant's `mqtt_room` sensor, as a baseline of `fleet-bench`: at each report of the
+/// device, the room changes to the reporting node's when the sensor has no room yet, or the report
+/// is from its room, or it is nearer than the sensor's last distance, or the sensor's last update
+/// is ``timeout`` old (Home Assistant's default: 5 s). Nothing happens between reports
+/// (`away_timeout` is 0 by default: the device is never not_home). A node whose heartbeat is as
+/// long as the timeout makes a device standing near one node and farther from another flap:
+/// the far node's report arrives once the near one is `timeout` old.
+public struct MQTTRoomSensor: RoomRule {
+    public let timeout: Double
+    public var name: String { "mqtt_room" }
+    private struct Sensor {
+        var room: String
+        var distance: Double
+        var updated: Double
+        var readings: [String: NodeReading]
+    }
+    private var sensors: [String: Sensor] = [:]
+
+    public init(timeout: Double = 5) {
+        precondition(timeout >= 0 && timeout.isFinite, "the timeout must be 0 or more")
+        self.timeout = timeout
+    }
+
+    public var devices: [String] { sensors.keys.sorted() }
+    public func room(of device: String) -> String? { sensors[device]?.room }
+    public func readings(of device: String) -> [NodeReading] {
+        (sensors[device]?.readings ?? [:]).values.sorted { ($0.distance, $0.node) < ($1.distance, $1.node) }
+    }
+
+    public mutating func observe(device: String, node: String, distance: Double, at t: Double) -> [RoomDecision] {
+        guard distance.isFinite, distance >= 0 else { return [] }
+        let reading = NodeReading(node: node, distance: distance, at: t)
+        guard var sensor = sensors[device] else {
+            sensors[device] = Sensor(room: node, distance: distance, updated: t, readings: [node: reading])
+            return [RoomDecision(device: device, room: node, previous: nil, at: t, reason: .arrived)]
+        }
+        sensor.readings[node] = reading
+        let previous = sensor.room
+        let nearer = distance < sensor.distance
+        if node == sensor.room || nearer || t - sensor.updated >= timeout {
+            sensor.room = node
+            sensor.distance = distance
+            sensor.updated = t
+        }
+        sensors[device] = sensor
+        guard sensor.room != previous else { return [] }
+        return [RoomDecision(device: device, room: sensor.room, previous: previous, at: t, reason: nearer ? .nearer : .stale)]
+    }
+
+    public mutating func tick(at t: Double) -> [RoomDecision] { [] }
+
+    /// `mqtt_room` knows nothing of the nodes' availability.
+    public mutating func forget(node: String, at t: Double) -> [RoomDecision] { [] }
+}
