@@ -24,10 +24,23 @@ struct ProximityFleetCommand: AsyncParsableCommand {
             device's room back from its retained messages. docs/fleet.md.
 
             Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 66 when the password \
-            file cannot be read.
+            file cannot be read. Errors are one line on standard error, proximity-fleet: error: \
+            MESSAGE (a bad argument adds a line naming the help to read).
+
+            Examples:
+              $ proximity-fleet --broker mqtt://broker.lan
+                Every device's room, from the nodes under proximityd/.
+              $ proximity-fleet --broker mqtts://broker.lan --username fleet \\
+                  --password-file /etc/proximity-fleet/password --home-distance 15
+                Over TLS, logged in; only reports nearer than 15 m give a room.
             """,
         version: ProximitydVersion.string
     )
+
+    /// Errors in the one style: ``runReportingErrors(_:)``.
+    static func main() async {
+        await runReportingErrors(nil)
+    }
 
     @OptionGroup var connection: BrokerOptions
 

@@ -24,6 +24,12 @@ struct Alerts: AsyncParsableCommand {
             be, in the node's words), 66 for a --json file that cannot be read, 69 when the node \
             cannot be reached, refuses the call (NotOffered, DoesNotExist, NotPermitted, …), or \
             leaves the bus; `consume` also exits 69 when no notification server is there.
+
+            Examples:
+              $ proximityctl alerts list
+                The alerts' targets; * marks the one on offer or in progress.
+              $ proximityctl alerts consume
+                Shows each alert offered as a desktop notification.
             """,
         subcommands: [List.self, Add.self, Remove.self, Watch.self, Accept.self, Decline.self, Done.self, Consume.self])
 }
@@ -44,6 +50,12 @@ extension Alerts {
                 with its identifier, source (config or bus), definition (its parts as AddAlert \
                 takes them) and targets (target, path, status, ready, condition, strategy, \
                 proximity, detected, current).
+
+                Examples:
+                  $ proximityctl alerts list
+                    The table.
+                  $ proximityctl alerts list --json
+                    The alerts and their definitions, as one JSON object.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -86,6 +98,12 @@ extension Alerts {
                 for ready: title, description, text_to_speech, thumbnail, action, url, uri, extra, \
                 proximity, distance (metres, null when unknown); for removed: reason; for status: \
                 status.
+
+                Examples:
+                  $ proximityctl alerts watch
+                    Every alert's offers, removals and status changes.
+                  $ proximityctl alerts watch welcome --json --count 1
+                    The next event of the alert welcome, as JSON.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -148,7 +166,15 @@ extension Alerts {
     struct Accept: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Accept the alert on offer: it is shown (waitingForAction → inProgress).",
-            discussion: "Only the alert on offer (`alerts list` marks it *) can be accepted; another is refused with NotOffered (exit 69).")
+            discussion: """
+                Only the alert on offer (`alerts list` marks it *) can be accepted; another is \
+                refused with NotOffered (exit 69).
+
+                Example:
+                  $ proximityctl alerts accept \\
+                      welcome/ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2
+                    Accepts the alert welcome for that beacon.
+                """)
 
         @OptionGroup var node: NodeOptions
 
@@ -166,6 +192,11 @@ extension Alerts {
             discussion: """
                 A declined target is offered again only after its condition stopped holding and \
                 holds again. Only the alert on offer can be declined (NotOffered, exit 69, otherwise).
+
+                Example:
+                  $ proximityctl alerts decline \\
+                      welcome/ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2
+                    Declines it; the node offers the next closest.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -185,6 +216,11 @@ extension Alerts {
                 The node then offers the next ready alert. A done target fires again only after its \
                 condition stopped holding for its MaxTimeBeforeReset. Only the alert in progress or \
                 on offer can be marked done (NotOffered, exit 69, otherwise).
+
+                Example:
+                  $ proximityctl alerts done \\
+                      welcome/ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2
+                    Marks it done, as closing its notification does.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -235,6 +271,12 @@ extension Alerts {
                 [USER@]HOST reaches that box's system bus over ssh; the notifications are shown on \
                 this session's bus. The user unit proximityctl-consume.service runs this with the \
                 options of ~/.config/proximityd/consume.env (CONSUME_OPTIONS=--host pi@room).
+
+                Examples:
+                  $ proximityctl alerts consume -H pi@meeting-room.lan
+                    The meeting room's alerts, shown on this desktop.
+                  $ proximityctl alerts consume --exec 'logger "$PROXIMITY_TITLE"'
+                    Logs each alert's title instead; the command's exit marks it done.
                 """)
 
         @OptionGroup var node: NodeOptions

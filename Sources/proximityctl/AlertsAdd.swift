@@ -26,11 +26,16 @@ extension Alerts {
                 (NotPermitted) and a 1001st alert (LimitReached): exit 69.
 
                 Examples:
-                  proximityctl alerts add welcome --title Welcome --url https://example.com/desk \\
-                    --match-uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e --match-major 1
-                  proximityctl alerts add lunch --title Lunch --strategy time --days mon-fri \\
-                    --start 12:00 --end 14:00 --cooldown 3600 --extra room=cafeteria --every-peer
-                  proximityctl alerts add copy --json welcome.json
+                  $ proximityctl alerts add welcome --title Welcome \\
+                      --url https://example.com/desk \\
+                      --match-uuid f7826da6-4fa2-4e98-8024-bc5b71e0893e --match-major 1
+                    Welcome, for the beacons of that UUID and major 1, when near.
+                  $ proximityctl alerts add lunch --title Lunch --strategy time \\
+                      --days mon-fri --start 12:00 --end 14:00 --cooldown 3600 \\
+                      --extra room=cafeteria --every-peer
+                    Lunch, for every peer, on weekdays 12:00 to 14:00, once an hour at most.
+                  $ proximityctl alerts add copy --json welcome.json
+                    The alert copy, as welcome.json defines it.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -170,6 +175,10 @@ extension Alerts {
                 Removes the alerts named, in order, with their targets; an alert on offer or in \
                 progress is taken back (alert-removed). The first the node refuses (one not defined, \
                 or one of the config file) ends the command with exit 69, those before it removed.
+
+                Example:
+                  $ proximityctl alerts remove welcome lunch
+                    Removes welcome, then lunch.
                 """)
 
         @OptionGroup var node: NodeOptions

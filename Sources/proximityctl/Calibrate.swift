@@ -22,6 +22,13 @@ struct Calibrate: AsyncParsableCommand {
             Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be reached, \
             does not range the peer, hears fewer than --min-samples samples of it, refuses the call, \
             or leaves the bus.
+
+            Examples:
+              $ proximityctl calibrate ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2
+                The beacon 1 m away for 20 s; sets its measured power.
+              $ proximityctl calibrate ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:3 \\
+                  --distance 2 --dry-run
+                Another beacon 2 m away: measured, nothing set.
             """)
 
     @OptionGroup var node: NodeOptions

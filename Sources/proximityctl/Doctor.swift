@@ -9,6 +9,12 @@ struct Doctor: AsyncParsableCommand {
             Prints one line per check: "ok", "warn" or "FAIL", what was found, and for each problem \
             how to fix it. Exit status: 0 when nothing failed, 1 when a check failed, 64 for a bad \
             argument.
+
+            Examples:
+              $ proximityctl doctor
+                Every check, for the adapter hci0.
+              $ proximityctl doctor --adapter hci1 --json
+                The checks of another adapter, as JSON.
             """)
 
     @OptionGroup var node: NodeOptions

@@ -15,6 +15,12 @@ struct Events: AsyncParsableCommand {
 
             Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be reached, \
             refuses the call, or leaves the bus.
+
+            Examples:
+              $ proximityctl events --since 1h
+                The last hour's entries.
+              $ proximityctl events --follow --json
+                The whole log, then each new entry, as JSON lines.
             """)
 
     @OptionGroup var node: NodeOptions

@@ -16,6 +16,12 @@ struct FleetCommand: AsyncParsableCommand {
             otherwise each table is appended, separated by a blank line. --count 1 prints the \
             current table and exits. Ctrl-C stops. Exit status 69 when the broker cannot be \
             reached, or nothing is published there within --timeout seconds.
+
+            Examples:
+              $ proximityctl fleet --broker mqtt://broker.lan
+                The live table, until Ctrl-C.
+              $ proximityctl fleet --broker mqtts://broker.lan --count 1 --json
+                The current table once, as JSON, over TLS.
             """)
 
     @OptionGroup var connection: BrokerOptions

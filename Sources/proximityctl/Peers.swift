@@ -3,7 +3,15 @@ import Foundation
 import ProximityAPI
 
 struct Peers: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the peers the node ranges, nearest first.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the peers the node ranges, nearest first.",
+        discussion: """
+            Examples:
+              $ proximityctl peers
+                A table: each peer, its zone, distance and RSSI.
+              $ proximityctl peers --json -H pi@kitchen.lan
+                The peers of another box's node, over ssh, as JSON.
+            """)
 
     @OptionGroup var node: NodeOptions
 

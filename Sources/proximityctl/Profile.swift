@@ -17,12 +17,26 @@ struct ProfileCommand: AsyncParsableCommand {
 
             Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be reached \
             or refuses the call.
+
+            Examples:
+              $ proximityctl profile
+                Every attribute (the same as profile show).
+              $ proximityctl profile set a.user albert
+                Sets a.user, for the rules to test.
             """,
         subcommands: [Show.self, Set.self, Unset.self],
         defaultSubcommand: Show.self)
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the attributes, sorted by key.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the attributes, sorted by key.",
+            discussion: """
+                Examples:
+                  $ proximityctl profile show
+                    One line per attribute: key and value.
+                  $ proximityctl profile show --json
+                    One JSON object: key → value.
+                """)
         @OptionGroup var node: NodeOptions
         @Flag(name: .long, help: "Print one JSON object instead of lines.") var json = false
 
@@ -40,7 +54,13 @@ struct ProfileCommand: AsyncParsableCommand {
     }
 
     struct Set: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Set an attribute (UpdateAttribute).")
+        static let configuration = CommandConfiguration(
+            abstract: "Set an attribute (UpdateAttribute).",
+            discussion: """
+                Example:
+                  $ proximityctl profile set a.user albert
+                    Sets a.user to albert, for rules to test.
+                """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The attribute's key.") var key: String
         @Argument(help: "Its value.") var value: String
@@ -55,7 +75,13 @@ struct ProfileCommand: AsyncParsableCommand {
     }
 
     struct Unset: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove an attribute (RemoveAttribute).")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove an attribute (RemoveAttribute).",
+            discussion: """
+                Example:
+                  $ proximityctl profile unset a.user
+                    Removes a.user (exit 69 when there is none).
+                """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The attribute's key.") var key: String
 
@@ -79,7 +105,9 @@ struct Track: AsyncParsableCommand {
             data; rules on tracking see it. PROX is the zone, by name or by the seed's number that \
             a.beacon.prox holds: unknown 0, immediate 1, near 2, far 3.
 
-              proximityctl track f7826da6-4fa2-4e98-8024-bc5b71e0893e 12 7 near site=museum
+            Example:
+              $ proximityctl track f7826da6-4fa2-4e98-8024-bc5b71e0893e 12 7 near site=museum
+                Beacon 12/7 near, with site=museum in the tracking event.
             """)
     @OptionGroup var node: NodeOptions
     @Argument(help: "The beacon's UUID (\"\" for none).") var uuid: String
@@ -121,7 +149,12 @@ struct Track: AsyncParsableCommand {
 /// `proximityctl clear`: the seed's `clearCurrentBeacon`.
 struct Clear: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Clear the current beacon (ClearCurrentBeacon): its attributes are removed.")
+        abstract: "Clear the current beacon (ClearCurrentBeacon): its attributes are removed.",
+        discussion: """
+            Example:
+              $ proximityctl clear
+                Removes a.beacon.uuid, a.beacon.major, a.beacon.minor and a.beacon.prox.
+            """)
     @OptionGroup var node: NodeOptions
 
     func run() async throws {

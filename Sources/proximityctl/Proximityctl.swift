@@ -20,15 +20,26 @@ struct Proximityctl: AsyncParsableCommand {
             such as ssh -i ~/.ssh/node).
 
             Exit status: 0 on success, 64 for a bad argument, 69 when the node cannot be \
-            reached or refuses the call; `proximityctl SUBCOMMAND --help` says more.
+            reached or refuses the call; `proximityctl SUBCOMMAND --help` says more. Errors are one \
+            line on standard error, proximityctl: error: MESSAGE (a bad argument adds a line \
+            naming the help to read).
+
+            Examples:
+              $ proximityctl status
+                The node on this box: its identity and state.
+              $ proximityctl peers -H pi@kitchen.lan
+                The peers of the node on another box, over ssh.
+              $ proximityctl regions --help
+                What regions can do.
             """,
         version: ProximitydVersion.string,
         subcommands: [Status.self, Peers.self, Watch.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
                       Events.self, Record.self, Calibrate.self, FleetCommand.self, Doctor.self]
     )
 
-    /// The node's options may come before the subcommand: ``NodeOptionPlacement``.
+    /// The node's options may come before the subcommand: ``NodeOptionPlacement``. Errors in the
+    /// one style: ``runReportingErrors(_:)``.
     static func main() async {
-        await main(NodeOptionPlacement.place(Array(CommandLine.arguments.dropFirst()), root: Self.self))
+        await runReportingErrors(NodeOptionPlacement.place(Array(CommandLine.arguments.dropFirst()), root: Self.self))
     }
 }

@@ -21,6 +21,11 @@ struct Record: AsyncParsableCommand {
             Exit status: 0 when stopped (SIGINT, SIGTERM, --seconds), 64 for a bad argument, 69 when \
             the node cannot be reached, refuses the call or leaves the bus (the file keeps what was \
             received), 73 when the file cannot be created, 74 when it cannot be written.
+
+            Example:
+              $ proximityctl record --peer ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2 \\
+                  --out door.csv --seconds 20
+                Twenty seconds of one beacon's samples, into door.csv.
             """)
 
     @OptionGroup var node: NodeOptions

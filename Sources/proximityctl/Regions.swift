@@ -22,6 +22,12 @@ struct Regions: AsyncParsableCommand {
 
             Exit status: 0 on success, 64 for a bad argument (with the message the node would give), \
             69 when the node cannot be reached, refuses the call, or leaves the bus.
+
+            Examples:
+              $ proximityctl regions add fleet uuid=f7826da6-4fa2-4e98-8024-bc5b71e0893e
+                Monitors the iBeacons of this UUID as the region fleet.
+              $ proximityctl regions watch fleet
+                Follows fleet: entered, exited, state.
             """,
         subcommands: [List.self, Add.self, Remove.self, State.self, Watch.self])
 }
@@ -36,6 +42,12 @@ extension Regions {
                 unknown), SOURCE (config or bus), PEERS (how many matching peers are present) and \
                 MATCHER, written as `regions add` takes it. With --json, one array of objects with \
                 the peers' identifiers and the matcher as an object.
+
+                Examples:
+                  $ proximityctl regions list
+                    The table.
+                  $ proximityctl regions list --json
+                    The regions as one JSON array.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -84,10 +96,14 @@ extension Regions {
                 region of the config file cannot be redefined here (exit 69).
 
                 Examples:
-                  proximityctl regions add fleet uuid=f7826da6-4fa2-4e98-8024-bc5b71e0893e
-                  proximityctl regions add desk Kind=node Within=near ExitPeriod=30
-                  proximityctl regions add shop url-domain=example.com
-                  proximityctl regions add anyone
+                  $ proximityctl regions add fleet uuid=f7826da6-4fa2-4e98-8024-bc5b71e0893e
+                    The iBeacons of one UUID.
+                  $ proximityctl regions add desk Kind=node Within=near ExitPeriod=30
+                    Nodes near or nearer; exited 30 s after the last one left.
+                  $ proximityctl regions add shop url-domain=example.com
+                    Eddystone-URLs of example.com or under it.
+                  $ proximityctl regions add anyone
+                    Every peer.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -119,6 +135,12 @@ extension Regions {
                 or one of the config file) ends the command with exit 69, those before it stopped. \
                 With --all, stops every region added over the bus: the config file's regions stay \
                 (edit the file and reload the node to change them).
+
+                Examples:
+                  $ proximityctl regions remove shop desk
+                    Stops shop, then desk.
+                  $ proximityctl regions remove --all
+                    Stops every region added over the bus.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -173,6 +195,10 @@ extension Regions {
             discussion: """
                 The node also announces the state to every client, as the region's \
                 StateDetermined signal (`regions watch` shows it).
+
+                Example:
+                  $ proximityctl regions state fleet
+                    inside, outside or unknown.
                 """)
 
         @OptionGroup var node: NodeOptions
@@ -213,6 +239,12 @@ extension Regions {
 
                 where each peer is {"identifier":"…","zone":"near","distance":1.52,"rssi":-61} \
                 (distance in metres, RSSI in dBm).
+
+                Examples:
+                  $ proximityctl regions watch --ranging
+                    Every region's events and its peers at each report.
+                  $ proximityctl regions watch fleet --json --count 2
+                    fleet's next two events, as JSON.
                 """)
 
         @OptionGroup var node: NodeOptions

@@ -17,11 +17,25 @@ struct Rules: AsyncParsableCommand {
             Exit status: 0 on success (for `test`: the condition holds), 1 when `test` finds it \
             does not hold, 64 for a bad argument (a rule that cannot be, with its path), 66 for a \
             rule file that cannot be read, 69 when the node cannot be reached or refuses the call.
+
+            Examples:
+              $ proximityctl rules list
+                Every rule, as JSON.
+              $ proximityctl rules test near-12
+                Whether rule near-12's condition holds now, and why.
             """,
         subcommands: [List.self, Add.self, Remove.self, Test.self])
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print every rule, as JSON, with its source.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print every rule, as JSON, with its source.",
+            discussion: """
+                Examples:
+                  $ proximityctl rules list
+                    One line per rule: its identifier and its JSON.
+                  $ proximityctl rules list --json
+                    One JSON object: identifier → rule.
+                """)
         @OptionGroup var node: NodeOptions
         @Flag(name: .long, help: "Print one JSON object: identifier → rule.") var json = false
 
@@ -43,10 +57,13 @@ struct Rules: AsyncParsableCommand {
             discussion: """
                 RULE is the rule's JSON, a file holding it, or - for standard input. For example:
 
-                  proximityctl rules add near-12 '{"on": ["tracking"], "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"}, {"key": "a.beacon.prox", "op": "within", "value": "near"}]}, "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}'
+                  $ proximityctl rules add near-12 '{"on": ["tracking"], "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"}, {"key": "a.beacon.prox", "op": "within", "value": "near"}]}, "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}'
 
                 It fires once, on a tracking event, for a beacon of major 12 near or nearer and heard: a silent
                 beacon (prox 0, unknown) does not count.
+
+                  $ proximityctl rules add near-12 near-12.json
+                    The same rule, from a file.
                 """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The rule's identifier.") var identifier: String
@@ -74,7 +91,13 @@ struct Rules: AsyncParsableCommand {
     }
 
     struct Remove: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a rule added over the bus (RemoveRule).")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove a rule added over the bus (RemoveRule).",
+            discussion: """
+                Example:
+                  $ proximityctl rules remove near-12
+                    Removes rule near-12, one added over the bus.
+                """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The rule's identifier.") var identifier: String
 
@@ -89,6 +112,10 @@ struct Rules: AsyncParsableCommand {
             discussion: """
                 One line per test and group, indented: true or false, the test, and the value it \
                 saw. Fields of an event (event.type …) are missing here: there is no event.
+
+                Example:
+                  $ proximityctl rules test near-12
+                    Exit 0 when it holds, 1 when it does not.
                 """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The rule's identifier.") var identifier: String

@@ -3,7 +3,15 @@ import Foundation
 import ProximityAPI
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the node's identity and state.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the node's identity and state.",
+        discussion: """
+            Examples:
+              $ proximityctl status
+                The node on the system bus.
+              $ proximityctl status --session --json
+                The node on the session bus, as JSON.
+            """)
 
     @OptionGroup var node: NodeOptions
 

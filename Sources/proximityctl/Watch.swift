@@ -9,6 +9,12 @@ struct Watch: AsyncParsableCommand {
             The table follows the node's signals (peers added, changed and removed) and is redrawn at \
             every interval. On a terminal it is redrawn in place; otherwise each refresh is appended, \
             separated by a blank line. Ctrl-C stops.
+
+            Examples:
+              $ proximityctl watch
+                The table, redrawn every second until Ctrl-C.
+              $ proximityctl watch --interval 5 --count 3
+                Three tables, five seconds apart.
             """)
 
     @OptionGroup var node: NodeOptions

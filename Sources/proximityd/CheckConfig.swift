@@ -16,6 +16,12 @@ struct CheckConfig: ParsableCommand {
             Exit status: 0 when the file is valid; 65 (EX_DATAERR) when it is not; 66 (EX_NOINPUT) \
             when it cannot be read (missing, not allowed, a directory), with one line \
             FILE: cannot read: reason.
+
+            Examples:
+              $ proximityd check-config
+                Checks /etc/proximityd/proximityd.yaml.
+              $ proximityd check-config desk.yaml && sudo systemctl reload proximityd
+                Reloads the node only with a valid file.
             """
     )
 

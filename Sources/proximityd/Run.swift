@@ -18,6 +18,12 @@ struct Run: AsyncParsableCommand {
             reached, the name is taken or not allowed, or the bus goes away; 74 when the state \
             directory cannot be used; 78 when the config file cannot be read or is invalid (each \
             problem on its own line, FILE:LINE:COLUMN: message), or the state is corrupt.
+
+            Examples:
+              $ proximityd run
+                The node with /etc/proximityd/proximityd.yaml, if it exists.
+              $ proximityd run --bus session --name desk --log-level debug
+                A node on the session bus, named desk, logging more.
             """
     )
 

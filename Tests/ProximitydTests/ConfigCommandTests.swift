@@ -148,10 +148,10 @@ struct ConfigCommandTests {
                                     ("-inf", "an offset must be a finite number of dB, not -inf")] {
             let result = try await runCommand(proximityd, ["run", "--rssi-offset", argument])
             #expect(result.status == 64, "\(argument): \(result)")
-            #expect(result.stderr.hasPrefix("Error: --rssi-offset: \(message)\n"), "\(argument): \(result.stderr)")
+            #expect(result.stderr == "proximityd: error: --rssi-offset: \(message)\nSee 'proximityd run --help'.\n", "\(argument): \(result.stderr)")
         }
         let words = try await runCommand(proximityd, ["run", "--rssi-offset", "high"])
-        #expect(words.status == 64 && words.stderr.hasPrefix("Error: The value 'high' is invalid for '--rssi-offset <dB>'"), "\(words)")
+        #expect(words.status == 64 && words.stderr.hasPrefix("proximityd: error: The value 'high' is invalid for '--rssi-offset <dB>'"), "\(words)")
         let help = try await runCommand(proximityd, ["run", "--help"])
         #expect(help.stdout.contains("--rssi-offset <dB>"), "\(help)")
 
