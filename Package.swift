@@ -111,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "proximityd",
             dependencies: [
-                "ProximityNode", "DBusKit", "ProximityVersion",
+                "ProximityNode", "DBusKit", "ProximityVersion", "ProximityCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

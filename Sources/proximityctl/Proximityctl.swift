@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProximityCommandLine
 import ProximityVersion
 
 /// `proximityctl`: the root command only lists the subcommands.

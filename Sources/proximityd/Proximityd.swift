@@ -1,4 +1,5 @@
 import ArgumentParser
+import ProximityCommandLine
 import ProximityVersion
 
 /// `proximityd`: the root command only lists the subcommands.

@@ -1,9 +1,6 @@
 import ArgumentParser
 import Foundation
 
-// The same file is in Sources/proximityctl, Sources/proximityd and Sources/proximity-fleet: keep
-// the three copies alike.
-
 extension AsyncParsableCommand {
     /// Parses `arguments` (nil: the command line), runs the command, and reports an error in the
     /// style of every error of proximityctl, proximityd and proximity-fleet: one line on standard
@@ -11,7 +8,7 @@ extension AsyncParsableCommand {
     /// `ValidationError`) adds the line `See 'COMMAND SUBCOMMAND --help'.` in place of the usage
     /// ArgumentParser prints; the exit status is ArgumentParser's (64 for a usage error). Help and
     /// `--version` go to standard output, as before.
-    static func runReportingErrors(_ arguments: [String]?) async {
+    public static func runReportingErrors(_ arguments: [String]?) async {
         do {
             var command = try await asyncParseAsRoot(arguments)
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -25,7 +22,7 @@ extension AsyncParsableCommand {
     }
 
     /// Prints `error` in the one error style and exits with ArgumentParser's status for it.
-    static func exitReporting(_ error: any Error) -> Never {
+    public static func exitReporting(_ error: any Error) -> Never {
         let status = exitCode(for: error)
         let full = fullMessage(for: error)
         if full.isEmpty { Foundation.exit(status.rawValue) }  // an ExitCode: nothing to say
