@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import ProximityAPI
 import ProximityNode
 import ProximityTesting
 import Testing
@@ -17,11 +18,14 @@ struct StartupLogTests {
             try await daemon.waitForOutput(containing: "loaded the config file", inStderr: true)
             let line = try #require(daemon.stderr.split(separator: "\n").first { $0.contains("loaded the config file") })
             #expect(line.contains("config.file=\(config.path)") && line.contains("regions=1") && line.contains("rules=0"), "\(line)")
+            let reports = SignalLog(try await box.observer.subscribe(MatchRule(sender: "org.proximityd", interface: ProximityBus.Node1.interface,
+                                                                               member: ProximityBus.Node1.foundDevices)))
             let check = "busctl --address=\(box.address) status org.bluez"
             try await daemon.waitForOutput(containing: check, inStderr: true)
-            // Nothing comes: it does not say it again.
-            try await Task.sleep(for: .seconds(3))
+            // Three reports later, still without bluetoothd, it has not said it again.
+            try await reports.wait(from: 2, timeout: .seconds(10), "the third FoundDevices") { _ in true }
             #expect(daemon.stderr.components(separatedBy: "waiting for bluetoothd").count == 2, "\(daemon.stderr)")
+            reports.cancel()
             await daemon.stop()
         }
     }

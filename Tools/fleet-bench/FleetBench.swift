@@ -86,6 +86,10 @@ struct FleetBench: ParsableCommand {
         }
         guard (0..<1).contains(loss) else { throw ValidationError("--loss must be in 0..<1") }
         guard standMinutes > 0 else { throw ValidationError("--stand-minutes must be positive") }
+        guard reportInterval.isFinite, ReportThrottle.Configuration.heartbeatRange.contains(reportInterval) else {
+            throw ValidationError("--report-interval must be in 0...3600 s")
+        }
+        guard mqttRoom.allSatisfy({ $0.isFinite && $0 >= 0 }) else { throw ValidationError("--mqtt-room must be a number of seconds, 0 or more") }
         for o in fleetOverrides { _ = try Self.fleetConfiguration(o) }
     }
 

@@ -39,11 +39,7 @@ extension ConfigDecoder {
             case "client-id": settings.clientID = text(entry, path: key, MQTTSettings.checked(clientID:))
             case "prefix": settings.prefix = text(entry, path: key, MQTTSettings.checked(prefix:))
             case "keepalive":
-                let range = MQTTSettings.keepaliveRange
-                if let v = integer(entry, "an integer number of seconds in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
-                    guard range.contains(n) else { throw OptionProblem("must be in \(range.lowerBound)...\(range.upperBound), not \(n)") }
-                    return n
-                }) { settings.keepalive = v }
+                if let v = integer(entry, path: key, in: MQTTSettings.keepaliveRange, seconds: true) { settings.keepalive = v }
             case "report-interval":
                 if let v = seconds(entry, key, in: MQTTSettings.reportIntervalRange) { settings.reportInterval = v }
             case "report-moved":
@@ -64,17 +60,9 @@ extension ConfigDecoder {
                     return role
                 }) { settings.role = role }
             case "outbox-size":
-                let range = MQTTSettings.outboxSizeRange
-                if let v = integer(entry, "an integer in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
-                    guard range.contains(n) else { throw OptionProblem("must be an integer in \(range.lowerBound)...\(range.upperBound), not \(n)") }
-                    return n
-                }) { settings.outboxSize = v }
+                if let v = integer(entry, path: key, in: MQTTSettings.outboxSizeRange) { settings.outboxSize = v }
             case "reconnect-max":
-                let range = MQTTSettings.reconnectRange
-                if let v = integer(entry, "an integer number of seconds in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
-                    guard range.contains(n) else { throw OptionProblem("must be in \(range.lowerBound)...\(range.upperBound), not \(n)") }
-                    return n
-                }) { settings.reconnectMax = v }
+                if let v = integer(entry, path: key, in: MQTTSettings.reconnectRange, seconds: true) { settings.reconnectMax = v }
             default: break
             }
             if problems.count != before { valid = false }

@@ -16,11 +16,7 @@ extension ConfigDecoder {
             case "exit-period":
                 if let v = seconds(entry, key, in: RegionMatcher.exitPeriodRange) { regionMonitor.defaultExitPeriod = v }
             case "max-regions":
-                let range = RegionMonitor.Configuration.maxRegionsRange
-                if let v = integer(entry, "an integer in \(range.lowerBound)...\(range.upperBound)", path: key, { n throws(OptionProblem) in
-                    guard range.contains(n) else { throw OptionProblem("must be an integer in \(range.lowerBound)...\(range.upperBound), not \(n)") }
-                    return n
-                }) { regionMonitor.maxRegions = v }
+                if let v = integer(entry, path: key, in: RegionMonitor.Configuration.maxRegionsRange) { regionMonitor.maxRegions = v }
             case "restore-limit":
                 if let v = seconds(entry, key, in: RegionMonitor.Configuration.restoreLimitRange) { regionMonitor.restoreLimit = v }
             default: break

@@ -132,6 +132,15 @@ struct ConfigDecoder {
     }
 
     /// An integer option, checked by `check`; `expected` names the type in the message.
+    /// An integer in `range` (`seconds`: a number of seconds, as the messages say).
+    mutating func integer(_ entry: ConfigEntry, path: String, in range: ClosedRange<Int>, seconds: Bool = false) -> Int? {
+        let bounds = "\(range.lowerBound)...\(range.upperBound)"
+        return integer(entry, seconds ? "an integer number of seconds in \(bounds)" : "an integer in \(bounds)", path: path) { n throws(OptionProblem) in
+            guard range.contains(n) else { throw OptionProblem(seconds ? "must be in \(bounds), not \(n)" : "must be an integer in \(bounds), not \(n)") }
+            return n
+        }
+    }
+
     mutating func integer<T>(_ entry: ConfigEntry, _ expected: String, path: String? = nil,
                                      _ check: (Int) throws(OptionProblem) -> T) -> T? {
         let path = path ?? entry.key

@@ -14,10 +14,6 @@ public protocol NodeClock: Sendable {
 }
 
 extension NodeClock {
-    /// Microseconds since the Unix epoch of `t`, as the bus shows times.
-    public func epochMicroseconds(_ t: Timestamp) -> UInt64 {
-        UInt64(max(0, (epochAtOrigin + t) * 1_000_000))
-    }
     /// Seconds since the Unix epoch of `t`, as files keep times.
     public func epoch(_ t: Timestamp) -> Double { epochAtOrigin + t }
     /// `epoch` seconds since the Unix epoch as a time of this clock (before the origin: negative).

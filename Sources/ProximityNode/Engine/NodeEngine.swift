@@ -47,8 +47,11 @@ public actor NodeEngine {
         (jobs, jobSink) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .unbounded)
     }
 
-    /// The time a step runs at: now.
-    private var time: NodeTime { NodeTime(now: clock.now, epoch: clock.epoch(clock.now)) }
+    /// The time a step runs at: now (one read of the clock).
+    private var time: NodeTime {
+        let now = clock.now
+        return NodeTime(now: now, epoch: clock.epoch(now))
+    }
 
     /// A value read from the node's state (`GetMonitoredRegions`, the snapshots the exporter
     /// shows at start …).
@@ -106,7 +109,8 @@ public actor NodeEngine {
 
     private func follow(_ events: AsyncStream<BlueZEvent>) async {
         for await event in events {
-            if let input = bluez.input(for: event, at: clock.now) { feed(input) }
+            let time = self.time
+            if let input = bluez.input(for: event, at: time.now) { carryOut(step.input(input, at: time)) }
         }
     }
 

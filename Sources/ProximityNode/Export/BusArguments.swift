@@ -3,18 +3,6 @@ import ProximityAPI
 
 /// Reading the arguments the node's methods take.
 enum BusArguments {
-    /// An `a{sv}` as a dictionary, refusing a key given twice (`what: "Title" is given twice`).
-    static func uniqueEntries(_ value: DBusValue, _ what: String) throws(DBusError) -> [String: DBusValue] {
-        var values: [String: DBusValue] = [:]
-        for entry in value.dictEntries ?? [] {
-            let key = entry.key.string ?? ""
-            guard values.updateValue(entry.value, forKey: key) == nil else {
-                throw DBusError(ProximityBus.Errors.invalidArguments, "\(what): \(key.debugDescription) is given twice")
-            }
-        }
-        return values
-    }
-
     /// An `a{sv}` as it came, as a dictionary, refusing a key given twice.
     static func uniqueEntries(_ value: DBusVardict, _ what: String) throws(DBusError) -> [String: DBusValue] {
         if let key = value.repeatedKey {

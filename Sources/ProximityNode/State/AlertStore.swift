@@ -55,7 +55,6 @@ public struct AlertStore: Sendable {
         public init() {}
     }
 
-    public var exists: Bool { FileManager.default.fileExists(atPath: state.file(Self.fileName).path) }
 
     /// Reads `alerts.json` (nothing saved yet: empty).
     public func load(clock: any NodeClock) throws(StateError) -> Saved {

@@ -2,12 +2,11 @@ import Logging
 import ProximityAPI
 import ProximityCore
 
-/// The region monitor's part of the step: the monitor, where each region came from, and what
-/// was last written to `regions.json` (a change of state is on disk before it is announced;
+/// The region monitor's part of the step: the monitor (each region carries where it came from),
+/// and what was last written to `regions.json` (a change of state is on disk before it is announced;
 /// last-seen times follow within ``RegionStore/refreshInterval``).
 struct RegionStage: Sendable {
     var monitor: RegionMonitor
-    var provenance: Provenance
     var persisted: Persisted<[RegionStatus]>
     /// A last-seen time moved since the last save.
     var seenSinceSave = false
@@ -20,7 +19,7 @@ struct RegionStage: Sendable {
     init(_ configuration: NodeConfiguration, _ saved: RegionStore.Saved, at t: Timestamp) {
         var monitor = RegionMonitor(configuration: configuration.regionMonitor)
         var events: [RegionEvent] = []
-        (provenance, startLines) = Provenance.start(
+        (_, startLines) = Provenance.start(
             noun: "region", config: configuration.regions, bus: saved.busRegions, id: \.identifier,
             limit: configuration.regionMonitor.maxRegions) { region, _ in
                 guard let determined = try? monitor.start(region, restoring: saved.states[region.identifier], at: t) else { return false }
@@ -30,6 +29,11 @@ struct RegionStage: Sendable {
         self.monitor = monitor
         initialEvents = events
         persisted = Persisted(nil, at: t, refresh: RegionStore.refreshInterval)
+    }
+
+    /// Where each region came from, as the monitor's regions say (`Region.source`).
+    var provenance: Provenance {
+        Provenance(noun: "region", sources: Dictionary(monitor.regions.map { ($0.region.identifier, $0.region.source) }) { a, _ in a })
     }
 }
 
@@ -82,7 +86,6 @@ extension NodeStep {
         do { determined = try regions.monitor.start(region, at: time.now) } catch {
             throw NodeRefusal(.limitReached, "at most \(error.limit) regions may be monitored; stop some first (or raise region-monitor.max-regions)")
         }
-        regions.provenance.set(region.identifier, .bus)
         commit(.regions(regions.monitor.regions), into: &outcome, at: time)
         outcome.effects.append(.log(LogLine(.info, "monitoring a region", ["region": "\(region.identifier)", "source": "bus"])))
         outcome.effects += publishRegions(RegionChanges(sequence: 0, defined: regions.monitor.status(of: region.identifier).map { [$0] } ?? [],
@@ -92,7 +95,6 @@ extension NodeStep {
     mutating func stopMonitoring(_ identifier: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
         try regions.provenance.checkBusRemoval(identifier, missing: "no region \(identifier.debugDescription) is monitored")
         regions.monitor.stop(identifier)
-        regions.provenance.set(identifier, nil)
         commit(.regions(regions.monitor.regions), into: &outcome, at: time)
         outcome.effects.append(.log(LogLine(.info, "stopped monitoring a region", ["region": "\(identifier)"])))
         outcome.effects += publishRegions(RegionChanges(sequence: 0, removed: [identifier]), at: time)
@@ -101,10 +103,7 @@ extension NodeStep {
     /// `StopMonitoringAll`: every region added over the bus (the config file's stay).
     mutating func stopMonitoringAll(into outcome: inout StepOutcome, at time: NodeTime) {
         let stopped = regions.provenance.identifiers(from: .bus)
-        for id in stopped {
-            regions.monitor.stop(id)
-            regions.provenance.set(id, nil)
-        }
+        for id in stopped { regions.monitor.stop(id) }
         commit(.regions(regions.monitor.regions), into: &outcome, at: time)
         outcome.effects.append(.log(LogLine(.info, "stopped monitoring the regions added over the bus", ["count": "\(stopped.count)"])))
         outcome.effects += publishRegions(RegionChanges(sequence: 0, removed: stopped), at: time)
@@ -142,7 +141,6 @@ extension NodeStep {
             throw NodeRefusal(.invalidConfiguration,
                               "\(regions.monitor.count) regions exceed region-monitor.max-regions (\(configuration.regionMonitor.maxRegions)); stop some first; nothing changed")
         }
-        regions.provenance = reload.next
         var lines = reload.lines
         if !reload.removed.isEmpty || !defined.isEmpty {
             lines.append(LogLine(.info, "regions of the config file applied", ["defined": "\(defined.count)", "removed": "\(reload.removed.count)"]))

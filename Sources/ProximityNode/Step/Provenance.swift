@@ -11,7 +11,10 @@ struct Provenance: Sendable, Hashable {
     /// The config section where definitions of the bus must go to be changed there.
     private(set) var sources: [String: RegionSource] = [:]
 
-    init(noun: String) { self.noun = noun }
+    init(noun: String, sources: [String: RegionSource] = [:]) {
+        self.noun = noun
+        self.sources = sources
+    }
 
     subscript(id: String) -> RegionSource? { sources[id] }
     var count: Int { sources.count }
