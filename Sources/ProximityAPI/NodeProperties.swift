@@ -30,11 +30,14 @@ public struct NodeProperties: Sendable, Hashable {
     public var rssiOffset: Double
     /// Where its zones end, metres: `immediate` and `near` (far beyond).
     public var zoneDistances: [String: Double]
+    /// Peer identifier → display name: the config file's `names:` and those given with
+    /// `SetPeerName` (``NodeProxy/setPeerName(_:for:)``).
+    public var peerNames: [String: String]
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
                 clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0,
-                zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0]) {
+                zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0], peerNames: [String: String] = [:]) {
         self.identifier = identifier
         self.serviceUUID = serviceUUID
         self.name = name
@@ -46,6 +49,7 @@ public struct NodeProperties: Sendable, Hashable {
         self.pathLossExponent = pathLossExponent
         self.rssiOffset = rssiOffset
         self.zoneDistances = zoneDistances
+        self.peerNames = peerNames
     }
 
     /// The properties, in the order of the interface's declaration.
@@ -61,6 +65,7 @@ public struct NodeProperties: Sendable, Hashable {
         case pathLossExponent = "PathLossExponent"
         case rssiOffset = "RSSIOffset"
         case zoneDistances = "ZoneDistances"
+        case peerNames = "PeerNames"
 
         public var descriptor: PropertyDescriptor {
             switch self {
@@ -71,6 +76,7 @@ public struct NodeProperties: Sendable, Hashable {
             case .pathLossExponent: PropertyDescriptor(rawValue, .double, const: true)
             case .rssiOffset: PropertyDescriptor(rawValue, .double)
             case .zoneDistances: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .double))
+            case .peerNames: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .string))
             }
         }
     }
@@ -93,6 +99,11 @@ public struct NodeProperties: Sendable, Hashable {
             if let key = entry.key.string, let metres = Lenient.double(entry.value) { zones[key] = metres }
         }
         zoneDistances = zones
+        var names: [String: String] = [:]
+        for entry in v(.peerNames)?.unwrapped.dictEntries ?? [] {
+            if let key = entry.key.string, let name = entry.value.unwrapped.string { names[key] = name }
+        }
+        peerNames = names
     }
 
     /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
@@ -113,12 +124,18 @@ public struct NodeProperties: Sendable, Hashable {
         case .pathLossExponent: .double(pathLossExponent)
         case .rssiOffset: .double(rssiOffset)
         case .zoneDistances: Self.zoneDistances(zoneDistances)
+        case .peerNames: Self.peerNames(peerNames)
         }
     }
 
     /// `ZoneDistances`' value: `immediate` and `near`, metres.
     public static func zoneDistances(immediate: Double, near: Double) -> DBusValue {
         zoneDistances(["immediate": immediate, "near": near])
+    }
+
+    /// `PeerNames`' value, in identifier order.
+    public static func peerNames(_ names: [String: String]) -> DBusValue {
+        .dictionary(key: .string, value: .string, names.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })
     }
 
     static func zoneDistances(_ zones: [String: Double]) -> DBusValue {

@@ -117,6 +117,21 @@ public struct NodeProxy: Sendable {
         _ = try await call(ProximityBus.Node1.setMeasuredPower, [.string(identifier), .int16(power)])
     }
 
+    /// `SetPeerName`: the display name of one peer (root and group `proximityd`); "" removes it.
+    /// `org.proximityd.Error.NotPermitted` when the config file names the peer.
+    public func setPeerName(_ name: String, for identifier: String) async throws {
+        _ = try await call(ProximityBus.Node1.setPeerName, [.string(identifier), .string(name)])
+    }
+
+    /// `GetPeer`: the object path of a peer in the table (`org.proximityd.Error.DoesNotExist` if it is not).
+    public func peerPath(of identifier: String) async throws -> ObjectPath {
+        let reply = try await call(ProximityBus.Node1.getPeer, [.string(identifier)])
+        guard case .objectPath(let path)? = reply.first else {
+            throw DBusError(ProximityBus.Errors.failed, "GetPeer answered \(reply)")
+        }
+        return path
+    }
+
     /// `ResetMeasuredPower`: `org.proximityd.Error.DoesNotExist` if none was set.
     public func resetMeasuredPower(for identifier: String) async throws {
         _ = try await call(ProximityBus.Node1.resetMeasuredPower, [.string(identifier)])

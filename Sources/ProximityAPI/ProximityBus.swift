@@ -60,6 +60,10 @@ public enum ProximityBus {
         public static let getRanging: MemberName = "GetRanging"
         /// `GetIdentities() -> a{ss}`
         public static let getIdentities: MemberName = "GetIdentities"
+        /// `GetPeer(s identifier) -> o`: the `Peer1` object of a peer in the table.
+        public static let getPeer: MemberName = "GetPeer"
+        /// `SetPeerName(s identifier, s name)`: an empty name removes it.
+        public static let setPeerName: MemberName = "SetPeerName"
         /// `SetMeasuredPower(sn)`
         public static let setMeasuredPower: MemberName = "SetMeasuredPower"
         /// `ResetMeasuredPower(s)`
@@ -217,6 +221,22 @@ public enum ProximityBus {
         public static let logged: MemberName = "Logged"
         public static let entryType: DBusType = .structure([.uint64, .double, .string, .string, .dictionary(key: .string, value: .string)])
     }
+
+    /// The methods of the node's own interfaces that every user may call on the system bus: the
+    /// ones that only read, and the recording ones (a client gets only its own samples).
+    /// `dbus/org.proximityd.conf` allows exactly these to users outside root and the group
+    /// `proximityd` (a test checks), with `Properties.Get`/`GetAll`, `GetManagedObjects`,
+    /// `Introspect` and `Peer`; every other method call is theirs alone.
+    public static let methodsForEveryone: [(interface: InterfaceName, member: MemberName)] = [
+        (Node1.interface, Node1.getPeers), (Node1.interface, Node1.getRanging), (Node1.interface, Node1.getIdentities),
+        (Node1.interface, Node1.getPeer), (Node1.interface, Node1.startRecording), (Node1.interface, Node1.stopRecording),
+        (RegionMonitor1.interface, RegionMonitor1.getMonitoredRegions), (RegionMonitor1.interface, RegionMonitor1.requestState),
+        (RegionMonitor1.interface, RegionMonitor1.getRegion),
+        (AlertManager1.interface, AlertManager1.getAlerts), (AlertManager1.interface, AlertManager1.getDefinitions),
+        (AlertManager1.interface, AlertManager1.getAlert),
+        (Profile1.interface, Profile1.getRules), (Profile1.interface, Profile1.testRule),
+        (EventLog1.interface, EventLog1.getEvents),
+    ]
 
     /// `org.proximityd.Peer1` at ``peerPath(_:)``: properties only.
     public enum Peer1 {

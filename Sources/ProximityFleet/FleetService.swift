@@ -57,6 +57,9 @@ public actor FleetService {
     /// The room each device was last published with (restored from the retained messages too).
     private var published: [String: String] = [:]
     private var discovered: Set<String> = []
+    /// The devices' display names and kinds, as the nodes last reported them.
+    private var names: [String: String] = [:]
+    private var nodeDevices: Set<String> = []
     private var since: [String: Double] = [:]
     private var dirty = false
     private var lastTable = -Double.infinity
@@ -205,9 +208,24 @@ public actor FleetService {
         if let track = configuration.track, !track.contains(device) { return }
         guard let report = MQTTJSON.decode(PeerReport.self, from: message.payload),
               let distance = report.distance, distance.isFinite, distance > 0 else { return }
+        learn(device, name: report.name, kind: report.kind)
         apply(rule.observe(device: device, node: node, distance: distance, at: t))
         reported.insert(device)
         dirty = true
+    }
+
+    /// A device's name and kind from a report: a change of either is discovered again (once the
+    /// device has a room), so Home Assistant shows the new name.
+    private func learn(_ device: String, name: String?, kind: String?) {
+        var changed = false
+        if let name, !name.isEmpty, names[device] != name {
+            names[device] = name
+            changed = true
+        }
+        if kind == PeerKind.node.rawValue, nodeDevices.insert(device).inserted { changed = true }
+        guard changed else { return }
+        dirty = true
+        if discovered.remove(device) != nil { discover(device) }
     }
 
     private func tick() {
@@ -261,7 +279,7 @@ public actor FleetService {
             let readings = rule.readings(of: device).map {
                 FleetTable.Reading(node: $0.node, distance: MQTTRounding.metres($0.distance), age: MQTTRounding.tenths($0.age(at: t)))
             }
-            rows.append(FleetTable.Device(id: device, room: published[device] ?? "not_home", readings: readings))
+            rows.append(FleetTable.Device(id: device, name: names[device], room: published[device] ?? "not_home", readings: readings))
         }
         send(topics.table, MQTTJSON.encode(FleetTable(time: t, rule: rule.name, devices: rows)))
     }
@@ -271,8 +289,13 @@ public actor FleetService {
         guard configuration.discovery, connected, !discovered.contains(device) else { return }
         discovered.insert(device)
         let object = "proximity_fleet_\(MQTTTopic.objectID(device))"
-        var config = DiscoveryConfig(name: device, uniqueID: object, stateTopic: topics.room(device),
-                                     device: .init(identifiers: [object], name: device, manufacturer: "proximityd", model: "tracked device"),
+        // The device's only entity, so named after the device (name null): "Anna's badge", not
+        // "<id> <id>". A tracked node is its own node's device, not a second one.
+        let name = names[device] ?? device
+        let owner: DiscoveryConfig.Device = nodeDevices.contains(device)
+            ? .node(identity: device, name: name)
+            : .init(identifiers: [object], name: name, manufacturer: "proximityd", model: "tracked device")
+        var config = DiscoveryConfig(name: nil, uniqueID: object, stateTopic: topics.room(device), device: owner,
                                      origin: .init(name: "proximity-fleet"))
         config.objectID = object
         config.jsonAttributesTopic = topics.attributes(device)

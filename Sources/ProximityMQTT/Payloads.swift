@@ -248,11 +248,15 @@ public struct FleetTable: Codable, Hashable, Sendable {
 
     public struct Device: Codable, Hashable, Sendable {
         public var id: String
+        /// Its display name, as the nodes report it (`names:`, `SetPeerName`, or what it
+        /// advertises); absent when it has none.
+        public var name: String?
         public var room: String
         public var readings: [Reading]
 
-        public init(id: String, room: String, readings: [Reading]) {
+        public init(id: String, name: String? = nil, room: String, readings: [Reading]) {
             self.id = id
+            self.name = name
             self.room = room
             self.readings = readings
         }
@@ -286,6 +290,12 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
             self.manufacturer = manufacturer
             self.model = model
         }
+
+        /// A proximityd node, named `name`: its own entities' device, and the fleet's
+        /// `device_tracker` of it when it is tracked.
+        public static func node(identity: String, name: String) -> Device {
+            Device(identifiers: [DiscoveryConfig.nodeDeviceID(identity: identity)], name: name, manufacturer: "proximityd", model: "proximityd node")
+        }
     }
 
     public struct Origin: Codable, Hashable, Sendable {
@@ -293,7 +303,9 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
         public init(name: String) { self.name = name }
     }
 
-    public var name: String
+    /// The entity's name; nil (sent as null) for the device's main entity, which Home Assistant
+    /// then names after the device alone.
+    public var name: String?
     public var uniqueID: String
     public var objectID: String?
     public var deviceClass: String?
@@ -323,13 +335,42 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
         case device, origin
     }
 
-    public init(name: String, uniqueID: String, stateTopic: String, device: Device, origin: Origin) {
+    public init(name: String?, uniqueID: String, stateTopic: String, device: Device, origin: Origin) {
         self.name = name
         self.uniqueID = uniqueID
         self.stateTopic = stateTopic
         self.device = device
         self.origin = origin
     }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)   // null, not absent: absent, Home Assistant makes up a name
+        try c.encode(uniqueID, forKey: .uniqueID)
+        try c.encodeIfPresent(objectID, forKey: .objectID)
+        try c.encodeIfPresent(deviceClass, forKey: .deviceClass)
+        try c.encodeIfPresent(entityCategory, forKey: .entityCategory)
+        try c.encode(stateTopic, forKey: .stateTopic)
+        try c.encodeIfPresent(valueTemplate, forKey: .valueTemplate)
+        try c.encodeIfPresent(stateClass, forKey: .stateClass)
+        try c.encodeIfPresent(icon, forKey: .icon)
+        try c.encodeIfPresent(payloadOn, forKey: .payloadOn)
+        try c.encodeIfPresent(payloadOff, forKey: .payloadOff)
+        try c.encodeIfPresent(jsonAttributesTopic, forKey: .jsonAttributesTopic)
+        try c.encodeIfPresent(payloadHome, forKey: .payloadHome)
+        try c.encodeIfPresent(payloadNotHome, forKey: .payloadNotHome)
+        try c.encodeIfPresent(sourceType, forKey: .sourceType)
+        try c.encodeIfPresent(availabilityTopic, forKey: .availabilityTopic)
+        try c.encodeIfPresent(payloadAvailable, forKey: .payloadAvailable)
+        try c.encodeIfPresent(payloadNotAvailable, forKey: .payloadNotAvailable)
+        try c.encode(device, forKey: .device)
+        try c.encode(origin, forKey: .origin)
+    }
+
+    /// The Home Assistant device of the node whose identity is `identity` (its lowercase UUID):
+    /// the node's own entities and, when the node is tracked, the fleet's `device_tracker` share
+    /// it, so a tracked node is one device.
+    public static func nodeDeviceID(identity: String) -> String { "proximityd_\(MQTTTopic.objectID(identity.lowercased()))" }
 
     /// Available while `topic` says `online`.
     public mutating func setAvailability(_ topic: String) {

@@ -52,6 +52,8 @@ public struct NodeConfiguration: Sendable {
     public var alerts: [Alert] = []
     /// `zones:`: where immediate and near end, metres (reloaded).
     public var zones = ZoneThresholds()
+    /// `names:`: peer identifier → display name (reloaded; they win over names given over the bus).
+    public var names: [PeerID: String] = [:]
     /// `tracking:`: which peers the tracker follows, its heartbeat, its custom context data.
     public var tracking = Tracker.Configuration()
     /// The rules of the config file (`rules:`); those added over the bus are kept in the state

@@ -111,14 +111,15 @@ enum FleetTableText {
         let time = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: table.time))
         let count = table.devices.count
         var lines = ["proximity-fleet — \(count) device\(count == 1 ? "" : "s") — rule \(table.rule) — \(time)"]
-        let rows = table.devices.map { d -> (String, String, String) in
+        let rows = table.devices.map { d -> (String, String, String, String) in
             let readings = d.readings.map { "\($0.node) \(String(format: "%.2f m", $0.distance)) (\(String(format: "%.0f s", $0.age)))" }
-            return (d.id, d.room, readings.joined(separator: ", "))
+            return (d.name ?? "-", d.room, readings.joined(separator: ", "), d.id)
         }
-        let w0 = max(6, rows.map(\.0.count).max() ?? 0), w1 = max(4, rows.map(\.1.count).max() ?? 0)
+        let w0 = max(4, rows.map(\.0.count).max() ?? 0), w1 = max(4, rows.map(\.1.count).max() ?? 0)
+        let w2 = max(24, rows.map(\.2.count).max() ?? 0)
         func pad(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(0, w - s.count)) }
-        lines.append("\(pad("DEVICE", w0))  \(pad("ROOM", w1))  DISTANCE BY NODE (AGE)")
-        for r in rows { lines.append("\(pad(r.0, w0))  \(pad(r.1, w1))  \(r.2)") }
+        lines.append("\(pad("NAME", w0))  \(pad("ROOM", w1))  \(pad("DISTANCE BY NODE (AGE)", w2))  DEVICE")
+        for r in rows { lines.append("\(pad(r.0, w0))  \(pad(r.1, w1))  \(pad(r.2, w2))  \(r.3)") }
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -15,6 +15,7 @@ struct ConfigDecoder {
     var problems: [ConfigProblem] = []
     var options = RunOptions()
     var zones = ZoneThresholds()
+    var names: [PeerID: String] = [:]
     var regionMonitor = RegionMonitor.Configuration()
     var regions: [Region] = []
     var alerts: [Alert] = []
@@ -36,6 +37,7 @@ struct ConfigDecoder {
             }
             switch entry.key {
             case "zones": decodeZones(entry)
+            case "names": decodeNames(entry)
             case "region-monitor": decodeRegionMonitor(entry.value)
             case "regions":
                 regionsEntry = entry

@@ -24,7 +24,7 @@ public struct ConfigFile: Sendable, Hashable {
     /// The top-level keys: the `run` options' long names (``RunOption/all``), then the sections.
     public static let keys = RunOption.all.map(\.key) + sections
     /// The sections: the top-level keys that are not `run` options. A reload applies them all.
-    public static let sections = ["zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt"]
+    public static let sections = ["names", "zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt"]
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
@@ -62,6 +62,8 @@ public struct ConfigFile: Sendable, Hashable {
     public var alerts: [Alert]
     /// `zones:`: where immediate and near end, metres.
     public var zones: ZoneThresholds
+    /// `names:`: peer identifier → display name.
+    public var names: [PeerID: String]
     /// `tracking:`, with the defaults for what the file leaves out.
     public var tracking: Tracker.Configuration
     /// `rules:`, in the file's order.
@@ -69,7 +71,7 @@ public struct ConfigFile: Sendable, Hashable {
     /// `mqtt:`; nil when the file has none.
     public var mqtt: MQTTSettings?
 
-    public init(path: String, options: RunOptions = RunOptions(), zones: ZoneThresholds = .init(),
+    public init(path: String, options: RunOptions = RunOptions(), names: [PeerID: String] = [:], zones: ZoneThresholds = .init(),
                 regionMonitor: RegionMonitor.Configuration = .init(),
                 regions: [Region] = [], alerts: [Alert] = [], tracking: Tracker.Configuration = .init(), rules: [Rule] = [],
                 mqtt: MQTTSettings? = nil) {
@@ -80,6 +82,7 @@ public struct ConfigFile: Sendable, Hashable {
         self.alerts = alerts
         self.tracking = tracking
         self.zones = zones
+        self.names = names
         self.rules = rules
         self.mqtt = mqtt
     }
@@ -135,7 +138,7 @@ public struct ConfigFile: Sendable, Hashable {
         guard problems.isEmpty else {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) })
         }
-        return ConfigFile(path: path, options: decoder.options, zones: decoder.zones, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
+        return ConfigFile(path: path, options: decoder.options, names: decoder.names, zones: decoder.zones, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
                           alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
     }
 }
@@ -154,6 +157,7 @@ extension NodeConfiguration {
         for option in RunOption.all { option.apply(&self, options, environment) }
         if let file {
             zones = file.zones
+            names = file.names
             regions = file.regions
             regionMonitor = file.regionMonitor
             alerts = file.alerts

@@ -133,7 +133,8 @@ public final class NodeDaemon: Service, Sendable {
                                         discovering: false, clearInterval: NodeStep.clearInterval(configuration, saved.settings),
                                         measuredPower: configuration.measuredPower,
                                         pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset,
-                                        zoneDistances: ["immediate": configuration.zones.immediate, "near": configuration.zones.near])
+                                        zoneDistances: ["immediate": configuration.zones.immediate, "near": configuration.zones.near],
+                                        peerNames: Dictionary(uniqueKeysWithValues: await engine.read { $0.peerNames }.map { ($0.key.rawValue, $0.value) }))
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
             let commands = NodeCommands(engine: engine, exporter: exporter)

@@ -67,6 +67,9 @@ public actor BusExporter {
             show(.rssiOffset, .double(dB))
         case .zoneDistances(let zones):
             show(.zoneDistances, NodeProperties.zoneDistances(immediate: zones.immediate, near: zones.near))
+        case .peerNames(let names, let sequence):
+            show(.peerNames, NodeProperties.peerNames(Dictionary(uniqueKeysWithValues: names.map { ($0.key.rawValue, $0.value) })))
+            shown(sequence)
         case .peerIdentified(let peer, let address, let introduced):
             announce(peer, address: address, introduced: introduced)
         case .regions(let changes):

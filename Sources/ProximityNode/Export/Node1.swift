@@ -26,6 +26,22 @@ enum NodeInterface {
             DBusMethod(Node1.getIdentities, outputs: [DBusArgument("identities", stringMap)]) { _ in
                 [.stringMap(await commands.read { $0.identities })]
             },
+            DBusMethod(Node1.getPeer, DBusIn("identifier", String.self), outputs: [DBusArgument("peer", .objectPath)]) { _, identifier in
+                let peer = PeerID.canonical(identifier)
+                if let problem = PeerID.formProblem(peer) { throw DBusError(Errors.invalidArguments, problem) }
+                guard exporter.published.zones[peer] != nil else {
+                    throw DBusError(Errors.doesNotExist, "no peer \(peer) in the table (GetRanging lists those there)")
+                }
+                return [.objectPath(ProximityBus.peerPath(peer))]
+            },
+            DBusMethod(Node1.setPeerName, DBusIn("identifier", String.self), DBusIn("name", String.self)) { _, identifier, name in
+                let peer = PeerID.canonical(identifier)
+                if let problem = PeerID.formProblem(peer) ?? (name.isEmpty ? nil : PeerNames.problem(name: name)) {
+                    throw DBusError(Errors.invalidArguments, problem)
+                }
+                try await commands.run(.setPeerName(name, peer: PeerID(peer)))
+                return []
+            },
             DBusMethod(Node1.setMeasuredPower, DBusIn("identifier", String.self), DBusIn("power", Int16.self)) { _, identifier, power in
                 if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
                     throw DBusError(Errors.invalidArguments, problem)

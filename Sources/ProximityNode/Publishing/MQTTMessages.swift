@@ -96,7 +96,7 @@ struct MQTTMessages: Sendable {
 
     // MARK: - Home Assistant discovery
 
-    var nodeObjectID: String { "proximityd_\(MQTTTopic.objectID(identity))" }
+    var nodeObjectID: String { DiscoveryConfig.nodeDeviceID(identity: identity) }
 
     func discoveryTopic(_ component: String, _ object: String) -> String {
         "\(settings.discoveryPrefix)/\(component)/\(nodeObjectID)/\(object)/config"
@@ -110,7 +110,7 @@ struct MQTTMessages: Sendable {
     static func regionObject(_ region: String) -> String { "region_\(MQTTTopic.objectID(region))" }
 
     private var device: DiscoveryConfig.Device {
-        DiscoveryConfig.Device(identifiers: [nodeObjectID], name: name, manufacturer: "proximityd", model: "proximityd node")
+        DiscoveryConfig.Device.node(identity: identity, name: name)
     }
 
     /// The config of one of the node's entities, `configure` filling in its own fields.

@@ -2,7 +2,7 @@ import Foundation
 import ProximityCore
 
 /// What a client changed over D-Bus and the node keeps across restarts, in the state directory's
-/// `settings.json`: the clear interval and the per-peer measured-power overrides.
+/// `settings.json`: the clear interval, the per-peer measured-power overrides and the peers' names.
 ///
 /// A change is written (atomically) before the method or `Set` call that made it returns, so a
 /// reply means the setting survives a crash. A file that cannot be parsed stops the start with a
@@ -16,13 +16,16 @@ public struct NodeSettings: Codable, Sendable, Equatable {
     public var clearInterval: Double?
     /// Peer identifier → RSSI at 1 m (dBm) to use for it instead of its own or the default.
     public var measuredPower: [String: Int16] = [:]
+    /// Peer identifier → display name, as given with `SetPeerName` (``PeerNames/given``).
+    public var names: [String: String] = [:]
 
-    public init(clearInterval: Double? = nil, measuredPower: [String: Int16] = [:]) {
+    public init(clearInterval: Double? = nil, measuredPower: [String: Int16] = [:], names: [String: String] = [:]) {
         self.clearInterval = clearInterval
         self.measuredPower = measuredPower
+        self.names = names
     }
 
-    enum CodingKeys: String, CodingKey { case version, clearInterval, measuredPower }
+    enum CodingKeys: String, CodingKey { case version, clearInterval, measuredPower, names }
 
     /// Every key may be missing (a hand-written file may hold only what it changes).
     public init(from decoder: any Decoder) throws {
@@ -30,6 +33,12 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         version = try c.decodeIfPresent(Int.self, forKey: .version) ?? NodeSettings.currentVersion
         clearInterval = try c.decodeIfPresent(Double.self, forKey: .clearInterval)
         measuredPower = try c.decodeIfPresent([String: Int16].self, forKey: .measuredPower) ?? [:]
+        names = try c.decodeIfPresent([String: String].self, forKey: .names) ?? [:]
+    }
+
+    /// ``names`` by peer.
+    public var peerNames: [PeerID: String] {
+        Dictionary(uniqueKeysWithValues: names.map { (PeerID($0.key), $0.value) })
     }
 
     public static func load(from state: StateDirectory) throws(StateError) -> NodeSettings {
@@ -50,6 +59,14 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         for (identifier, power) in settings.measuredPower {
             if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
                 throw StateError(kind: .corrupt, path: path, detail: "measuredPower[\(identifier.debugDescription)]: \(problem)")
+            }
+        }
+        guard settings.names.count <= PeerNames.maxGiven else {
+            throw StateError(kind: .corrupt, path: path, detail: "\(settings.names.count) names are more than \(PeerNames.maxGiven)")
+        }
+        for (identifier, name) in settings.names {
+            if let problem = PeerID.formProblem(identifier) ?? PeerNames.problem(name: name) {
+                throw StateError(kind: .corrupt, path: path, detail: "names[\(identifier.debugDescription)]: \(problem)")
             }
         }
         return settings

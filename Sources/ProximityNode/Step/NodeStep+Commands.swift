@@ -11,6 +11,7 @@ extension NodeStep {
         case .setClearInterval(let seconds): setClearInterval(seconds, into: &outcome, at: time)
         case .setMeasuredPower(let power, let peer): try setMeasuredPower(power, for: peer, into: &outcome, at: time)
         case .resetMeasuredPower(let peer): try resetMeasuredPower(for: peer, into: &outcome, at: time)
+        case .setPeerName(let name, let peer): try setPeerName(name, for: peer, into: &outcome, at: time)
         case .startRecording(let peers, let client, let uid, let privileged):
             try startRecording(peers, for: client, uid: uid, privileged: privileged, into: &outcome, at: time)
         case .stopRecording(let client): try stopRecording(for: client, into: &outcome)
@@ -137,7 +138,7 @@ extension NodeStep {
     // MARK: - Reload
 
     /// A reloaded configuration's regions and monitor settings, alerts, tracking and rules, clear
-    /// interval, zone distances and RSSI offset, as one change: checked first (a refusal changes nothing), its
+    /// interval, names, zone distances and RSSI offset, as one change: checked first (a refusal changes nothing), its
     /// three files committed together, then published.
     public mutating func reconfigure(_ configuration: NodeConfiguration, at time: NodeTime) throws(NodeRefusal) -> StepOutcome {
         var outcome = StepOutcome()
@@ -155,6 +156,11 @@ extension NodeStep {
             outcome.effects.append(.log(LogLine(.notice, "the zone distances changed", [
                 "zones.immediate": "\(configuration.zones.immediate)", "zones.near": "\(configuration.zones.near)"])))
             outcome.effects.append(.publish(.zoneDistances(configuration.zones)))
+        }
+        if configuration.names != names.configured {
+            names.configured = configuration.names
+            outcome.effects.append(.log(LogLine(.notice, "the peer names changed", ["names": "\(configuration.names.count)"])))
+            outcome.effects.append(.publish(.peerNames(names.all, sequence: nextSequence())))
         }
         if configuration.rssiOffset != rssiOffset {
             rssiOffset = configuration.rssiOffset

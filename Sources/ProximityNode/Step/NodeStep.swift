@@ -25,6 +25,9 @@ public struct NodeStep: Sendable {
     var scheduler: IdentificationScheduler
     var table: FoundDevicesTable
     var settings: NodeSettings
+    /// The peers' display names: the config file's and those given over the bus (kept in
+    /// ``settings``' `names`).
+    var names: PeerNames
     /// dB added to every RSSI sample before ranging (`--rssi-offset`; a reload changes it).
     var rssiOffset: Double
     var regions: RegionStage
@@ -54,6 +57,7 @@ public struct NodeStep: Sendable {
         self.identity = identity
         serviceUUID = configuration.serviceUUID.lowercased
         settings = saved.settings
+        names = PeerNames(configured: configuration.names, given: saved.settings.peerNames)
         rssiOffset = configuration.rssiOffset
         link = AdapterLink(powerOn: configuration.powerOn)
         resolver = IdentityResolver(
@@ -325,7 +329,7 @@ public struct NodeStep: Sendable {
         for peer in table.peers.values {
             guard let details = peer.details else { continue }
             peers.append(PeerSnapshot(
-                identifier: peer.identifier, kind: details.kind, address: details.address, name: details.name ?? "",
+                identifier: peer.identifier, kind: details.kind, address: details.address, name: names.shown(peer.identifier, advertised: details.name),
                 beacon: details.beacon, proximity: peer.proximity, distance: peer.distance,
                 rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
                 measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())), firstSeen: peer.firstSeen, lastSeen: peer.lastSeen))
@@ -363,6 +367,29 @@ public struct NodeStep: Sendable {
         settings.measuredPower[identifier] = power
         commit(.settings(settings), into: &outcome, at: time)
     }
+
+    /// `SetPeerName`: `name` (valid, or empty to remove the one given) for `peer`, kept in
+    /// `settings.json` before the reply; the next report shows it.
+    mutating func setPeerName(_ name: String, for peer: PeerID, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        do throws(PeerNames.Refusal) {
+            guard try names.give(name, to: peer) else { return }
+        } catch {
+            switch error {
+            case .configured(let file):
+                throw NodeRefusal(.notPermitted, "\(peer) is named \(file.debugDescription) in the config file's names; change it there and reload")
+            case .full:
+                throw NodeRefusal(.limitReached, "at most \(PeerNames.maxGiven) peers may be named over the bus; remove some names first")
+            }
+        }
+        settings.names = Dictionary(uniqueKeysWithValues: names.given.map { ($0.key.rawValue, $0.value) })
+        commit(.settings(settings), into: &outcome, at: time)
+        outcome.effects.append(.log(name.isEmpty ? LogLine(.info, "peer name removed", ["peer.id": "\(peer)"])
+                                                 : LogLine(.info, "peer named", ["peer.id": "\(peer)", "peer.name": "\(name)"])))
+        outcome.effects.append(.publish(.peerNames(names.all, sequence: nextSequence())))
+    }
+
+    /// `Node1.PeerNames`.
+    public var peerNames: [PeerID: String] { names.all }
 
     mutating func resetMeasuredPower(for identifier: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
         guard settings.measuredPower.removeValue(forKey: identifier) != nil else {

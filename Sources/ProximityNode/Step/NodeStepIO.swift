@@ -173,6 +173,8 @@ public enum NodeCommand: Sendable {
     case setClearInterval(Double)
     case setMeasuredPower(Int16, peer: String)
     case resetMeasuredPower(peer: String)
+    /// `SetPeerName`: an empty name removes the one given.
+    case setPeerName(String, peer: PeerID)
     case startRecording([PeerID], client: String, uid: UInt32, privileged: Bool)
     case stopRecording(client: String)
 
