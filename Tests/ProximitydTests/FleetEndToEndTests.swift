@@ -92,6 +92,77 @@ struct FleetEndToEndTests {
     }
 }
 
+extension FleetEndToEndTests {
+    /// Publishes `payload` as `node`'s report of `device` every 0.5 s until cancelled.
+    static func report(_ client: MQTTClient, node: String, _ device: String, _ payload: String) -> Task<Void, Never> {
+        Task {
+            while !Task.isCancelled {
+                try? client.send("proximityd/\(node)/peers/\(device)", payload, qos: 0)
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    static func json(_ text: String?) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data((text ?? "").utf8)) as? [String: Any])
+    }
+
+    @Test("names: the device_tracker is named after its device (entity name null), which takes the name the nodes report, again when it arrives late; a tracked node is its own node's device; the table and proximityctl fleet show the name")
+    func names() async throws {
+        try await MosquittoBroker.with { broker in
+            let sub = try await Subscriber.start(broker, ["proximity-fleet/table", "homeassistant/device_tracker/#"])
+            let fleet = try Self.fleet(broker)
+            let nodes = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test-nodes"))
+            nodes.connect()
+            defer { nodes.disconnect() }
+
+            // A badge, first without a name, then with one: discovered again with it.
+            let badge = "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:10:1"
+            let badgeConfig = "homeassistant/device_tracker/proximity_fleet_\(MQTTTopic.objectID(badge))/config"
+            var feed = Self.report(nodes, node: "kitchen", badge, "{\"id\":\"\(badge)\",\"kind\":\"ibeacon\",\"distance\":1.0}")
+            #expect(await sub.wait(badgeConfig))
+            let unnamed = try Self.json(sub.payloads(badgeConfig).first)
+            #expect(unnamed["name"] is NSNull, "\(unnamed)")
+            #expect((unnamed["device"] as? [String: Any])?["name"] as? String == badge)
+            feed.cancel()
+            feed = Self.report(nodes, node: "kitchen", badge, "{\"id\":\"\(badge)\",\"kind\":\"ibeacon\",\"distance\":1.0,\"name\":\"Anna's badge\"}")
+            #expect(await sub.wait(badgeConfig, count: 2))
+            let named = try Self.json(sub.payloads(badgeConfig).last)
+            #expect(named["name"] is NSNull && named["unique_id"] as? String == unnamed["unique_id"] as? String, "\(named)")
+            let device = try #require(named["device"] as? [String: Any])
+            #expect(device["name"] as? String == "Anna's badge")
+            #expect(device["identifiers"] as? [String] == ["proximity_fleet_\(MQTTTopic.objectID(badge))"])
+
+            // A node tracked by another: the device of the node's own entities.
+            let node = "0f8e62a4-5c1e-4a57-9f0a-3b6c2d1e7f90"
+            let nodeFeed = Self.report(nodes, node: "kitchen", node, "{\"id\":\"\(node)\",\"kind\":\"node\",\"distance\":2.0,\"name\":\"meeting\"}")
+            defer { nodeFeed.cancel() }
+            let nodeConfig = "homeassistant/device_tracker/proximity_fleet_\(node)/config"
+            #expect(await sub.wait(nodeConfig))
+            let tracked = try #require(try Self.json(sub.payloads(nodeConfig).last)["device"] as? [String: Any])
+            #expect(tracked["identifiers"] as? [String] == ["proximityd_\(node)"] && tracked["name"] as? String == "meeting", "\(tracked)")
+            #expect(tracked["model"] as? String == "proximityd node")
+
+            // The table: the name beside the identifier.
+            #expect(await sub.process.waitForOutput { out in
+                out.split(separator: "\n").contains { line in
+                    guard line.hasPrefix("proximity-fleet/table|"),
+                          let table = MQTTJSON.decode(FleetTable.self, from: line.dropFirst("proximity-fleet/table|".count).utf8) else { return false }
+                    return table.devices.contains { $0.id == badge && $0.name == "Anna's badge" }
+                        && table.devices.contains { $0.id == node && $0.name == "meeting" }
+                }
+            })
+            let text = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--count", "1"])
+            let rows = text.stdout.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
+            #expect(rows.contains { $0.hasPrefix("Anna's badge kitchen kitchen") && $0.hasSuffix(badge) }, "\(text)")
+            feed.cancel()
+            await fleet.stop()
+            #expect(fleet.exitStatus == 0)
+            await sub.stop()
+        }
+    }
+}
+
 @Suite("the fleet service and a mobile node", .serialized)
 struct FleetMobileNodeTests {
     @Test("a node whose retained state says role mobile is never a room, however near; a fixed node's reports decide")
