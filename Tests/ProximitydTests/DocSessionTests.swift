@@ -118,6 +118,44 @@ struct DocSessionTests {
         #expect(failure == nil, "\(failure ?? "")")
     }
 
+    /// The access rules are stated once, in dbus-api.md's Access section; every method the policy
+    /// lets everyone call is listed there under its interface, and every method listed there is
+    /// one the policy allows.
+    @Test("dbus-api.md's Access lists exactly the methods dbus/org.proximityd.conf lets everyone call")
+    func accessRules() throws {
+        let conf = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.conf"), encoding: .utf8)
+        let api = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/dbus-api.md"), encoding: .utf8)
+        let defaultPolicy = try #require(conf.components(separatedBy: "<policy context=\"default\">").dropFirst().first?
+            .components(separatedBy: "</policy>").first)
+        // <allow send_destination_prefix="org.proximityd" send_interface="org.proximityd.Node1" send_member="GetPeers"/>
+        var allowed: Set<String> = []
+        for element in defaultPolicy.components(separatedBy: "<allow").dropFirst() {
+            let attributes = element.components(separatedBy: "/>")[0]
+            func value(_ name: String) -> String? {
+                attributes.components(separatedBy: "\(name)=\"").dropFirst().first?.components(separatedBy: "\"").first
+            }
+            if let interface = value("send_interface"), interface.hasPrefix("org.proximityd."), let member = value("send_member") {
+                allowed.insert("\(interface).\(member)")
+            }
+        }
+        #expect(allowed.count >= 10, "\(allowed)")
+        let access = try #require(api.components(separatedBy: "\n## Access\n").dropFirst().first)
+        let mayCall = try #require(access.components(separatedBy: "may call:\n").dropFirst().first?.components(separatedBy: "\n\n").first)
+        var listed: Set<String> = []
+        for bullet in mayCall.components(separatedBy: "\n  - ").dropFirst() {
+            // "`org.proximityd.Node1.GetPeers`, `GetPeer`, … and `StartRecording` and `StopRecording`: …"
+            // The methods come before a parenthesis or ", and with `Properties`" (properties follow).
+            let methods = bullet.components(separatedBy: ":")[0].components(separatedBy: "(")[0].components(separatedBy: ", and with")[0]
+            let names = methods.components(separatedBy: "`").enumerated()
+                .filter { $0.offset % 2 == 1 }.map(\.element)
+            guard let first = names.first, first.hasPrefix("org.proximityd.") else { continue }
+            let interface = first.split(separator: ".").dropLast().joined(separator: ".")
+            listed.insert(first)
+            for member in names.dropFirst() where !member.contains(".") { listed.insert("\(interface).\(member)") }
+        }
+        #expect(listed == allowed, "listed, not allowed: \(listed.subtracting(allowed).sorted()); allowed, not listed: \(allowed.subtracting(listed).sorted())")
+    }
+
     /// The README's commands are the demos and the test suite: running them here would run this
     /// test inside itself, so the check is that CI runs the very commands the README gives.
     @Test("CI runs the commands of the README's first block (the demos once each, the tests)")
