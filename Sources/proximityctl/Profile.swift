@@ -95,14 +95,14 @@ struct ProfileCommand: AsyncParsableCommand {
     }
 }
 
-/// `proximityctl track`: the seed's manual `trackBeacon`.
+/// `proximityctl track`: a manual `TrackBeacon`.
 struct Track: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Track a beacon by hand (TrackBeacon), as the seed's trackBeacon call does.",
+        abstract: "Track a beacon by hand (TrackBeacon), as an app does when it sees one itself.",
         discussion: """
             Sets a.beacon.uuid, a.beacon.major, a.beacon.minor and a.beacon.prox (an empty value \
             removes its attribute), and sends a tracking event with them and the KEY=VALUE context \
-            data; rules on tracking see it. PROX is the zone, by name or by the seed's number that \
+            data; rules on tracking see it. PROX is the zone, by name or by the number that \
             a.beacon.prox holds: unknown 0, immediate 1, near 2, far 3.
 
             Example:
@@ -146,7 +146,7 @@ struct Track: AsyncParsableCommand {
     }
 }
 
-/// `proximityctl clear`: the seed's `clearCurrentBeacon`.
+/// `proximityctl clear`: `ClearCurrentBeacon`.
 struct Clear: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Clear the current beacon (ClearCurrentBeacon): its attributes are removed.",
