@@ -92,7 +92,7 @@ extension Regions {
                 ID3 needs ID2, and so on.
 
                 The matcher is checked before the node is called: a bad one is refused with the \
-                node's message and exit 64. Prints the region's matcher as the node keeps it. A \
+                node's message and exit 64. Prints the region's object path and its matcher as the node keeps it. A \
                 region of the config file cannot be redefined here (exit 69).
 
                 Examples:
@@ -122,7 +122,7 @@ extension Regions {
             await node.withNode("cannot monitor \(identifier.debugDescription)") {
                 try await $0.startMonitoring(identifier, matcher: matcher)
             }
-            print("monitoring \(identifier): \(RegionText.compact(matcher.busValues))")
+            print("monitoring \(identifier) (\(ProximityBus.regionPath(identifier).rawValue)): \(RegionText.compact(matcher.busValues))")
         }
     }
 

@@ -47,14 +47,14 @@ struct ProximityctlRegionsTests {
             // Bus names, a UUID in capitals: normalised as the node keeps it.
             let fleet = try await Self.regions(box, ["add", "fleet", "UUID=\(Self.fleet.uppercased())", "Major=7", "Within=near"])
             #expect(fleet.status == 0, "\(fleet)")
-            #expect(fleet.stdout == "monitoring fleet: UUID=\(Self.fleet) Major=7 Within=near\n", "\(fleet)")
+            #expect(fleet.stdout == "monitoring fleet (/org/proximityd/regions/fleet): UUID=\(Self.fleet) Major=7 Within=near\n", "\(fleet)")
             // Config names, and keys in any case.
             let shop = try await Self.regions(box, ["add", "shop", "urldomain=Shop.Example.COM.", "Exit-Period=30", "WITHIN=far"])
             #expect(shop.status == 0, "\(shop)")
-            #expect(shop.stdout == "monitoring shop: URLDomain=shop.example.com Within=far ExitPeriod=30\n", "\(shop)")
+            #expect(shop.stdout == "monitoring shop (/org/proximityd/regions/shop): URLDomain=shop.example.com Within=far ExitPeriod=30\n", "\(shop)")
             // No parts: every peer.
             let anyone = try await Self.regions(box, ["add", "anyone"])
-            #expect(anyone.status == 0 && anyone.stdout == "monitoring anyone: (every peer)\n", "\(anyone)")
+            #expect(anyone.status == 0 && anyone.stdout == "monitoring anyone (/org/proximityd/regions/anyone): (every peer)\n", "\(anyone)")
 
             let table = try await Self.regions(box, ["list"])
             #expect(table.status == 0, "\(table)")
