@@ -1,0 +1,126 @@
+import Foundation
+@testable import ProximityCore
+import Testing
+
+/// The positioning's pieces on a small house: four nodes in the corners of a 10 × 8 m floor with
+/// four rooms, RSSI made with the path-loss model (noise-free or seeded), time passed in.
+@Suite struct PositioningTests {
+    static let plan = FloorPlan(
+        nodes: [
+            .init(name: "a", position: PlanPoint(x: 0.5, y: 0.5, z: 2)), .init(name: "b", position: PlanPoint(x: 9.5, y: 0.5, z: 2)),
+            .init(name: "c", position: PlanPoint(x: 9.5, y: 7.5, z: 2)), .init(name: "d", position: PlanPoint(x: 0.5, y: 7.5, z: 2)),
+        ],
+        rooms: [
+            .init(name: "kitchen", floor: 0, polygon: [.init(x: 0, y: 0), .init(x: 5, y: 0), .init(x: 5, y: 4), .init(x: 0, y: 4)]),
+            .init(name: "hall", floor: 0, polygon: [.init(x: 5, y: 0), .init(x: 10, y: 0), .init(x: 10, y: 4), .init(x: 5, y: 4)]),
+            .init(name: "study", floor: 0, polygon: [.init(x: 5, y: 4), .init(x: 10, y: 4), .init(x: 10, y: 8), .init(x: 5, y: 8)]),
+            .init(name: "living", floor: 0, polygon: [.init(x: 0, y: 4), .init(x: 5, y: 4), .init(x: 5, y: 8), .init(x: 0, y: 8)]),
+        ])
+
+    /// What each node hears from a device at `p` whose transmitter is `offset` dB off, with the
+    /// model's exponent; `noise` dB of seeded Gaussian noise per node.
+    static func hearings(at p: PlanPoint, offset: Double = 0, noise: Double = 0, seed: inout UInt64, t: Double,
+                         exponent: Double = FloorPlan.defaultPathLossExponent) -> [NodeHearing] {
+        plan.nodes.map { node in
+            let d = max(PathLossModel.minimumDistance, node.position.distance(to: p))
+            let rssi = -59 + offset - 10 * exponent * log10(d) + noise * gaussian(&seed)
+            return NodeHearing(node: node.name, rssi: rssi, spread: 2, samples: 10, measuredPower: -59,
+                               distance: pow(10, (-59 - rssi) / 20), time: t)
+        }
+    }
+
+    static func gaussian(_ seed: inout UInt64) -> Double {
+        func uniform() -> Double {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return (Double(seed >> 11) + 0.5) / Double(1 << 53)
+        }
+        return (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
+    }
+
+    @Test("rooms: a point is in the polygon holding it, the smallest of nested ones; the plan's problems")
+    func rooms() {
+        #expect(Self.plan.room(x: 1, y: 1, floor: 0).map { Self.plan.rooms[$0].name } == "kitchen")
+        #expect(Self.plan.room(x: 7, y: 6, floor: 0).map { Self.plan.rooms[$0].name } == "study")
+        #expect(Self.plan.room(x: 12, y: 6, floor: 0) == nil)
+        var nested = Self.plan
+        nested.rooms.append(.init(name: "pantry", floor: 0, polygon: [.init(x: 0, y: 0), .init(x: 1.5, y: 0), .init(x: 1.5, y: 1.5), .init(x: 0, y: 1.5)]))
+        #expect(nested.room(x: 1, y: 1, floor: 0).map { nested.rooms[$0].name } == "pantry")
+        #expect(Self.plan.problems.isEmpty)
+        var bad = Self.plan
+        bad.rooms.append(.init(name: "hall", floor: 0, polygon: [.init(x: 0, y: 0), .init(x: 1, y: 1)]))
+        bad.floors = [.init(name: "ground", z: 0 ... 3), .init(name: "first", z: 2.5 ... 6)]
+        #expect(bad.problems == ["room \"hall\" is given twice", "room \"hall\" has 2 corners; at least 3",
+                                 "floors \"ground\" and \"first\" overlap in height"])
+    }
+
+    @Test("Nelder–Mead finds the minimum of a shifted bowl and of Rosenbrock's valley")
+    func nelderMead() {
+        let bowl = NelderMead.minimize({ x in pow(x[0] - 3, 2) + 2 * pow(x[1] + 1, 2) }, from: [0, 0], step: [1, 1], tolerance: 1e-12, maxIterations: 1000)
+        #expect(abs(bowl[0] - 3) < 1e-3 && abs(bowl[1] + 1) < 1e-3, "\(bowl)")
+        let valley = NelderMead.minimize({ x in pow(1 - x[0], 2) + 100 * pow(x[1] - x[0] * x[0], 2) }, from: [-1, 1], step: [0.5, 0.5],
+                                         tolerance: 1e-14, maxIterations: 5000)
+        #expect(abs(valley[0] - 1) < 1e-2 && abs(valley[1] - 1) < 1e-2, "\(valley)")
+    }
+
+    @Test("noise-free RSSI from a device 8 dB louder than it says: the grid filter lands on it (the offset cancels)")
+    func deviceOffsetCancels() throws {
+        let grid = PositioningGrid(plan: Self.plan, outsideWeight: 0.2)
+        let truth = PlanPoint(x: 3, y: 2.5, z: 1)
+        var seed: UInt64 = 1
+        var fleet = GridPositioner(grid: grid, model: PathLossModel())
+        var estimate: PositionEstimate?
+        for t in 0 ..< 10 {
+            estimate = fleet.estimate(Self.hearings(at: truth, offset: 8, seed: &seed, t: Double(t)), at: Double(t))
+        }
+        let e = try #require(estimate)
+        #expect(e.position.distance2D(to: truth) < 0.6, "\(e)")
+        #expect(e.room.map { Self.plan.rooms[$0].name } == "kitchen")
+        // The spread says what the model's 5.5 dB of static shadowing allows, not the noise-free truth.
+        #expect(e.uncertainty > 0.3 && e.uncertainty < 3, "\(e.uncertainty)")
+        // Nobody hears it: no estimate.
+        #expect(fleet.estimate([], at: 11) == nil)
+    }
+
+    @Test("with 5 dB of noise the grid filter beats multilateration and the weighted centroid on a walk through the house (seeded)")
+    func noisyWalk() {
+        let grid = PositioningGrid(plan: Self.plan, outsideWeight: 0.2)
+        var errors: [String: [Double]] = [:]
+        for run in 0 ..< 6 {
+            var seed = UInt64(100 + run)
+            let offset = 6 * Self.gaussian(&seed)
+            var positioners: [any Positioner] = [GridPositioner(grid: grid, model: PathLossModel()),
+                                                 MultilaterationPositioner(plan: Self.plan, model: PathLossModel()),
+                                                 WeightedCentroidPositioner(plan: Self.plan, model: PathLossModel())]
+            for t in 0 ..< 60 {
+                // Around the house at 0.3 m/s.
+                let s = Double(t) * 0.3
+                let truth = s < 7 ? PlanPoint(x: 1.5 + s, y: 2, z: 1) : PlanPoint(x: 8.5, y: min(6.5, 2 + (s - 7)), z: 1)
+                let h = Self.hearings(at: truth, offset: offset, noise: 5, seed: &seed, t: Double(t))
+                for i in positioners.indices {
+                    if let e = positioners[i].estimate(h, at: Double(t)), t >= 10 {
+                        errors[positioners[i].name, default: []].append(e.position.distance2D(to: truth))
+                    }
+                }
+            }
+        }
+        func median(_ a: [Double]) -> Double { a.sorted()[a.count / 2] }
+        let fleet = median(errors["fleet"]!), ml = median(errors["espresense"]!), centroid = median(errors["centroid"]!)
+        print("positioning walk: median error fleet \(fleet) m, espresense \(ml) m, centroid \(centroid) m")
+        #expect(fleet < 0.8 * ml && fleet < centroid, "fleet \(fleet), espresense \(ml), centroid \(centroid)")
+    }
+
+    @Test("room hysteresis: a lead below the margin or shorter than the hold keeps the room; a clear, held lead moves it")
+    func hysteresis() {
+        var rooms = RoomHysteresis()
+        let c = RoomHysteresis.Configuration()
+        #expect(rooms.update(mass: [0.6, 0.3], at: 0, configuration: c) == 0)
+        #expect(rooms.update(mass: [0.45, 0.55], at: 1, configuration: c) == 0)   // lead 0.1 < margin
+        #expect(rooms.update(mass: [0.2, 0.8], at: 2, configuration: c) == 0)     // lead 0.6, held 0 s
+        #expect(rooms.update(mass: [0.6, 0.4], at: 3, configuration: c) == 0)     // gone again
+        #expect(rooms.update(mass: [0.2, 0.8], at: 4, configuration: c) == 0)
+        #expect(rooms.update(mass: [0.2, 0.8], at: 5, configuration: c) == 0)
+        #expect(rooms.update(mass: [0.2, 0.8], at: 6, configuration: c) == 1)     // held 2 s
+        #expect(rooms.update(mass: [0.05, 0.1], at: 7, configuration: c) == 1)    // no room leads; not yet held
+        #expect(rooms.update(mass: [0.05, 0.1], at: 9, configuration: c) == nil)
+    }
+}
