@@ -98,13 +98,20 @@ public struct PeerReport: Codable, Hashable, Sendable {
     public var time: Double?
     public var name: String?
     public var mac: String?
+    /// The smoothed RSSI the distance rests on, dBm (0.1 dB).
+    public var rssiFiltered: Double?
+    /// How far the samples stray from it, dB (0.1 dB).
+    public var rssiSpread: Double?
+    /// About how many samples the node heard it with in the last 10 s.
+    public var samples: Int?
 
     enum CodingKeys: String, CodingKey {
         case id, kind, rssi, rssiAt1m = "rssi@1m", distance, proximity, time, name, mac
+        case rssiFiltered = "rssi_filtered", rssiSpread = "rssi_spread", samples
     }
 
     public init(id: String, kind: String?, rssi: Int?, rssiAt1m: Int?, distance: Double?, proximity: String?, time: Double?,
-                name: String? = nil, mac: String? = nil) {
+                name: String? = nil, mac: String? = nil, rssiFiltered: Double? = nil, rssiSpread: Double? = nil, samples: Int? = nil) {
         self.id = id
         self.kind = kind
         self.rssi = rssi
@@ -114,6 +121,9 @@ public struct PeerReport: Codable, Hashable, Sendable {
         self.time = time
         self.name = name
         self.mac = mac
+        self.rssiFiltered = rssiFiltered
+        self.rssiSpread = rssiSpread
+        self.samples = samples
     }
 
     /// A peer no longer heard: no distance, so a fleet service hands over at once.
@@ -132,6 +142,9 @@ public struct PeerReport: Codable, Hashable, Sendable {
         try c.encodeIfPresent(time, forKey: .time)
         try c.encodeIfPresent(name, forKey: .name)
         try c.encodeIfPresent(mac, forKey: .mac)
+        try c.encodeIfPresent(rssiFiltered, forKey: .rssiFiltered)
+        try c.encodeIfPresent(rssiSpread, forKey: .rssiSpread)
+        try c.encodeIfPresent(samples, forKey: .samples)
     }
 }
 

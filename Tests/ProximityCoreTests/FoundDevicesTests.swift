@@ -3,6 +3,18 @@ import Testing
 
 @Suite("Found-devices table")
 struct FoundDevicesTests {
+    @Test("a peer's spread follows how far its samples stray, and its recent sample count its rate over the last 10 s")
+    func spreadAndSamples() throws {
+        var table = FoundDevicesTable()
+        for i in 0 ..< 200 { table.observe("a", rssi: i % 2 == 0 ? -62 : -68, at: Double(i) / 10) }
+        for i in 0 ..< 20 { table.observe("b", rssi: -70, at: Double(i)) }
+        let a = try #require(table.peers["a"]), b = try #require(table.peers["b"])
+        #expect(a.spread > 2 && a.spread < 4, "\(a.spread)")
+        #expect(b.spread < 0.1, "\(b.spread)")
+        #expect((95 ... 105).contains(a.recentSamples), "\(a.recentSamples)")
+        #expect((10 ... 12).contains(b.recentSamples), "\(b.recentSamples)")
+    }
+
     @Test("a silent peer turns unknown once, then is removed")
     func expiry() {
         var table = FoundDevicesTable(configuration: RangingConfiguration(clearInterval: 10))

@@ -11,6 +11,18 @@ struct MQTTPayloadTests {
     static let messages = MQTTMessages(identity: UUID(uuidString: "4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")!, name: "kitchen",
                                        settings: MQTTSettings(broker: .init(host: "127.0.0.1", port: 1883)))
 
+    @Test("a peer's report carries the smoothed RSSI, its spread and the sample count, for a fleet's positioning")
+    func positioningFields() throws {
+        let peer = PeerSnapshot(identifier: "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2", kind: .ibeacon, address: "C0:00:00:00:00:01",
+                                name: "Anna's badge", proximity: .near, distance: 1.84, rssi: -66, smoothedRSSI: -64.26, measuredPower: -59,
+                                lastSeen: 10, spread: 3.14159, samples: 42)
+        let native = try #require(Self.messages.reports(peer, at: 1795469990.769).first)
+        let read = try #require(MQTTJSON.decode(PeerReport.self, from: Array(native.payload.utf8)))
+        #expect(read.rssiFiltered == -64.3 && read.rssiSpread == 3.1 && read.samples == 42 && read.name == "Anna's badge")
+        #expect(native.payload.contains(#""rssi_filtered":-64.3"#) && native.payload.contains(#""rssi_spread":3.1"#)
+                && native.payload.contains(#""samples":42"#), "\(native.payload)")
+    }
+
     @Test("a peer no longer heard: distance null (not absent), no RSSI; a reader takes it as no distance")
     func gone() throws {
         let out = Self.messages.gone("ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2", at: 1795455467.0844)

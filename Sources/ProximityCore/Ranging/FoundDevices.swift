@@ -91,6 +91,9 @@ public struct PeerRanging: Sendable {
     public internal(set) var lastSeen: Timestamp
     public internal(set) var rssi: Double
     public internal(set) var smoothedRSSI: Double
+    /// How far its samples stray from the smoothed RSSI, dB: the root of an exponentially
+    /// weighted mean of the squared differences (weight ``spreadWeight``), 0 until the second sample.
+    public internal(set) var spread: Double = 0
     public internal(set) var distance: Double
     public internal(set) var measuredPower: Double
     public var proximity: Proximity { tracker.zone }
@@ -109,6 +112,17 @@ public struct PeerRanging: Sendable {
 
     /// Weight of one gap in `typicalGap`.
     static let gapWeight = 0.1
+    /// Weight of one sample in ``spread``.
+    static let spreadWeight = 0.1
+    /// The window ``recentSamples`` counts over, seconds.
+    public static let sampleWindow = 10.0
+
+    /// About how many samples it was heard with in the last ``sampleWindow`` seconds (from its
+    /// usual gap; 1 when heard once).
+    public var recentSamples: Int {
+        guard let typicalGap, typicalGap > 0 else { return 1 }
+        return max(1, Int((min(Self.sampleWindow, lastSeen - firstSeen) / typicalGap).rounded()) + 1)
+    }
 
     /// How long it may stay unheard before it is stale. Heard only once, its rate is unknown: the
     /// latest limit. The latest is one report before the clear interval, so the report that
@@ -216,6 +230,8 @@ public struct FoundDevicesTable: Sendable {
                 peer.typicalGap = gap
             }
         }
+        let deviation = rssi - peer.smoothedRSSI, variance = peer.spread * peer.spread
+        peer.spread = (variance + PeerRanging.spreadWeight * (deviation * deviation - variance)).squareRoot()
         peer.filter.add(rssi, at: t)
         peer.rssi = rssi
         peer.lastSeen = t

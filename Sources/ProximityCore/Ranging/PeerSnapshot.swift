@@ -14,6 +14,10 @@ public struct PeerSnapshot: Sendable, Hashable {
     /// The last sample, dBm (with the node's RSSI offset).
     public var rssi: Int16
     public var smoothedRSSI: Double
+    /// How far its samples stray from ``smoothedRSSI``, dB, and about how many it was heard with
+    /// in the last 10 s (what a fleet's positioning weighs a hearing by).
+    public var spread: Double = 0
+    public var samples: Int = 1
     /// The power at 1 m ranging used, dBm.
     public var measuredPower: Int16
     /// When it entered the table, and when it was last heard.
@@ -22,7 +26,7 @@ public struct PeerSnapshot: Sendable, Hashable {
 
     public init(identifier: PeerID, kind: PeerKind, address: String, name: String = "", beacon: BeaconIdentity? = nil,
                 proximity: Proximity, distance: Double, rssi: Int16, smoothedRSSI: Double? = nil, measuredPower: Int16 = -59,
-                firstSeen: Timestamp? = nil, lastSeen: Timestamp) {
+                firstSeen: Timestamp? = nil, lastSeen: Timestamp, spread: Double = 0, samples: Int = 1) {
         self.identifier = identifier
         self.kind = kind
         self.address = address
@@ -35,5 +39,7 @@ public struct PeerSnapshot: Sendable, Hashable {
         self.measuredPower = measuredPower
         self.firstSeen = firstSeen ?? lastSeen
         self.lastSeen = lastSeen
+        self.spread = spread
+        self.samples = samples
     }
 }

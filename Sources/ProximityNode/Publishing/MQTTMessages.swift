@@ -63,7 +63,9 @@ struct MQTTMessages: Sendable {
         let distance = MQTTRounding.metres(peer.distance)
         let native = PeerReport(id: id, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),
                                 distance: distance, proximity: peer.proximity.rawValue, time: MQTTRounding.milliseconds(time),
-                                name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address)
+                                name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address,
+                                rssiFiltered: MQTTRounding.tenths(peer.smoothedRSSI), rssiSpread: MQTTRounding.tenths(peer.spread),
+                                samples: peer.samples)
         var out = [MQTTOutgoing(topic: topics.peer(id), payload: MQTTJSON.encode(native), qos: 0)]
         let shownName = peer.name.isEmpty ? id : peer.name
         if settings.compatibility.contains(.espresense) {

@@ -332,7 +332,8 @@ public struct NodeStep: Sendable {
                 identifier: peer.identifier, kind: details.kind, address: details.address, name: names.shown(peer.identifier, advertised: details.name),
                 beacon: details.beacon, proximity: peer.proximity, distance: peer.distance,
                 rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
-                measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())), firstSeen: peer.firstSeen, lastSeen: peer.lastSeen))
+                measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())), firstSeen: peer.firstSeen, lastSeen: peer.lastSeen,
+                spread: peer.spread, samples: peer.recentSamples))
         }
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         effects.append(.publish(.report(NodeReport(time: t, epoch: time.epoch, peers: peers, silenced: report.silenced,
