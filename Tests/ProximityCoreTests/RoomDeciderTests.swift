@@ -52,8 +52,9 @@ struct RoomDeciderTests {
     @Test("far from every node (13 to 16 m from both, beyond the home distance): no room while far, not_home after the away time, never a bounce")
     func farFromEveryNode() {
         // A site with calibrated nodes sets the home distance to its size (the default, 30 m, is
-        // for uncalibrated ones).
-        let home10 = RoomDecider.Configuration(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 10)
+        // for uncalibrated ones). One report alone votes here (the street with strays: below).
+        let home10 = RoomDecider.Configuration(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 10,
+                                               homeReports: 1)
         var rule = decider(home10)
         var noise = Noise(state: 7)
         // In the kitchen first, 1.5 m from A.
@@ -71,6 +72,58 @@ struct RoomDeciderTests {
         var wide = decider(.init(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 20))
         #expect(drive(&wide, device: "tag", from: 0, to: 5) { _ in ["A": 15, "B": 13] }.map(\.room) == ["A"])
         #expect(RoomDecider.Configuration(homeDistance: 0.5).problem == "homeDistance must be in 1...1000 m")
+    }
+
+    @Test("the street with stray near reports: the room never changes, not_home within the away time and the vote's flip; one report alone would keep it home")
+    func streetWithStrays() {
+        let home10 = RoomDecider.Configuration(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 10)
+        #expect(home10.homeReports == 9 && home10.homeWindow == 60)
+        // 13 to 16 m from both nodes, and now and then a wild report well inside the home distance.
+        func street(seed: UInt64) -> (Double) -> [String: Double] {
+            var noise = Noise(state: seed)
+            return { t in
+                let s = Int(t)
+                return ["A": s % 11 == 0 ? 6 : 14.5 + 1.5 * noise.next(), "B": s % 7 == 0 ? 5 : 14.5 + 1.5 * noise.next()]
+            }
+        }
+        var rule = decider(home10)
+        #expect(drive(&rule, from: 0, to: 20) { _ in ["A": 1.5, "B": 12] }.map(\.room) == ["A"])
+        let out = drive(&rule, from: 21, to: 600, street(seed: 11))
+        // Leaving at 21: A's vote (its last 9 reports) turns far at its fifth far report, 26 (its
+        // stray at 22 is near), so the last near vote is at 25 and not_home comes at 85, the away
+        // time after it; no room change before or after, B's strays notwithstanding.
+        #expect(out == [RoomDecision(device: "phone", room: nil, previous: "A", at: 85, reason: .away)], "\(out)")
+        #expect(rule.room(of: "phone") == nil)
+        // The same street with one report voting: each stray restarts the away time, and the strays
+        // of B take the room.
+        var single = decider(.init(staleAfter: 15, awayAfter: 60, margin: 0.3, evidence: 1.5, settle: 0, homeDistance: 10, homeReports: 1))
+        _ = drive(&single, from: 0, to: 20) { _ in ["A": 1.5, "B": 12] }
+        let kept = drive(&single, from: 21, to: 600, street(seed: 11))
+        #expect(!kept.contains { $0.reason == .away } && single.room(of: "phone") != nil, "\(kept)")
+        // First heard in the street, strays and all: never a room.
+        var tag = decider(home10)
+        #expect(drive(&tag, device: "tag", from: 1, to: 600, street(seed: 5)).isEmpty)
+        #expect(RoomDecider.Configuration(homeReports: 0).problem == "homeReports must be in 1...15")
+        #expect(RoomDecider.Configuration(homeWindow: 0.5).problem == "homeWindow must be in 1...600 s")
+    }
+
+    @Test("a device standing 4 m from two nodes with noisy estimates (an eighth of them beyond the home distance, outliers at 40 m) stays home for two hours")
+    func standingWithNoiseStaysHome() {
+        var rule = decider(.init(staleAfter: 25, awayAfter: 60, margin: 0.3, evidence: 2, settle: 10, homeDistance: 10))
+        var noise = Noise(state: 3)
+        var decisions: [RoomDecision] = []
+        // Each node reports every 5 s (its heartbeat), B 2 s after A; the service ticks every second.
+        for second in 0...7200 {
+            let t = Double(second)
+            for (node, phase) in [("A", 0), ("B", 2)] where second % 5 == phase {
+                let u = noise.next()
+                let d = second % 65 == phase ? 40 : 4 * exp(1.2 * u)
+                decisions += rule.observe(device: "phone", node: node, distance: d, at: t)
+            }
+            decisions += rule.tick(at: t)
+        }
+        #expect(!decisions.contains { $0.room == nil }, "\(decisions.filter { $0.room == nil })")
+        #expect(rule.room(of: "phone") != nil)
     }
 
     @Test("for the settling time after arriving, the device follows the nearest fresh report; then hysteresis")

@@ -43,6 +43,9 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Scored minutes of standing still per point, layout and seed (after a 1 min warm-up).")
     var standMinutes = 60.0
 
+    @Option(help: "Scored minutes out in the street (13–16 m from the nearest boxes) per scenario, layout and seed: after standing in a room, and from nowhere; 0 for none.")
+    var streetMinutes = 10.0
+
     @Option(name: .customLong("report-interval"), help: "The nodes' heartbeat, seconds: a device's report goes out at most once per this, unless it moved (the node's mqtt.report-interval, 5 by default).")
     var reportInterval = ReportThrottle.Configuration().heartbeat
 
@@ -59,9 +62,12 @@ struct FleetBench: ParsableCommand {
     var json = false
 
     @Option(name: .customLong("fleet"), help: ArgumentHelp(
-        "The fleet rule's parameters, key=value[,key=value…]: margin, evidence, stale, away, settle. Repeat for variants (shown as reference rows); the first replaces the defaults. For tuning.",
+        "The fleet rule's parameters, key=value[,key=value…]: margin, evidence, stale, away, settle, home, reports, window. Repeat for variants (shown as reference rows); the first replaces the defaults. For tuning.",
         visibility: .hidden))
     var fleetOverrides: [String] = []
+
+    @Option(help: ArgumentHelp("Print, for every stand and street trace, the home statistics of a W-second median (for tuning the home distance).", visibility: .hidden))
+    var dumpHome: Double?
 
     @Flag(help: ArgumentHelp("Print every bounce of the fleet's rule with the reports around it.", visibility: .hidden))
     var dumpBounces = false
@@ -86,6 +92,7 @@ struct FleetBench: ParsableCommand {
         }
         guard (0..<1).contains(loss) else { throw ValidationError("--loss must be in 0..<1") }
         guard standMinutes > 0 else { throw ValidationError("--stand-minutes must be positive") }
+        guard streetMinutes >= 0, streetMinutes.isFinite else { throw ValidationError("--street-minutes must be 0 or more") }
         guard reportInterval.isFinite, ReportThrottle.Configuration.heartbeatRange.contains(reportInterval) else {
             throw ValidationError("--report-interval must be in 0...3600 s")
         }
@@ -105,7 +112,8 @@ struct FleetBench: ParsableCommand {
             case "away": c.awayAfter = v
             case "settle": c.settle = v
             case "home": c.homeDistance = v
-
+            case "reports": c.homeReports = Int(v)
+            case "window": c.homeWindow = v
             default: throw ValidationError("--fleet: no parameter \(kv[0])")
             }
         }
@@ -127,7 +135,14 @@ struct FleetBench: ParsableCommand {
             specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s", role: .reference) { MQTTRoomSensor(timeout: timeout) })
         }
         for c in variants.dropFirst() {
-            let name = "fleet k=\(format(c.margin, 2)) h=\(format(c.evidence, 2)) s=\(format(c.staleAfter, 0))" + (c.settle != 10 ? " w=\(format(c.settle, 0))" : "")
+            let d = RoomDecider.Configuration()
+            var name = "fleet"
+            if c.margin != d.margin || c.evidence != d.evidence { name += " k=\(format(c.margin, 2)) h=\(format(c.evidence, 2))" }
+            if c.staleAfter != d.staleAfter { name += " s=\(format(c.staleAfter, 0))" }
+            if c.settle != d.settle { name += " w=\(format(c.settle, 0))" }
+            if c.awayAfter != d.awayAfter { name += " away=\(format(c.awayAfter, 0))" }
+            if c.homeDistance != d.homeDistance { name += " home=\(format(c.homeDistance, 0))" }
+            if c.homeReports != d.homeReports || c.homeWindow != d.homeWindow { name += " \(c.homeReports)/\(format(c.homeWindow, 0))s" }
             specs.append(RuleSpec(name: name, role: .reference) { RoomDecider(configuration: c) })
         }
         return specs
@@ -139,6 +154,7 @@ struct FleetBench: ParsableCommand {
         let layouts = layout.map(\.layout)
         let specs = specs
         let fleet = fleetOverrides.first.flatMap { try? Self.fleetConfiguration($0) } ?? RoomDecider.Configuration()
+        let streetBound = fleet.awayAfter + streetGraceBeyondAway
         var results: [ConditionResult] = []
         var conditions: [RadioCondition] = []
         for kind in radioKinds {
@@ -149,14 +165,16 @@ struct FleetBench: ParsableCommand {
         }
         for condition in conditions {
             let (tallies, reports, ranged) = evaluate(condition: condition, seeds: seedList, layouts: layouts, specs: specs,
-                                                      standScored: standMinutes * 60, throttle: ReportThrottle.Configuration(heartbeat: reportInterval),
-                                                      dumpBounces: dumpBounces)
-            let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1, layouts: layouts) }
+                                                      standScored: standMinutes * 60, streetScored: streetMinutes * 60,
+                                                      streetBound: streetBound, throttle: ReportThrottle.Configuration(heartbeat: reportInterval),
+                                                      dumpBounces: dumpBounces, dumpHome: dumpHome)
+            let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1, layouts: layouts, streetBound: streetBound) }
             let result = ConditionResult(
                 condition: condition, seeds: seedList, layouts: layouts.map(\.name),
                 standHoursPerPoint: standMinutes / 60 * Double(seeds),
                 reportsPerRangedSecond: ranged > 0 ? Double(reports) / Double(ranged) : 0,
-                fleetConfiguration: FleetConfigurationJSON(fleet), summaries: summaries, goals: Goals(summaries))
+                fleetConfiguration: FleetConfigurationJSON(fleet), summaries: summaries, goals: Goals(summaries),
+                streetGoal: StreetGoal(summaries, bound: streetBound))
             results.append(result)
             if !json {
                 print(Table.render(result))
@@ -169,6 +187,12 @@ struct FleetBench: ParsableCommand {
             print("goals (the fleet's rule with its defaults: no bounce at 10/25/40 %; fewer bounces at the midpoints than every baseline; median lag over all moves no slower than Bermuda's):")
             for r in results {
                 print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) " + (r.goals.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
+            }
+            if results.contains(where: { $0.streetGoal != nil }) {
+                print("street goal (the fleet's rule: a device 13–16 m from the nearest boxes never goes into a room, and is not_home within the away time + \(format(streetGraceBeyondAway, 0)) s of reaching the street, in every trace):")
+                for r in results {
+                    print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) " + (r.streetGoal.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
+                }
             }
             let cpu = Double(clock() - started) / Double(CLOCKS_PER_SEC)
             print("CPU time \(format(cpu, 1)) s")

@@ -46,6 +46,44 @@ struct PointSummary: Codable, Sendable {
     }
 }
 
+/// One rule's figures for one street scenario (``TraceKind/street``).
+struct StreetSummary: Codable, Sendable {
+    /// "from room" or "from nowhere".
+    var scenario: String
+    var traces: Int
+    var hours: Double
+    /// Changes into a room after leaving room A (from room) or from the start (from nowhere).
+    var bounces: Int
+    var bouncesPerHour: Double
+    var bouncesByLayout: [String: Int]
+    /// Seconds from reaching the street to the last change to not_home (0: never in a room), over
+    /// the traces that end not_home.
+    var notHomeMedian: Double?
+    var notHomeP90: Double?
+    var notHomeMax: Double?
+    /// Traces that end in a room.
+    var misses: Int
+    /// Traces not_home later than the bound, or never (misses included).
+    var overBound: Int
+    /// Percent of the time after the bound spent in a room.
+    var lateRoomPercent: Double
+
+    init(_ scenario: String, _ s: Tally.Street, bound: Double) {
+        self.scenario = scenario
+        traces = s.traces
+        hours = s.hours
+        bounces = s.bounces
+        bouncesPerHour = s.hours > 0 ? Double(s.bounces) / s.hours : 0
+        bouncesByLayout = s.bouncesByLayout
+        notHomeMedian = percentile(s.notHome, 0.5)
+        notHomeP90 = percentile(s.notHome, 0.9)
+        notHomeMax = s.notHome.max()
+        misses = s.misses
+        overBound = s.misses + s.notHome.filter { $0 > bound }.count
+        lateRoomPercent = s.lateSeconds > 0 ? s.lateRoomSeconds / s.lateSeconds * 100 : 0
+    }
+}
+
 /// One rule's figures for one condition.
 struct Summary: Codable, Sendable {
     var rule: String
@@ -60,10 +98,13 @@ struct Summary: Codable, Sendable {
     var teleport: LagSummary
     var allMoves: LagSummary
     var moveBounces: Int
+    var street: [StreetSummary]
 
     static let pointOrder = ["10 %", "25 %", "40 %", "50 %", "centre"]
 
-    init(spec: RuleSpec, tally t: Tally, layouts: [Layout]) {
+    static let streetOrder = ["from room", "from nowhere"]
+
+    init(spec: RuleSpec, tally t: Tally, layouts: [Layout], streetBound: Double) {
         rule = spec.name
         role = spec.role
         func isMid(_ p: String) -> Bool { p == "50 %" || p == "centre" }
@@ -86,6 +127,7 @@ struct Summary: Codable, Sendable {
                               missed: (t.missed[.walk] ?? 0) + (t.missed[.teleport] ?? 0),
                               early: (t.early[.walk] ?? 0) + (t.early[.teleport] ?? 0))
         moveBounces = t.moveBounces
+        street = Self.streetOrder.compactMap { p in t.street[p].map { StreetSummary(p, $0, bound: streetBound) } }
     }
 }
 
@@ -132,6 +174,33 @@ struct Goals: Codable, Sendable {
     }
 }
 
+/// The street goal (issue 23): the fleet's rule never puts a device out in the street into a room
+/// (no bounce) and has it not_home within the bound of reaching the street, in every trace.
+struct StreetGoal: Codable, Sendable {
+    var bound: Double
+    var bounces: Int
+    var traces: Int
+    var overBound: Int
+    var worst: Double?
+    var met: Bool
+
+    init?(_ summaries: [Summary], bound: Double) {
+        guard let fleet = summaries.first(where: { $0.role == .fleet }), !fleet.street.isEmpty else { return nil }
+        self.bound = bound
+        bounces = fleet.street.map(\.bounces).reduce(0, +)
+        traces = fleet.street.map(\.traces).reduce(0, +)
+        overBound = fleet.street.map(\.overBound).reduce(0, +)
+        worst = fleet.street.compactMap(\.notHomeMax).max()
+        met = bounces == 0 && overBound == 0
+    }
+
+    var line: String {
+        func mark(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
+        return "street: bounces \(bounces) (\(mark(bounces == 0))); not_home within \(format(bound, 0)) s of reaching the street in "
+            + "\(traces - overBound) of \(traces) traces (\(mark(overBound == 0)); latest \(worst.map { format($0, 1) + " s" } ?? "n/a"))"
+    }
+}
+
 struct ConditionResult: Codable, Sendable {
     var condition: RadioCondition
     var seeds: [UInt64]
@@ -143,6 +212,7 @@ struct ConditionResult: Codable, Sendable {
     var fleetConfiguration: FleetConfigurationJSON
     var summaries: [Summary]
     var goals: Goals?
+    var streetGoal: StreetGoal?
 }
 
 struct FleetConfigurationJSON: Codable, Sendable {
@@ -151,8 +221,14 @@ struct FleetConfigurationJSON: Codable, Sendable {
     var margin: Double
     var evidence: Double
     var settle: Double
+    var homeDistance: Double
+    var homeReports: Int
+    var homeWindow: Double
     init(_ c: RoomDecider.Configuration) {
         settle = c.settle
+        homeDistance = c.homeDistance
+        homeReports = c.homeReports
+        homeWindow = c.homeWindow
         staleAfter = c.staleAfter
         awayAfter = c.awayAfter
         margin = c.margin
@@ -191,7 +267,20 @@ extension Table {
                 + cell(s.teleport.median, 1, width: 9) + cell(s.teleport.p90, 1, width: 6) + pad("\(s.teleport.missed)", 5)
                 + cell(s.allMoves.median, 1, width: 9) + cell(s.allMoves.p90, 1, width: 6) + pad("\(s.moveBounces)", 6) + "\n"
         }
+        if r.summaries.contains(where: { !$0.street.isEmpty }) {
+            out += "   out in the street, 13–16 m from the nearest boxes (standing and wandering; not_home: s from reaching it)\n"
+            out += "   " + padRight("rule", 24) + padRight("  scenario", 15) + pad("traces", 7) + pad("bounces/h", 10) + pad("n", 5)
+                + pad("not_home med", 13) + pad("p90", 7) + pad("max", 7) + pad("never", 6) + pad("late", 5) + pad("room%", 7) + "\n"
+            for s in r.summaries {
+                for x in s.street {
+                    out += "   " + padRight(s.rule, 24) + padRight("  " + x.scenario, 15) + pad("\(x.traces)", 7) + cell(x.bouncesPerHour, 2, width: 10)
+                        + pad("\(x.bounces)", 5) + cell(x.notHomeMedian, 1, width: 13) + cell(x.notHomeP90, 1, width: 7)
+                        + cell(x.notHomeMax, 1, width: 7) + pad("\(x.misses)", 6) + pad("\(x.overBound)", 5) + cell(x.lateRoomPercent, 1, width: 7) + "\n"
+                }
+            }
+        }
         if let g = r.goals { out += "   goals: \(g.line)\n" }
+        if let g = r.streetGoal { out += "   goal: \(g.line)\n" }
         return out
     }
 

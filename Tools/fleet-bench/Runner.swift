@@ -83,11 +83,62 @@ struct Tally: Sendable {
     /// Room changes during the holds after a move's switch (more changes than the one the move
     /// needs).
     var moveBounces = 0
+    /// By street scenario ("from room", "from nowhere").
+    var street: [String: Street] = [:]
+
+    /// What a rule did with a device out in the street, 13–16 m from the nearest boxes.
+    struct Street: Sendable {
+        var traces = 0
+        /// Changes into a room after the device left room A (from room) or from the start (from
+        /// nowhere): every one is a bounce, the device being in no room.
+        var bounces = 0
+        var hours = 0.0
+        /// Seconds from reaching the street to the last change to not_home, for every trace that
+        /// ends not_home (0: never in a room in the street).
+        var notHome: [Double] = []
+        /// Traces that end in a room.
+        var misses = 0
+        /// Seconds in a room, and in all, from reaching the street plus the goal's bound on.
+        var lateRoomSeconds = 0.0
+        var lateSeconds = 0.0
+        /// Bounces by layout.
+        var bouncesByLayout: [String: Int] = [:]
+    }
 }
 
-/// Scores one rule's changes on one trace into `tally`.
-func score(_ trace: Trace, _ changes: [Change], into tally: inout Tally) {
+/// The street goal's bound: not_home within the away time plus this, from reaching the street.
+let streetGraceBeyondAway = 30.0
+
+/// Scores one rule's changes on one trace into `tally`. `bound`: the street goal's time to
+/// not_home, seconds after reaching the street.
+func score(_ trace: Trace, _ changes: [Change], into tally: inout Tally, streetBound bound: Double) {
     switch trace.kind {
+    case .street:
+        var s = tally.street[trace.point, default: Tally.Street()]
+        let from = trace.leave ?? 0
+        s.traces += 1
+        s.hours += (trace.duration - from) / 3600
+        let bounces = changes.filter { $0.t > from && $0.room != nil }.count
+        s.bounces += bounces
+        s.bouncesByLayout[trace.layout.name, default: 0] += bounces
+        if room(at: trace.duration, changes) != nil {
+            s.misses += 1
+        } else if let last = changes.dropFirst().last(where: { $0.room == nil }) {
+            s.notHome.append(max(0, last.t - trace.streetStart))
+        } else {
+            s.notHome.append(0)
+        }
+        // Seconds in a room after the bound.
+        var t = trace.streetStart + bound
+        var current = room(at: t, changes)
+        for c in changes where c.t > t {
+            if current != nil { s.lateRoomSeconds += c.t - t }
+            t = c.t
+            current = c.room
+        }
+        if current != nil { s.lateRoomSeconds += max(0, trace.duration - t) }
+        s.lateSeconds += max(0, trace.duration - trace.streetStart - bound)
+        tally.street[trace.point] = s
     case .stand:
         let start = TraceSet.warmup
         var s = Tally.Stand()
@@ -139,13 +190,18 @@ extension Tally.Stand {
 }
 
 /// The traces of one seed in one layout.
-func traces(layout: Layout, seed: UInt64, radio: RadioModel, standScored: Double) -> [Trace] {
+func traces(layout: Layout, seed: UInt64, radio: RadioModel, standScored: Double, streetScored: Double) -> [Trace] {
     let root = SeededGenerator(seed: seed)
     var phases = root.derived("phases \(layout.name)")
     var list: [Trace] = TraceSet.standFractions.map { TraceSet.stand(layout, fraction: $0, scored: standScored) }
     if layout.boxes.count > 2 && layout.name.contains("triangle") { list.append(TraceSet.centre(layout, scored: standScored)) }
     list.append(TraceSet.walk(layout, rng: &phases))
     list.append(TraceSet.teleport(layout, rng: &phases))
+    if streetScored > 0 {
+        var street = root.derived("street \(layout.name)")
+        list.append(TraceSet.street(layout, fromRoom: true, scored: streetScored, rng: &street))
+        list.append(TraceSet.street(layout, fromRoom: false, scored: streetScored, rng: &street))
+    }
     // The installation (device offsets, shadowing fields) is the seed's: the same in every layout's
     // traces of that seed; every trace's time-varying parts have their own streams.
     for i in list.indices {
@@ -156,26 +212,33 @@ func traces(layout: Layout, seed: UInt64, radio: RadioModel, standScored: Double
 
 /// One condition over all seeds and layouts: every rule on the same report streams.
 func evaluate(condition: RadioCondition, seeds: [UInt64], layouts: [Layout], specs: [RuleSpec], standScored: Double,
-              throttle: ReportThrottle.Configuration, dumpBounces: Bool = false) -> (tallies: [Tally], reports: Int, ranged: Int) {
+              streetScored: Double, streetBound: Double, throttle: ReportThrottle.Configuration, dumpBounces: Bool = false, dumpHome: Double? = nil) -> (tallies: [Tally], reports: Int, ranged: Int) {
     let radio = condition.model
     var tallies = Array(repeating: Tally(), count: specs.count)
     var reportCount = 0, rangedCount = 0
     for seed in seeds {
         for layout in layouts {
             let root = SeededGenerator(seed: seed)
-            for trace in traces(layout: layout, seed: seed, radio: radio, standScored: standScored) {
+            for trace in traces(layout: layout, seed: seed, radio: radio, standScored: standScored, streetScored: streetScored) {
                 let rng = root.derived("nodes \(layout.name) \(trace.label)")
                 let calibration = condition.kind == .calibrated ? (radio.parameters.realistic, seed) : nil
                 let (reports, ranged) = publishedReports(trace, measuredPower: condition.measuredPower, throttle: throttle,
                                                          calibration: calibration, rng: rng)
                 reportCount += reports.count
                 rangedCount += ranged
+                if let w = dumpHome, trace.kind == .stand || trace.kind == .street {
+                    print("home \(condition.label(namingSimple: true)) | \(seed) \(layout.name) \(trace.kind.rawValue) \(trace.point) " + homeStatistics(reports, trace: trace, window: w))
+                }
                 var tickRng = rng.derived("fleet tick")
                 let phase = tickRng.uniform(0...fleetTickInterval)
                 for (k, spec) in specs.enumerated() {
                     var rule = spec.make()
                     let changes = decide(reports, duration: trace.duration, rule: &rule, tickPhase: phase)
-                    score(trace, changes, into: &tallies[k])
+                    score(trace, changes, into: &tallies[k], streetBound: streetBound)
+                    if dumpBounces, k == 0, trace.kind == .street {
+                        print("seed \(seed) \(layout.name) street \(trace.point) (street at \(format(trace.streetStart, 1))): "
+                              + changes.dropFirst().map { "\(format($0.t, 1)) \($0.room ?? "-") \($0.reason?.rawValue ?? "")" }.joined(separator: "; "))
+                    }
                     if dumpBounces, k == 0, trace.kind == .stand {
                         if changes.contains(where: { $0.t > TraceSet.warmup }) {
                             print("seed \(seed) \(layout.name) \(trace.point) changes: "
@@ -193,4 +256,33 @@ func evaluate(condition: RadioCondition, seeds: [UInt64], layouts: [Layout], spe
         }
     }
     return (tallies, reportCount, rangedCount)
+}
+
+/// For tuning the home test (`--dump-home W`): each second, m = the least over the nodes of the
+/// median of the node's reports in the last W seconds; for a stand trace the highest level m stays
+/// at or above for 60 s on end after the warm-up (what would send it away), for a street trace the
+/// lowest m from W s after reaching the street (what would keep it home).
+func homeStatistics(_ reports: [Report], trace: Trace, window: Double) -> String {
+    var m: [(t: Double, m: Double)] = []
+    var t = 1.0
+    while t <= trace.duration {
+        var best = Double.infinity
+        for node in trace.layout.boxes.map(\.name) {
+            let xs = reports.filter { $0.node == node && $0.t <= t && $0.t > t - window }.map(\.distance).sorted()
+            if !xs.isEmpty { best = min(best, xs.count % 2 == 1 ? xs[xs.count / 2] : (xs[xs.count / 2 - 1] + xs[xs.count / 2]) / 2) }
+        }
+        m.append((t, best))
+        t += 1
+    }
+    switch trace.kind {
+    case .street:
+        let xs = m.filter { $0.t >= trace.streetStart + window }.map(\.m)
+        return "min \(format(xs.min() ?? .infinity, 2)) p05 \(format(percentile(xs, 0.05) ?? 0, 2)) med \(format(percentile(xs, 0.5) ?? 0, 2))"
+    default:
+        let xs = m.filter { $0.t >= TraceSet.warmup }.map(\.m)
+        let top = m.filter { $0.t >= TraceSet.warmup + window }.map(\.m).max() ?? 0
+        var worst = 0.0
+        if xs.count > 60 { for i in 0...(xs.count - 60) { worst = max(worst, xs[i..<(i + 60)].min()!) } }
+        return "stay60 \(format(worst, 2)) max \(format(top, 2)) med \(format(percentile(xs, 0.5) ?? 0, 2))"
+    }
 }

@@ -20,6 +20,18 @@ struct Layout: Sendable {
     ])
     static let all = [two, line, triangle]
 
+    /// The street: a stretch of pavement outside, 13 to 16 m from the two or three nearest boxes,
+    /// where a device stands and wanders (issue 23: "a tag 13–16 m from both boxes"). Two boxes:
+    /// 14.0–15.7 m from A and B; three in a line: 13.0 m from B, 14.8–15.8 m from A and C (three
+    /// nodes 13–16 m away); the triangle: 13.0–14.8 m from A and B, 19.9–20.6 m from C.
+    var street: (from: Position, to: Position) {
+        switch name {
+        case Self.line.name: (Position(x: Self.spacing - 1, y: 13), Position(x: Self.spacing + 1, y: 13))
+        case Self.triangle.name: (Position(x: 1, y: -13), Position(x: Self.spacing - 1, y: -13))
+        default: (Position(x: 1, y: 14), Position(x: Self.spacing - 1, y: 14))
+        }
+    }
+
     var a: Position { boxes[0].position }
     var b: Position { boxes[1].position }
 
@@ -49,6 +61,9 @@ enum TraceKind: String, Codable, Sendable {
     case walk
     /// Teleport from near A to near B and back, holding at each end.
     case teleport
+    /// Out in the street, 13–16 m from the nearest boxes (``Layout/street``), standing and
+    /// wandering: after standing in room A (it walks out) or from the start (from nowhere).
+    case street
 }
 
 /// A move whose lag is measured: at `start` the device leaves for `target`'s room; `reference` is
@@ -73,6 +88,10 @@ struct Trace: Sendable {
     var point: String = ""
     var isMidpoint = false
     var moves: [Move] = []
+    /// Street traces: when the device leaves room A (nil: it is in the street from the start) and
+    /// when it reaches the street.
+    var leave: Double?
+    var streetStart = 0.0
 
     /// What each box hears of the device: received advertisements, in time order.
     var samples: [[Sample]] = []
@@ -131,6 +150,42 @@ enum TraceSet {
         }
         return Trace(kind: .walk, label: "walk", layout: layout, duration: t, trajectory: try! Trajectory(waypoints: waypoints), moves: moves)
     }
+
+    /// The street scenario: from room A (standing 10 % of the way to B for `roomTime`, then walking
+    /// out at 1.4 m/s) or from nowhere (in the street from the start), then `scored` seconds in the
+    /// street: standing 20–90 s at a random point of it, walking at 1 m/s to another, and so on.
+    static func street(_ layout: Layout, fromRoom: Bool, scored: Double, rng: inout SeededGenerator) -> Trace {
+        let (p, q) = layout.street
+        func along(_ f: Double) -> Position { Position(x: p.x + (q.x - p.x) * f, y: p.y + (q.y - p.y) * f) }
+        var here = along(rng.uniform(0...1))
+        var waypoints: [Waypoint] = []
+        var t = 0.0
+        var leave: Double?
+        if fromRoom {
+            let room = layout.between(moveEnd)
+            t = streetRoomTime + rng.uniform(0...1)
+            waypoints = [Waypoint(time: 0, position: room), Waypoint(time: t, position: room)]
+            leave = t
+            t += room.distance(to: here) / 1.4
+        }
+        let start = t
+        waypoints.append(Waypoint(time: t, position: here))
+        let end = start + scored
+        while t < end {
+            t += rng.uniform(20...90)
+            waypoints.append(Waypoint(time: t, position: here))
+            let next = along(rng.uniform(0...1))
+            t += max(0.1, here.distance(to: next) / walkSpeed)
+            waypoints.append(Waypoint(time: t, position: next))
+            here = next
+        }
+        return Trace(kind: .street, label: fromRoom ? "street from room" : "street from nowhere", layout: layout, duration: end,
+                     trajectory: try! Trajectory(waypoints: waypoints), point: fromRoom ? "from room" : "from nowhere",
+                     leave: leave, streetStart: start)
+    }
+
+    /// How long the device stands in room A before it goes out into the street.
+    static let streetRoomTime = 120.0
 
     /// Hold near A, teleport to near B, hold, teleport back, hold.
     static func teleport(_ layout: Layout, rng: inout SeededGenerator) -> Trace {

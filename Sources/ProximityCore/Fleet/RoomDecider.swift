@@ -145,26 +145,32 @@ public struct RoomDecider: RoomRule {
         /// nothing yet to protect. It should let every node that hears the device report once (a
         /// heartbeat, 5 s, and a little). Valid: 0...600 (0: none).
         public var settle: Double
-        /// A node's report can give the device a room (at arrival, as a challenger, or when the
-        /// room's node goes quiet) only when it puts the device nearer than this, metres, and a
-        /// device no node hears nearer for ``awayAfter`` is not_home: a tag 15 m from two nodes,
-        /// out in the street, neither bounces between their rooms nor stays home. The room's own
-        /// node keeps the device on a far report (a far estimate is noisy). Reports stay in the
-        /// table. Default 30 m: on fleet-bench's realistic radio (uncalibrated nodes 8 m apart)
-        /// anything below drops devices that stand in a room (10 m: 3 % of the time away, 15 m:
-        /// 1.5 %, 20 m: 0.06 %), since an uncalibrated estimate can be off by a factor of two;
-        /// with calibrated nodes a site can set it to its own size. Valid: 1...1000.
+        /// A node can give the device a room (at arrival, as a challenger, or when the room's node
+        /// goes quiet), and keeps it home, only while its recent reports put the device nearer than
+        /// this, metres: most of its last ``homeReports`` reports younger than ``homeWindow``
+        /// (a tie: the newest decides). A device no node has heard near so for ``awayAfter`` is
+        /// not_home: a tag out in the street, 13–16 m from two nodes, neither bounces between their
+        /// rooms nor stays home, and a single wild report no longer keeps it. The room's own node
+        /// keeps the device on far reports (a far estimate is noisy). Reports stay in the table.
+        /// Valid: 1...1000. The default and why: docs/fleet.md ("Far from every node").
         public var homeDistance: Double
+        /// How many of a node's last reports vote on whether it hears the device near (odd is
+        /// best; 1: the last report alone). Valid: 1...15.
+        public var homeReports: Int
+        /// Reports older than this, seconds, no longer vote. Valid: 1...600.
+        public var homeWindow: Double
 
         /// The defaults were chosen with `fleet-bench` on its tuning seeds (docs/fleet.md).
         public init(staleAfter: Double = 25, awayAfter: Double = 60, margin: Double = 0.3, evidence: Double = 2,
-                    settle: Double = 10, homeDistance: Double = 30) {
+                    settle: Double = 10, homeDistance: Double = 30, homeReports: Int = 9, homeWindow: Double = 60) {
             self.staleAfter = staleAfter
             self.awayAfter = awayAfter
             self.margin = margin
             self.evidence = evidence
             self.settle = settle
             self.homeDistance = homeDistance
+            self.homeReports = homeReports
+            self.homeWindow = homeWindow
         }
 
         public static let staleAfterRange: ClosedRange<Double> = 1...600
@@ -173,6 +179,8 @@ public struct RoomDecider: RoomRule {
         public static let evidenceRange: ClosedRange<Double> = 0...100
         public static let settleRange: ClosedRange<Double> = 0...600
         public static let homeDistanceRange: ClosedRange<Double> = 1...1000
+        public static let homeReportsRange: ClosedRange<Int> = 1...15
+        public static let homeWindowRange: ClosedRange<Double> = 1...600
 
         /// Why the configuration is invalid, or nil.
         public var problem: String? {
@@ -184,6 +192,8 @@ public struct RoomDecider: RoomRule {
             if !(evidence.isFinite && Self.evidenceRange.contains(evidence)) { return "evidence must be in 0...100" }
             if !(settle.isFinite && Self.settleRange.contains(settle)) { return "settle must be in 0...600 s" }
             if !(homeDistance.isFinite && Self.homeDistanceRange.contains(homeDistance)) { return "homeDistance must be in 1...1000 m" }
+            if !Self.homeReportsRange.contains(homeReports) { return "homeReports must be in 1...15" }
+            if !(homeWindow.isFinite && Self.homeWindowRange.contains(homeWindow)) { return "homeWindow must be in 1...600 s" }
             return nil
         }
     }
@@ -196,8 +206,14 @@ public struct RoomDecider: RoomRule {
         var evidence: [String: Double] = [:]
         /// The time the evidence was integrated up to.
         var evaluated: Double
-        /// The last report from any node that put the device nearer than the home distance.
+        /// The last report from any node whose recent reports put the device nearer than the home
+        /// distance.
         var lastHeard: Double
+        /// Each node's last reports (at most ``Configuration/homeReports``, within
+        /// ``Configuration/homeWindow``), oldest first, and whether they put the device near at
+        /// its last report.
+        var recent: [String: [NodeReading]] = [:]
+        var near: [String: Bool] = [:]
         /// When the device got its room from nothing.
         var arrived = -Double.infinity
         /// Until then the room taken back after a restart counts as fresh though its node has not
@@ -236,8 +252,15 @@ public struct RoomDecider: RoomRule {
         // A report older than the node's last one is out of date.
         if let old = d.readings[node], old.at > reported { return [] }
         integrate(&d, to: t)
-        d.readings[node] = NodeReading(node: node, distance: max(distance, Self.minimumDistance), at: reported)
-        if distance < configuration.homeDistance { d.lastHeard = max(d.lastHeard, reported) }
+        let reading = NodeReading(node: node, distance: max(distance, Self.minimumDistance), at: reported)
+        d.readings[node] = reading
+        var recent = (d.recent[node] ?? []).filter { reported - $0.at < configuration.homeWindow }
+        recent.append(reading)
+        if recent.count > configuration.homeReports { recent.removeFirst(recent.count - configuration.homeReports) }
+        d.recent[node] = recent
+        let near = isNear(recent)
+        d.near[node] = near
+        if near { d.lastHeard = max(d.lastHeard, reported) }
         let decision = decide(device, &d, at: t)
         state[device] = d
         return decision.map { [$0] } ?? []
@@ -262,6 +285,8 @@ public struct RoomDecider: RoomRule {
             var d = state[id]!
             integrate(&d, to: t)
             d.readings[node] = nil
+            d.recent[node] = nil
+            d.near[node] = nil
             d.evidence[node] = nil
             if let decision = decide(id, &d, at: t) { decisions.append(decision) }
             state[id] = d.room == nil && d.readings.isEmpty ? nil : d
@@ -295,9 +320,26 @@ public struct RoomDecider: RoomRule {
 
     private func isFresh(_ r: NodeReading, at t: Double) -> Bool { t - r.at < configuration.staleAfter }
 
-    /// A report that can give the device a room: fresh, and nearer than the home distance. (The
-    /// room's own node keeps it on a fresh report however far: a far estimate is noisy.)
-    private func canClaim(_ r: NodeReading, at t: Double) -> Bool { isFresh(r, at: t) && r.distance < configuration.homeDistance }
+    /// Whether a node's recent reports (oldest first, the last one just in) put the device nearer
+    /// than the home distance: most of them do, or half of them and the newest.
+    private func isNear(_ recent: [NodeReading]) -> Bool {
+        let home = configuration.homeDistance
+        let near = recent.filter { $0.distance < home }.count
+        return 2 * near > recent.count || (2 * near == recent.count && (recent.last.map { $0.distance < home } ?? false))
+    }
+
+    /// A node whose last report can give the device a room: fresh, and its recent reports near.
+    /// (The room's own node keeps it on a fresh report however far: a far estimate is noisy.)
+    private func canClaim(_ r: NodeReading, _ d: Device, at t: Double) -> Bool { isFresh(r, at: t) && d.near[r.node] == true }
+
+    /// A node that can gather evidence against the room: its last report nearer than the home
+    /// distance, and, unless the room's own node still hears the device near (the device is home,
+    /// and the evidence alone decides between rooms, as quickly as before the vote), its recent
+    /// reports near too: a device out of every room is not taken by a challenger's stray report.
+    private func canChallenge(_ r: NodeReading, _ d: Device) -> Bool {
+        guard r.distance < configuration.homeDistance else { return false }
+        return d.room.map { d.near[$0] == true } == true || d.near[r.node] == true
+    }
 
     /// Runs every challenger's CUSUM from `d.evaluated` to `t` on the last values, over the part of
     /// the interval in which both its report and the room's are fresh.
@@ -305,7 +347,7 @@ public struct RoomDecider: RoomRule {
         defer { d.evaluated = max(d.evaluated, t) }
         guard t > d.evaluated, let room = d.room, let incumbent = d.readings[room] else { return }
         let stale = configuration.staleAfter
-        for (node, r) in d.readings where node != room && r.distance < configuration.homeDistance {
+        for (node, r) in d.readings where node != room && canChallenge(r, d) {
             let end = min(t, incumbent.at + stale, r.at + stale)
             let dt = end - max(d.evaluated, r.at)
             guard dt > 0 else { continue }
@@ -324,10 +366,14 @@ public struct RoomDecider: RoomRule {
             return RoomDecision(device: id, room: room, previous: previous, at: t, reason: reason)
         }
         d.readings = d.readings.filter { t - $0.value.at < configuration.awayAfter }
+        if d.recent.count != d.readings.count {
+            d.recent = d.recent.filter { d.readings[$0.key] != nil }
+            d.near = d.near.filter { d.readings[$0.key] != nil }
+        }
         if t - d.lastHeard >= configuration.awayAfter {
             return change(to: nil, .away)
         }
-        let nearest = d.readings.values.filter { canClaim($0, at: t) }.min { ($0.distance, $0.node) < ($1.distance, $1.node) }
+        let nearest = d.readings.values.filter { canClaim($0, d, at: t) }.min { ($0.distance, $0.node) < ($1.distance, $1.node) }
         guard let room = d.room else {
             d.arrived = t
             return nearest.flatMap { change(to: $0.node, .arrived) }
@@ -340,7 +386,7 @@ public struct RoomDecider: RoomRule {
             return nearest.flatMap { change(to: $0.node, .stale) }
         }
         // A challenger whose report went stale, or far, starts again from nothing.
-        for node in d.evidence.keys where !(d.readings[node].map { canClaim($0, at: t) } ?? false) {
+        for node in d.evidence.keys where !(d.readings[node].map { isFresh($0, at: t) && canChallenge($0, d) } ?? false) {
             d.evidence[node] = nil
         }
         let h = configuration.evidence
