@@ -83,7 +83,7 @@ let package = Package(
         .target(
             name: "ProximityFleet",
             dependencies: [
-                "MQTTKit", "ProximityCore", "ProximityMQTT",
+                "MQTTKit", "ProximityCore", "ProximityMQTT", "StrictYAML",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -237,6 +237,10 @@ let package = Package(
         .testTarget(
             name: "ProximityCoreTests",
             dependencies: ["ProximityCore"]
+        ),
+        .testTarget(
+            name: "ProximityFleetTests",
+            dependencies: ["ProximityFleet", "ProximityCore"]
         ),
         .testTarget(
             name: "BlueZSimTests",

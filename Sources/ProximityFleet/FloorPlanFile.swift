@@ -1,0 +1,292 @@
+import Foundation
+import ProximityCore
+import StrictYAML
+
+/// A floor plan file (`proximity-fleet --plan FILE`, `docs/positioning.md`), read strictly: every
+/// problem reported as `FILE:LINE:COLUMN: message`, in the order of the file, and a file with one
+/// is not used.
+///
+/// ```yaml
+/// floors:                      # optional; one unnamed floor by default
+///   - name: ground
+///     z: [0, 3]
+/// nodes:
+///   - name: kitchen            # the node's name as it publishes
+///     position: [1.2, 3.4, 2.0]
+///     rx-offset: -2.5          # optional, dB added to what it receives (calibration)
+///     tx-power: -61            # optional, its RSSI at 1 m as others hear it (calibration)
+/// rooms:
+///   - name: kitchen
+///     floor: ground            # optional with one floor
+///     polygon: [[0, 0], [4, 0], [4, 5], [0, 5]]
+/// calibration:                 # optional
+///   path-loss-exponent: 2.5
+/// ```
+public enum FloorPlanFile {
+    public static let keys = ["floors", "nodes", "rooms", "calibration"]
+    public static let floorKeys = ["name", "z"]
+    public static let nodeKeys = ["name", "position", "rx-offset", "tx-power"]
+    public static let roomKeys = ["name", "floor", "polygon"]
+    public static let calibrationKeys = ["path-loss-exponent"]
+    /// The most of each a plan may have.
+    public static let maxFloors = 64, maxNodes = 2_000, maxRooms = 5_000, maxCorners = 1_000
+    /// Coordinates are within this many metres of the origin.
+    public static let maxCoordinate = 100_000.0
+
+    /// The problems of a file, each `FILE:LINE:COLUMN: message`.
+    public struct Problems: Error, Sendable, CustomStringConvertible {
+        public var lines: [String]
+        public var description: String { lines.joined(separator: "\n") }
+    }
+
+    public static func load(path: String) throws(Problems) -> FloorPlan {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+            throw Problems(lines: ["\(path): cannot read: \((error as NSError).localizedDescription)"])
+        }
+        guard data.count <= YAMLLimits.maxSize else { throw Problems(lines: ["\(path): cannot read: larger than \(YAMLLimits.maxSize >> 20) MiB"]) }
+        return try parse(Array(data), path: path)
+    }
+
+    public static func parse(_ text: String, path: String) throws(Problems) -> FloorPlan { try parse(Array(text.utf8), path: path) }
+
+    public static func parse(_ bytes: [UInt8], path: String) throws(Problems) -> FloorPlan {
+        let (root, yamlProblems) = StrictYAML.parse(bytes)
+        var reader = Reader()
+        if yamlProblems.isEmpty || root != nil { reader.read(root) }
+        let problems = (yamlProblems + reader.problems).enumerated().sorted {
+            let a = $0.element.position ?? YAMLPosition(line: 0, column: 0), b = $1.element.position ?? YAMLPosition(line: 0, column: 0)
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map(\.element)
+        guard problems.isEmpty else { throw Problems(lines: problems.map { $0.line(file: path) }) }
+        return reader.plan
+    }
+
+    struct Reader {
+        var problems: [YAMLProblem] = []
+        var floors: [FloorPlan.Floor] = []
+        var nodes: [FloorPlan.Node] = []
+        var rooms: [FloorPlan.Room] = []
+        var exponent = FloorPlan.defaultPathLossExponent
+        /// Where each name was first given, by kind, to report a second one.
+        var seen: [String: YAMLPosition] = [:]
+
+        var plan: FloorPlan { FloorPlan(floors: floors, nodes: nodes, rooms: rooms, pathLossExponent: exponent) }
+
+        mutating func report(_ position: YAMLPosition?, _ message: String) {
+            problems.append(YAMLProblem(position: position, message: message))
+        }
+
+        mutating func read(_ root: YAMLNode?) {
+            guard let root, !root.isNull else {
+                report(nil, "the plan is empty: it needs nodes: and rooms:")
+                return
+            }
+            guard let entries = mapping(root, path: "", keys: FloorPlanFile.keys) else { return }
+            let byKey = Dictionary(entries.map { ($0.key, $0) }, uniquingKeysWith: { a, _ in a })
+            // Floors first: rooms and nodes refer to them.
+            if let e = byKey["floors"] { readFloors(e) }
+            if let e = byKey["calibration"] { readCalibration(e) }
+            if let e = byKey["nodes"] { readNodes(e) } else { report(root.position, "the plan has no nodes:") }
+            if let e = byKey["rooms"] { readRooms(e) } else { report(root.position, "the plan has no rooms:") }
+        }
+
+        // MARK: - Sections
+
+        mutating func readFloors(_ entry: YAMLEntry) {
+            guard let items = sequence(entry.value, path: "floors", max: FloorPlanFile.maxFloors) else { return }
+            for (i, item) in items.enumerated() {
+                let path = "floors[\(i)]"
+                guard let fields = mapping(item, path: path, keys: FloorPlanFile.floorKeys) else { continue }
+                let name = fields.first(where: { $0.key == "name" }).flatMap { self.name($0, path: path, kind: "floor") }
+                var z: ClosedRange<Double>?
+                if let e = fields.first(where: { $0.key == "z" }), let pair = numbers(e.value, path: "\(path).z", count: 2 ... 2) {
+                    if pair[0] < pair[1] { z = pair[0] ... pair[1] } else { report(e.value.position, "\(path).z: the bottom must be below the top, not \(pair[0]) and \(pair[1])") }
+                }
+                if fields.first(where: { $0.key == "name" }) == nil { report(item.position, "\(path): needs name:") }
+                if fields.first(where: { $0.key == "z" }) == nil { report(item.position, "\(path): needs z: [bottom, top], metres") }
+                if let name, let z {
+                    if let other = floors.first(where: { $0.z.upperBound > z.lowerBound && z.upperBound > $0.z.lowerBound }) {
+                        report(item.position, "\(path): floor \(name.debugDescription) overlaps floor \(other.name.debugDescription) in height")
+                    }
+                    floors.append(.init(name: name, z: z))
+                }
+            }
+        }
+
+        mutating func readCalibration(_ entry: YAMLEntry) {
+            guard let fields = mapping(entry.value, path: "calibration", keys: FloorPlanFile.calibrationKeys) else { return }
+            for e in fields where e.key == "path-loss-exponent" {
+                if let n = number(e.value, path: "calibration.path-loss-exponent", in: 1 ... 6) { exponent = n }
+            }
+        }
+
+        mutating func readNodes(_ entry: YAMLEntry) {
+            guard let items = sequence(entry.value, path: "nodes", max: FloorPlanFile.maxNodes) else { return }
+            if items.isEmpty { report(entry.keyPosition, "nodes: at least one node") }
+            for (i, item) in items.enumerated() {
+                let path = "nodes[\(i)]"
+                guard let fields = mapping(item, path: path, keys: FloorPlanFile.nodeKeys) else { continue }
+                var name: String?, position: PlanPoint?, rx: Double?, tx: Double?
+                for e in fields {
+                    switch e.key {
+                    case "name": name = self.name(e, path: path, kind: "node")
+                    case "position":
+                        if let p = numbers(e.value, path: "\(path).position", count: 2 ... 3) {
+                            position = PlanPoint(x: p[0], y: p[1], z: p.count == 3 ? p[2] : defaultHeight)
+                        }
+                    case "rx-offset": rx = number(e.value, path: "\(path).rx-offset", in: -40 ... 40)
+                    default: tx = number(e.value, path: "\(path).tx-power", in: -127 ... 20)
+                    }
+                }
+                if !fields.contains(where: { $0.key == "name" }) { report(item.position, "\(path): needs name: (the node's name, as it publishes)") }
+                if !fields.contains(where: { $0.key == "position" }) { report(item.position, "\(path): needs position: [x, y] or [x, y, z], metres") }
+                if let name, let position { nodes.append(.init(name: name, position: position, rxOffset: rx, txPower: tx)) }
+            }
+        }
+
+        /// A node's height when its position has none: 1 m above the lowest floor.
+        var defaultHeight: Double { (floors.map(\.z.lowerBound).min() ?? 0) + 1 }
+
+        mutating func readRooms(_ entry: YAMLEntry) {
+            guard let items = sequence(entry.value, path: "rooms", max: FloorPlanFile.maxRooms) else { return }
+            if items.isEmpty { report(entry.keyPosition, "rooms: at least one room") }
+            for (i, item) in items.enumerated() {
+                let path = "rooms[\(i)]"
+                guard let fields = mapping(item, path: path, keys: FloorPlanFile.roomKeys) else { continue }
+                var name: String?, floor: Int? = floors.isEmpty ? 0 : nil, polygon: [PlanPoint]?
+                var floorGiven = false
+                for e in fields {
+                    switch e.key {
+                    case "name": name = self.name(e, path: path, kind: "room")
+                    case "floor":
+                        floorGiven = true
+                        guard case .string(let text) = e.value.kind else {
+                            report(e.value.position, "\(path).floor: must be a floor's name, not \(e.value.summary)")
+                            continue
+                        }
+                        if let index = floors.firstIndex(where: { $0.name == text }) { floor = index } else {
+                            report(e.value.position, "\(path).floor: no floor is named \(text.debugDescription)"
+                                   + (floors.isEmpty ? " (the plan has no floors:)" : " (floors: \(floors.map(\.name).joined(separator: ", ")))"))
+                        }
+                    default: polygon = corners(e.value, path: "\(path).polygon")
+                    }
+                }
+                if !fields.contains(where: { $0.key == "name" }) { report(item.position, "\(path): needs name:") }
+                if !fields.contains(where: { $0.key == "polygon" }) { report(item.position, "\(path): needs polygon: [[x, y], …], metres") }
+                if !floorGiven, floors.count > 1 { report(item.position, "\(path): needs floor: (the plan has \(floors.count) floors)") }
+                if !floorGiven, floors.count == 1 { floor = 0 }
+                if let name, let floor, let polygon {
+                    let room = FloorPlan.Room(name: name, floor: floor, polygon: polygon)
+                    if room.area < 0.01 { report(item.position, "\(path): the polygon has no area") } else { rooms.append(room) }
+                }
+            }
+        }
+
+        // MARK: - Shapes
+
+        mutating func mapping(_ node: YAMLNode, path: String, keys: [String]) -> [YAMLEntry]? {
+            guard case .mapping(let entries) = node.kind else {
+                report(node.position, "\(path.isEmpty ? "the top level" : path): must be a mapping, not \(node.summary)")
+                return nil
+            }
+            var first: [String: YAMLPosition] = [:]
+            var out: [YAMLEntry] = []
+            for e in entries {
+                let at = path.isEmpty ? "" : "\(path): "
+                if let p = first[e.key] {
+                    report(e.keyPosition, "\(at)duplicate key '\(e.key)' (first at \(p))")
+                    continue
+                }
+                first[e.key] = e.keyPosition
+                guard keys.contains(e.key) else {
+                    report(e.keyPosition, "\(at)unknown key '\(e.key)' (expected \(keys.map { "'\($0)'" }.joined(separator: ", ")))")
+                    continue
+                }
+                out.append(e)
+            }
+            return out
+        }
+
+        mutating func sequence(_ node: YAMLNode, path: String, max: Int) -> [YAMLNode]? {
+            guard case .sequence(let items) = node.kind else {
+                report(node.position, "\(path): must be a list, not \(node.summary)")
+                return nil
+            }
+            guard items.count <= max else {
+                report(node.position, "\(path): \(items.count) items are more than a plan may have (\(max))")
+                return nil
+            }
+            return items
+        }
+
+        mutating func name(_ entry: YAMLEntry, path: String, kind: String) -> String? {
+            let text: String
+            switch entry.value.kind {
+            case .string(let s): text = s
+            case .integer, .float, .bool: 
+                guard entry.value.isPlain else { fallthrough }
+                text = entry.value.text
+            default:
+                report(entry.value.position, "\(path).name: must be a string, not \(entry.value.summary)")
+                return nil
+            }
+            if text.isEmpty || text.utf8.count > 255 || text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                report(entry.value.position, "\(path).name: must be 1 to 255 bytes without control characters")
+                return nil
+            }
+            if let first = seen["\(kind):\(text)"] {
+                report(entry.value.position, "\(path).name: \(kind) \(text.debugDescription) is given twice (first at \(first))")
+                return nil
+            }
+            seen["\(kind):\(text)"] = entry.value.position
+            return text
+        }
+
+        mutating func number(_ node: YAMLNode, path: String, in range: ClosedRange<Double>) -> Double? {
+            let value: Double
+            switch node.kind {
+            case .integer(let i?): value = Double(i)
+            case .float(let f): value = f
+            default:
+                report(node.position, "\(path): must be a number, not \(node.summary)")
+                return nil
+            }
+            guard value.isFinite, range.contains(value) else {
+                report(node.position, "\(path): must be in \(show(range.lowerBound))…\(show(range.upperBound)), not \(node.text)")
+                return nil
+            }
+            return value
+        }
+
+        func show(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+
+        mutating func numbers(_ node: YAMLNode, path: String, count: ClosedRange<Int>) -> [Double]? {
+            guard case .sequence(let items) = node.kind, count.contains(items.count) else {
+                let shape = count.lowerBound == count.upperBound ? "\(count.lowerBound) numbers" : "\(count.lowerBound) or \(count.upperBound) numbers"
+                report(node.position, "\(path): must be a list of \(shape), not \(node.summary)")
+                return nil
+            }
+            var out: [Double] = []
+            for (i, item) in items.enumerated() {
+                guard let v = number(item, path: "\(path)[\(i)]", in: -FloorPlanFile.maxCoordinate ... FloorPlanFile.maxCoordinate) else { return nil }
+                out.append(v)
+            }
+            return out
+        }
+
+        mutating func corners(_ node: YAMLNode, path: String) -> [PlanPoint]? {
+            guard let items = sequence(node, path: path, max: FloorPlanFile.maxCorners) else { return nil }
+            guard items.count >= 3 else {
+                report(node.position, "\(path): a polygon needs at least 3 corners, not \(items.count)")
+                return nil
+            }
+            var out: [PlanPoint] = []
+            for (i, item) in items.enumerated() {
+                guard let p = numbers(item, path: "\(path)[\(i)]", count: 2 ... 2) else { return nil }
+                out.append(PlanPoint(x: p[0], y: p[1]))
+            }
+            return out
+        }
+    }
+}
