@@ -70,7 +70,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
     var awayAfter: Double = RoomDecider.Configuration().awayAfter
 
     @Option(name: .customLong("home-distance"), help: ArgumentHelp(
-        "A report can give a device a room only when it puts it nearer than this, metres (1...1000), and a device no node hears nearer for --away-after seconds is not_home. Set it to your site's size with calibrated nodes (docs/fleet.md).",
+        "A node can give a device a room, and keeps it home, only while most of its last 9 reports (within 60 s) put it nearer than this, metres (1...1000); a device no node hears near so for --away-after seconds is not_home. The default keeps devices that stand in a room home with uncalibrated nodes; lower it (8 to 10 m in a flat) only where the nodes' far estimates hold up (docs/fleet.md, Far from every node).",
         valueName: "metres"))
     var homeDistance: Double = RoomDecider.Configuration().homeDistance
 
