@@ -124,3 +124,69 @@ import Testing
         #expect(rooms.update(mass: [0.05, 0.1], at: 9, configuration: c) == nil)
     }
 }
+
+/// The replay: each node's own ranging and rate control, then the positioning, once a second.
+@Suite struct PositionReplayTests {
+    /// A device standing in the kitchen for 40 s, then walking to the study and standing there;
+    /// each node samples it 5 times a second with 4 dB of noise, its transmitter 4 dB off.
+    static func trace(seed: UInt64) -> [TraceSample] {
+        var seed = seed
+        var samples: [TraceSample] = []
+        for tenth in 0 ..< 1000 {
+            let t = Double(tenth) / 10
+            let p: PlanPoint = t < 40 ? PlanPoint(x: 2, y: 2, z: 1)
+                : t < 55 ? PlanPoint(x: 2 + (t - 40) / 15 * 6, y: 2 + (t - 40) / 15 * 4, z: 1) : PlanPoint(x: 8, y: 6, z: 1)
+            for (i, node) in PositioningTests.plan.nodes.enumerated() where tenth % 2 == i % 2 {
+                let d = max(0.3, node.position.distance(to: p))
+                let rssi = -55 - 10 * 2.5 * log10(d) + 4 * PositioningTests.gaussian(&seed)
+                samples.append(TraceSample(time: t, node: node.name, device: "tag", rssi: rssi.rounded(), truth: p))
+            }
+        }
+        return samples
+    }
+
+    static func truth(_ samples: [TraceSample], at t: Double) -> PlanPoint? {
+        samples.last { $0.time <= t }?.truth
+    }
+
+    @Test("a recorded walk: an estimate a second, placed in the right rooms; scored against the truth")
+    func walk() {
+        let plan = PositioningTests.plan
+        let grid = PositioningGrid(plan: plan, outsideWeight: 0.2)
+        let samples = Self.trace(seed: 7)
+        var shuffle = SeededShuffle(state: 42)
+        let rows = PositionReplay.play(samples.shuffled(using: &shuffle), plan: plan) { _ in
+            GridPositioner(grid: grid, model: PathLossModel(exponent: plan.pathLossExponent))
+        }
+        #expect(rows.count == 100 && rows.allSatisfy { $0.device == "tag" })
+        #expect(rows.first?.time == 1 && rows.last?.time == 100)
+        var score = PositionScore()
+        for row in rows where row.time >= 5 { score.add(device: row.device, estimate: row.estimate, truth: Self.truth(samples, at: row.time), plan: plan) }
+        print("replay walk: median \(score.median) m, p90 \(score.p90) m, rooms \(score.roomAccuracy), changes/min \(score.changesPerMinute) vs \(score.trueChangesPerMinute)")
+        #expect(score.median < 1.5 && score.roomAccuracy > 0.8, "\(score.median) \(score.roomAccuracy)")
+        #expect(score.changesPerMinute <= 3 * max(score.trueChangesPerMinute, 0.7))
+        let kitchen = rows.filter { $0.time >= 10 && $0.time < 40 }.compactMap(\.estimate?.room).map { plan.rooms[$0].name }
+        #expect(Set(kitchen) == ["kitchen"], "\(kitchen)")
+    }
+
+    @Test("each estimate rests only on samples up to its time: a trace cut at 50 s gives the same first 50 rows")
+    func causal() {
+        let plan = PositioningTests.plan
+        let grid = PositioningGrid(plan: plan, outsideWeight: 0.2)
+        let samples = Self.trace(seed: 3)
+        let make: @Sendable (String) -> any Positioner = { _ in GridPositioner(grid: grid, model: PathLossModel()) }
+        let full = PositionReplay.play(samples, plan: plan, positioner: make)
+        let cut = PositionReplay.play(samples.filter { $0.time <= 50 }, plan: plan, positioner: make)
+        #expect(cut.count == 50)
+        #expect(Array(full.prefix(50)) == cut)
+    }
+}
+
+/// A seeded generator, so the trace's rows come in any order of nodes and times, the same each run.
+struct SeededShuffle: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        return state
+    }
+}

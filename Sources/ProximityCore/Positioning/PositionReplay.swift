@@ -1,0 +1,179 @@
+import Foundation
+
+/// One RSSI sample of a recording: `time,node,device,rssi` (seconds, the node's name, the
+/// device's identifier, dBm), with the device's true position when the recording has it.
+public struct TraceSample: Sendable, Hashable {
+    public var time: Double
+    public var node: String
+    public var device: String
+    public var rssi: Double
+    public var truth: PlanPoint?
+
+    public init(time: Double, node: String, device: String, rssi: Double, truth: PlanPoint? = nil) {
+        self.time = time
+        self.node = node
+        self.device = device
+        self.rssi = rssi
+        self.truth = truth
+    }
+}
+
+/// A fleet played from its nodes' samples, exactly as live: each node's own ranging (the
+/// found-devices table with the node's defaults) takes its samples, reports once a second and
+/// publishes a device's report when the MQTT rate control lets it (``ReportThrottle``); the
+/// fleet's positioning reads what was published, fresh for ``Configuration/staleAfter`` seconds.
+/// Each estimate rests only on samples up to its time. Pure: samples in, estimates out.
+public struct PositionReplay: Sendable {
+    public struct Configuration: Sendable {
+        /// The nodes' ranging, as `proximityd run` sets it by default.
+        public var ranging = RangingConfiguration()
+        /// The nodes' MQTT rate control (`report-interval`, `report-moved`).
+        public var throttle = ReportThrottle.Configuration()
+        /// A published report counts for this long, seconds.
+        public var staleAfter = 12.0
+        /// The RSSI at 1 m a node ranges a device with when nothing says otherwise, dBm.
+        public var measuredPower = -59.0
+
+        public init() {}
+    }
+
+    /// One estimate: at `time`, `device` is at `estimate` (nil: no node hears it, not_home).
+    public struct Row: Sendable, Hashable {
+        public var time: Double
+        public var device: String
+        public var estimate: PositionEstimate?
+    }
+
+    public let plan: FloorPlan
+    public let configuration: Configuration
+    private let makePositioner: @Sendable (String) -> any Positioner
+    private var tables: [String: FoundDevicesTable] = [:]
+    private var throttles: [String: ReportThrottle] = [:]
+    /// Device → node → what the node last published of it.
+    private var hearings: [String: [String: NodeHearing]] = [:]
+    private var positioners: [String: any Positioner] = [:]
+    /// Every device seen so far, in order of first appearance.
+    public private(set) var devices: [String] = []
+
+    /// `positioner` makes a device's estimator (its identifier given).
+    public init(plan: FloorPlan, configuration: Configuration = .init(), positioner: @escaping @Sendable (String) -> any Positioner) {
+        self.plan = plan
+        self.configuration = configuration
+        makePositioner = positioner
+    }
+
+    /// A sample, in time order (a node's samples after those before them; nodes may interleave).
+    /// Samples of a node the plan does not have are ranged but never placed.
+    public mutating func add(_ sample: TraceSample) {
+        if positioners[sample.device] == nil {
+            positioners[sample.device] = makePositioner(sample.device)
+            devices.append(sample.device)
+        }
+        var table = tables.removeValue(forKey: sample.node) ?? FoundDevicesTable(configuration: configuration.ranging)
+        table.observe(PeerID(sample.device), rssi: sample.rssi, at: sample.time, measuredPower: configuration.measuredPower)
+        tables[sample.node] = table
+    }
+
+    /// The reports due at `t` (a whole second, after every sample up to it), then one estimate
+    /// per device seen so far.
+    public mutating func step(at t: Double) -> [Row] {
+        for node in tables.keys.sorted() {
+            var table = tables.removeValue(forKey: node)!
+            var throttle = throttles[node] ?? ReportThrottle(configuration: configuration.throttle)
+            let report = table.tick(at: t)
+            for id in report.removed + report.silenced {
+                throttle.forget(device: id.rawValue)
+                hearings[id.rawValue]?[node] = nil
+            }
+            for (id, peer) in table.peers where peer.proximity != .unknown {
+                guard throttle.offer(device: id.rawValue, distance: peer.distance, at: t) else { continue }
+                hearings[id.rawValue, default: [:]][node] = NodeHearing(
+                    node: node, rssi: peer.smoothedRSSI, spread: peer.spread, samples: peer.recentSamples,
+                    measuredPower: peer.measuredPower, distance: peer.distance, time: t)
+            }
+            tables[node] = table
+            throttles[node] = throttle
+        }
+        var rows: [Row] = []
+        for device in devices {
+            let fresh = (hearings[device] ?? [:]).values.filter { t - $0.time <= configuration.staleAfter }.sorted { $0.node < $1.node }
+            var positioner = positioners.removeValue(forKey: device)!
+            rows.append(Row(time: t, device: device, estimate: fresh.isEmpty ? nil : positioner.estimate(fresh, at: t)))
+            positioners[device] = positioner
+        }
+        return rows
+    }
+
+    /// Plays `samples` (sorted here by time, stably) and returns an estimate per device for each
+    /// whole second from the first sample's to the last's.
+    public static func play(_ samples: [TraceSample], plan: FloorPlan, configuration: Configuration = .init(),
+                            positioner: @escaping @Sendable (String) -> any Positioner) -> [Row] {
+        let sorted = samples.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        guard let first = sorted.first, let last = sorted.last else { return [] }
+        var replay = PositionReplay(plan: plan, configuration: configuration, positioner: positioner)
+        var rows: [Row] = []
+        var i = 0
+        var t = first.time.rounded(.up)
+        if t == first.time { t += 1 }
+        while t <= last.time.rounded(.up) {
+            while i < sorted.count, sorted[i].time <= t {
+                replay.add(sorted[i])
+                i += 1
+            }
+            rows += replay.step(at: t)
+            t += 1
+        }
+        return rows
+    }
+}
+
+/// How good a replay's estimates are against the truth: position errors (median, mean, p90, the
+/// share within 1, 2 and 3 m; metres on the floor, plus the heights apart on the wrong floor),
+/// room accuracy (no room counts as a room: a device in the corridor placed in none is right),
+/// and room changes per minute, the estimates' against the truth's.
+public struct PositionScore: Sendable, Hashable {
+    public var errors: [Double] = []
+    public var roomHits = 0
+    public var roomTotal = 0
+    public var estimatedChanges = 0
+    public var trueChanges = 0
+    public var seconds = 0.0
+    private var lastRoom: [String: Int??] = [:]
+    private var lastTrueRoom: [String: Int?] = [:]
+
+    public init() {}
+
+    /// One estimate against the truth at its time (`truth` nil: unknown, not scored). Each row is
+    /// a second of one device.
+    public mutating func add(device: String, estimate: PositionEstimate?, truth: PlanPoint?, plan: FloorPlan) {
+        guard let truth else { return }
+        seconds += 1
+        let floor = plan.floor(atHeight: truth.z)
+        let trueRoom = plan.room(x: truth.x, y: truth.y, floor: floor)
+        if let previous = lastTrueRoom[device], previous != trueRoom { trueChanges += 1 }
+        lastTrueRoom[device] = trueRoom
+        let room = estimate?.room
+        if let previous = lastRoom[device], previous != .some(room) { estimatedChanges += 1 }
+        lastRoom[device] = .some(room)
+        roomTotal += 1
+        if room == trueRoom { roomHits += 1 }
+        if let estimate {
+            // On the wrong floor, the heights apart count too.
+            errors.append(estimate.position.distance2D(to: truth) + (estimate.floor == floor ? 0 : abs(estimate.position.z - truth.z)))
+        }
+    }
+
+    public var median: Double { quantile(0.5) }
+    public var p90: Double { quantile(0.9) }
+    public var mean: Double { errors.isEmpty ? .nan : errors.reduce(0, +) / Double(errors.count) }
+    public func within(_ metres: Double) -> Double { errors.isEmpty ? .nan : Double(errors.filter { $0 <= metres }.count) / Double(errors.count) }
+    public var roomAccuracy: Double { roomTotal == 0 ? .nan : Double(roomHits) / Double(roomTotal) }
+    public var changesPerMinute: Double { seconds == 0 ? .nan : Double(estimatedChanges) * 60 / seconds }
+    public var trueChangesPerMinute: Double { seconds == 0 ? .nan : Double(trueChanges) * 60 / seconds }
+
+    func quantile(_ q: Double) -> Double {
+        guard !errors.isEmpty else { return .nan }
+        let sorted = errors.sorted()
+        return sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))]
+    }
+}
