@@ -8,11 +8,40 @@ import ProximityCommandLine
 import ProximityFleet
 import ServiceLifecycle
 
-/// `proximity-fleet`: which box each tracked device is nearest to, from every node's MQTT reports.
+/// `proximity-fleet`: the fleet's view, from every node's MQTT reports. The service is `run`, the
+/// default subcommand, so `proximity-fleet --broker …` (the unit's form) runs it.
 @main
 struct ProximityFleetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "proximity-fleet",
+        abstract: "Decide each device's room, and play recordings through the fleet's positioning.",
+        discussion: """
+            run (the default: proximity-fleet --broker … is proximity-fleet run --broker …) is the \
+            service: each device's room from every proximityd node's reports on an MQTT broker \
+            (docs/fleet.md). replay plays a recording of RSSI samples through the nodes' ranging \
+            and the fleet's positioning on a floor plan, and check-plan checks a floor plan \
+            (docs/positioning.md).
+
+            Examples:
+              $ proximity-fleet run --broker mqtt://broker.lan
+                The service: every device's room, from the nodes under proximityd/.
+              $ proximity-fleet replay --plan house.yaml walk.csv --score
+                A recorded walk through the positioning, scored against its truth.
+            """,
+        version: ProximitydVersion.string,
+        subcommands: [Run.self, Replay.self, CheckPlan.self],
+        defaultSubcommand: Run.self
+    )
+
+    /// Errors in the one style: ``runReportingErrors(_:)``.
+    static func main() async {
+        await runReportingErrors(nil)
+    }
+}
+
+/// `proximity-fleet run`: which box each tracked device is nearest to.
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         abstract: "Decide each device's room from every proximityd node's reports on an MQTT broker.",
         discussion: """
             Subscribes to <root>/+/peers/+ (each node's distance reports) and <root>/+/status, \
@@ -21,26 +50,21 @@ struct ProximityFleetCommand: AsyncParsableCommand {
             <prefix>/devices/<device>/room, with its attributes, a live table on <prefix>/table \
             and Home Assistant device_tracker discovery (source_type bluetooth_le) whose \
             availability is this service's <prefix>/status. After a restart it takes each \
-            device's room back from its retained messages. docs/fleet.md.
+            device's room back from its retained messages. The default subcommand: \
+            proximity-fleet --broker … runs it. docs/fleet.md.
 
             Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 66 when the password \
             file cannot be read. Errors are one line on standard error, proximity-fleet: error: \
             MESSAGE (a bad argument adds a line naming the help to read).
 
             Examples:
-              $ proximity-fleet --broker mqtt://broker.lan
+              $ proximity-fleet run --broker mqtt://broker.lan
                 Every device's room, from the nodes under proximityd/.
-              $ proximity-fleet --broker mqtts://broker.lan --username fleet \\
+              $ proximity-fleet run --broker mqtts://broker.lan --username fleet \\
                   --password-file /etc/proximity-fleet/password --home-distance 15
                 Over TLS, logged in; only reports nearer than 15 m give a room.
-            """,
-        version: ProximitydVersion.string
+            """
     )
-
-    /// Errors in the one style: ``runReportingErrors(_:)``.
-    static func main() async {
-        await runReportingErrors(nil)
-    }
 
     @OptionGroup var connection: BrokerOptions
 

@@ -88,7 +88,7 @@ struct HelpExamplesTests {
     @Test("every page of the three commands has an example of itself, whose options it lists", arguments: products)
     func everyPageHasAnExample(_ product: String) async throws {
         let pages = try await Self.pages(product)
-        #expect(pages.count > 1 || product == "proximity-fleet", "\(product): \(pages.map(\.name))")
+        #expect(pages.count > 1, "\(product): \(pages.map(\.name))")
         for page in pages {
             let examples = Self.examples(page.text)
             #expect(examples.contains { $0 == page.name || $0.hasPrefix(page.name + " ") },
@@ -123,7 +123,9 @@ struct HelpExamplesTests {
             ("proximityd", ["check-config", "a", "b"], "proximityd: error: Unexpected argument 'b'", "See 'proximityd check-config --help'."),
             ("proximity-fleet", [], "proximity-fleet: error: Missing expected argument '--broker <url>'", "See 'proximity-fleet --help'."),
             ("proximity-fleet", ["--broker", "mqtt://localhost", "--log-level", "loud"], "proximity-fleet: error: --log-level: not a level: loud",
-             "See 'proximity-fleet --help'."),
+             "See 'proximity-fleet run --help'."),
+            ("proximity-fleet", ["replay", "--plan", "p.yaml"], "proximity-fleet: error: Missing expected argument '<trace.csv>'",
+             "See 'proximity-fleet replay --help'."),
         ]
         for (product, arguments, error, help) in cases {
             let result = try await runCommand(BuiltProducts.path(product), arguments)

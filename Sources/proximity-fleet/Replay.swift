@@ -1,0 +1,147 @@
+import ArgumentParser
+import Foundation
+import ProximityCore
+import ProximityFleet
+
+/// `proximity-fleet replay --plan PLAN.yaml TRACE.csv [--score]`: a recording through each node's
+/// own ranging and the fleet's positioning, exactly as live (``PositionReplay``).
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Play a recording of RSSI samples through the nodes' ranging and the fleet's positioning.",
+        discussion: """
+            TRACE.csv has a header row naming its columns, among them time,node,device,rssi \
+            (seconds, the node's name as in the plan, the device's identifier, dBm), one sample \
+            per row, nodes in any order; other columns are ignored, but x,y,z (metres), when \
+            present, are the device's true position at that time. Each node's samples go through \
+            its own ranging (the found-devices table with proximityd's defaults) and its MQTT \
+            rate control; the positioning reads what the nodes would publish, as the live fleet \
+            does. Prints time,device,x,y,z,room once a second of trace time, each estimate made \
+            only from samples up to that time (x,y,z empty and room not_home when no node hears \
+            the device; room empty when it is placed in no room).
+
+            With --score (the trace must have x,y,z), the rows are followed by lines that start \
+            with '#': median, mean and p90 error in metres, the share within 1, 2 and 3 m, room \
+            accuracy, and room changes per minute against the truth's. docs/positioning.md.
+
+            Exit status: 0; 64 for a bad argument; 65 for a bad plan or trace (FILE:LINE:COLUMN \
+            or FILE:LINE); 66 when a file cannot be read.
+
+            Examples:
+              $ proximity-fleet replay --plan house.yaml walk.csv > positions.csv
+                The positions, once a second.
+              $ proximity-fleet replay --plan house.yaml walk.csv --score --estimator espresense
+                ESPresense Companion's multilateration on the same recording, scored.
+            """)
+
+    @Option(help: ArgumentHelp("The floor plan (docs/positioning.md).", valueName: "file"))
+    var plan: String
+
+    @Argument(help: ArgumentHelp("The recording: time,node,device,rssi[,x,y,z].", valueName: "trace.csv"))
+    var trace: String
+
+    @Flag(help: "Score the estimates against the trace's x,y,z.")
+    var score = false
+
+    @Option(help: ArgumentHelp("fleet (the grid filter), espresense (ESPresense Companion's multilateration), centroid or nearest.",
+                               valueName: "estimator"))
+    var estimator: EstimatorKind = .fleet
+
+    func run() throws {
+        let floorPlan: FloorPlan
+        do { floorPlan = try FloorPlanFile.load(path: plan) } catch {
+            Self.fail(error.description, status: error.lines.first?.contains(": cannot read:") == true ? 66 : 65)
+        }
+        if let problem = floorPlan.problems.first { Self.fail("\(plan): \(problem)", status: 65) }
+        let samples: [TraceSample]
+        do { samples = try TraceFile.load(path: trace, truthRequired: score) } catch {
+            Self.fail(error.message, status: error.unreadable ? 66 : 65)
+        }
+        let unknown = Set(samples.map(\.node)).subtracting(floorPlan.nodes.map(\.name))
+        if !unknown.isEmpty {
+            FileHandle.standardError.write(Data("proximity-fleet: warning: nodes not in the plan, their samples unused for positions: \(unknown.sorted().joined(separator: ", "))\n".utf8))
+        }
+        let rows = PositionReplay.play(samples, plan: floorPlan, positioner: estimator.factory(floorPlan))
+        var out = "time,device,x,y,z,room\n"
+        var truth = TruthTrack(samples)
+        var scored = PositionScore()
+        for row in rows {
+            let time = Self.number(row.time, places: 3)
+            if let e = row.estimate {
+                let room = e.room.map { floorPlan.rooms[$0].name } ?? ""
+                out += "\(time),\(Self.field(row.device)),\(Self.number(e.position.x, places: 2)),\(Self.number(e.position.y, places: 2)),"
+                    + "\(Self.number(e.position.z, places: 2)),\(Self.field(room))\n"
+            } else {
+                out += "\(time),\(Self.field(row.device)),,,,not_home\n"
+            }
+            if score { scored.add(device: row.device, estimate: row.estimate, truth: truth.position(of: row.device, at: row.time), plan: floorPlan) }
+            if out.utf8.count > 1 << 16 {
+                FileHandle.standardOutput.write(Data(out.utf8))
+                out = ""
+            }
+        }
+        if score {
+            out += "# estimator \(estimator.rawValue), \(scored.errors.count) estimates of \(Int(scored.seconds)) device-seconds\n"
+            out += "# error m: median \(Self.number(scored.median, places: 2)), mean \(Self.number(scored.mean, places: 2)), p90 \(Self.number(scored.p90, places: 2))\n"
+            out += "# within 1 m \(Self.percent(scored.within(1))), 2 m \(Self.percent(scored.within(2))), 3 m \(Self.percent(scored.within(3)))\n"
+            out += "# room accuracy \(Self.percent(scored.roomAccuracy))\n"
+            out += "# room changes per minute \(Self.number(scored.changesPerMinute, places: 2)), truth \(Self.number(scored.trueChangesPerMinute, places: 2))\n"
+        }
+        FileHandle.standardOutput.write(Data(out.utf8))
+    }
+
+    static func number(_ v: Double, places: Int) -> String { v.isFinite ? String(format: "%.\(places)f", v) : "nan" }
+    static func percent(_ v: Double) -> String { v.isFinite ? String(format: "%.1f %%", 100 * v) : "nan" }
+    /// A CSV field, quoted when it must be.
+    static func field(_ s: String) -> String {
+        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+    }
+}
+
+enum EstimatorKind: String, ExpressibleByArgument, CaseIterable {
+    case fleet, espresense, centroid, nearest
+
+    func factory(_ plan: FloorPlan) -> @Sendable (String) -> any Positioner {
+        let model = PathLossModel(exponent: plan.pathLossExponent,
+                                  rxOffsets: Dictionary(uniqueKeysWithValues: plan.nodes.compactMap { n in n.rxOffset.map { (n.name, $0) } }))
+        switch self {
+        case .fleet:
+            let grid = PositioningGrid(plan: plan, outsideWeight: GridPositioner.Configuration().outsideWeight)
+            return { _ in GridPositioner(grid: grid, model: model) }
+        case .espresense: return { _ in MultilaterationPositioner(plan: plan) }
+        case .centroid: return { _ in WeightedCentroidPositioner(plan: plan) }
+        case .nearest: return { _ in NearestNodePositioner(plan: plan) }
+        }
+    }
+}
+
+/// Each device's true positions, read in time order: the position at a time is the last one
+/// given at or before it, within 2 s.
+struct TruthTrack {
+    private var tracks: [String: [(time: Double, position: PlanPoint)]] = [:]
+
+    init(_ samples: [TraceSample]) {
+        for s in samples { if let p = s.truth { tracks[s.device, default: []].append((s.time, p)) } }
+        for key in tracks.keys { tracks[key]!.sort { $0.time < $1.time } }
+    }
+
+    func position(of device: String, at t: Double) -> PlanPoint? {
+        guard let track = tracks[device] else { return nil }
+        var lo = 0, hi = track.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if track[mid].time <= t { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo > 0, t - track[lo - 1].time <= 2 else { return nil }
+        return track[lo - 1].position
+    }
+}
+
+extension ParsableCommand {
+    /// Ends the command in the one error style, `proximity-fleet: error: MESSAGE` (each line of a
+    /// message of several), with `status`.
+    static func fail(_ message: String, status: Int32) -> Never {
+        let text = message.split(separator: "\n", omittingEmptySubsequences: false).map { "proximity-fleet: error: \($0)\n" }.joined()
+        FileHandle.standardError.write(Data(text.utf8))
+        Foundation.exit(status)
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import ProximityTesting
+import Testing
+
+/// `proximity-fleet replay` and `check-plan` as a user runs them: a plan file, a CSV recording.
+@Suite("proximity-fleet replay and check-plan")
+struct FleetReplayTests {
+    static let plan = """
+        nodes:
+          - {name: a, position: [0.5, 0.5, 2]}
+          - {name: b, position: [9.5, 0.5, 2]}
+          - {name: c, position: [9.5, 7.5, 2]}
+          - {name: d, position: [0.5, 7.5, 2]}
+        rooms:
+          - {name: kitchen, polygon: [[0,0],[5,0],[5,4],[0,4]]}
+          - {name: hall, polygon: [[5,0],[10,0],[10,4],[5,4]]}
+          - {name: study, polygon: [[5,4],[10,4],[10,8],[5,8]]}
+          - {name: living, polygon: [[0,4],[5,4],[5,8],[0,8]]}
+
+        """
+
+    /// 60 s of a tag standing in the kitchen then the study, each node sampling it 5 times a
+    /// second (a seeded 3 dB of noise), with the truth; a sample of a node not in the plan too.
+    static func trace() -> String {
+        var seed: UInt64 = 9
+        func gaussian() -> Double {
+            func uniform() -> Double {
+                seed = seed &* 6364136223846793005 &+ 1442695040888963407
+                return (Double(seed >> 11) + 0.5) / Double(1 << 53)
+            }
+            return (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
+        }
+        let nodes: [(String, Double, Double)] = [("a", 0.5, 0.5), ("b", 9.5, 0.5), ("c", 9.5, 7.5), ("d", 0.5, 7.5)]
+        var out = "time,node,device,rssi,x,y,z,note\n"
+        for tenth in stride(from: 0, to: 600, by: 2) {
+            let t = Double(tenth) / 10
+            let (x, y) = t < 30 ? (2.0, 2.0) : (8.0, 6.0)
+            for (name, nx, ny) in nodes {
+                let d = max(0.3, ((x - nx) * (x - nx) + (y - ny) * (y - ny) + 1).squareRoot())
+                let rssi = (-59 - 25 * log10(d) + 3 * gaussian()).rounded()
+                out += String(format: "%.1f,%@,tag 1,%.0f,%.1f,%.1f,1,x\n", t, name, rssi, x, y)
+            }
+        }
+        return out + "1.0,garage,tag 1,-80,2,2,1,x\n"
+    }
+
+    static func files(_ trace: String, plan: String = plan) throws -> (plan: String, trace: String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let p = dir.appendingPathComponent("house.yaml"), t = dir.appendingPathComponent("walk.csv")
+        try Data(plan.utf8).write(to: p)
+        try Data(trace.utf8).write(to: t)
+        return (p.path, t.path)
+    }
+
+    @Test("replay: a row a second (time,device,x,y,z,room), the kitchen then the study; --score's lines; a node not in the plan is named on standard error")
+    func replay() async throws {
+        let (plan, trace) = try Self.files(Self.trace())
+        let result = try await runCommand(BuiltProducts.path("proximity-fleet"), ["replay", "--plan", plan, trace, "--score"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr == "proximity-fleet: warning: nodes not in the plan, their samples unused for positions: garage\n")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "time,device,x,y,z,room")
+        let rows = lines.dropFirst().filter { !$0.hasPrefix("#") }.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        #expect(rows.count == 60 && rows.allSatisfy { $0.count == 6 && $0[1] == "tag 1" }, "\(rows.prefix(3))")
+        let rooms = rows.map { $0[5] }
+        #expect(rooms[5 ..< 29].allSatisfy { $0 == "kitchen" } && rooms[40...].allSatisfy { $0 == "study" }, "\(rooms)")
+        let score = lines.filter { $0.hasPrefix("#") }
+        #expect(score.count == 5 && score[0] == "# estimator fleet, 60 estimates of 60 device-seconds", "\(score)")
+        #expect(score[1].hasPrefix("# error m: median ") && score[3].hasPrefix("# room accuracy ") && score[4].hasPrefix("# room changes per minute "), "\(score)")
+        // The baseline, on the same recording.
+        let espresense = try await runCommand(BuiltProducts.path("proximity-fleet"), ["replay", "--plan", plan, trace, "--estimator", "espresense"])
+        #expect(espresense.status == 0 && espresense.stdout.split(separator: "\n").count == 61, "\(espresense)")
+    }
+
+    @Test("bad input: a trace without the columns or with a bad number (FILE:LINE, 65), --score without truth, a missing file (66), a bad plan (FILE:LINE:COLUMN, 65)")
+    func refused() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        var (plan, trace) = try Self.files("time,node,rssi\n1,a,-60\n")
+        var result = try await runCommand(fleet, ["replay", "--plan", plan, trace])
+        #expect(result.status == 65 && result.stderr == "proximity-fleet: error: \(trace):1: no device column (the header names time,node,rssi)\n", "\(result)")
+        (plan, trace) = try Self.files("time,node,device,rssi\n1,a,t,-60\n2,a,t,loud\n")
+        result = try await runCommand(fleet, ["replay", "--plan", plan, trace])
+        #expect(result.status == 65 && result.stderr == "proximity-fleet: error: \(trace):3: rssi must be a number, not \"loud\"\n", "\(result)")
+        result = try await runCommand(fleet, ["replay", "--plan", plan, trace, "--score"])
+        #expect(result.status == 65 && result.stderr.contains(":1: --score needs the truth"), "\(result)")
+        result = try await runCommand(fleet, ["replay", "--plan", plan, "/nonexistent.csv"])
+        #expect(result.status == 66 && result.stderr.hasPrefix("proximity-fleet: error: /nonexistent.csv: cannot read: "), "\(result)")
+        (plan, trace) = try Self.files("time,node,device,rssi\n1,a,t,-60\n", plan: "nodes:\n  - {name: a, position: [0]}\nrooms: []\n")
+        result = try await runCommand(fleet, ["replay", "--plan", plan, trace])
+        #expect(result.status == 65 && result.stderr == """
+            proximity-fleet: error: \(plan):2:25: nodes[0].position: must be a list of 2 or 3 numbers, not a list
+            proximity-fleet: error: \(plan):3:1: rooms: at least one room
+
+            """, "\(result)")
+        let check = try await runCommand(fleet, ["check-plan", plan])
+        #expect(check.status == 65 && check.stderr.split(separator: "\n").count == 2, "\(check)")
+        (plan, _) = try Self.files("t", plan: Self.plan)
+        let good = try await runCommand(fleet, ["check-plan", plan])
+        #expect(good.status == 0 && good.stdout == "\(plan): ok (1 floor, 4 nodes, 4 rooms)\n", "\(good)")
+    }
+}
