@@ -26,6 +26,11 @@ public struct FleetConfiguration: Sendable {
     /// A device's attributes (its distances) go out with each room change, and at most this often
     /// otherwise, seconds.
     public var attributesInterval = 10.0
+    /// The floor plan (`--plan`): devices that nodes in it hear get a position, and their room is
+    /// the room holding it; nil: rooms by the nearest node only, as without positioning.
+    public var plan: FloorPlan?
+    /// The positioning's settings (the grid filter's defaults).
+    public var positioner = GridPositioner.Configuration()
 
     public init(broker: MQTTOptions) { self.broker = broker }
 
@@ -43,9 +48,15 @@ public struct FleetConfiguration: Sendable {
 /// Assistant `device_tracker` discovery whose availability is this service's own. After a restart
 /// it takes back each device's room from its own retained messages before deciding anything.
 ///
+/// With a floor plan (``FleetConfiguration/plan``), a device that nodes in the plan hear is placed
+/// on it (``FleetPositions``, once a second) and its room is the room holding its position, with
+/// hysteresis (`home` when it is in none); a device heard only by nodes not in the plan keeps the
+/// rule's nearest-node room; not_home is the rule's, as without a plan.
+///
 /// Topics (`P` = `proximity-fleet`): `P/status` (`online`/`offline`, retained, the will);
 /// `P/devices/<device>/room` (the node's name, or `not_home`; retained);
 /// `P/devices/<device>/attributes` (JSON: room, the distance from each node and its age; retained);
+/// `P/devices/<device>/position` (with a plan: ``FleetPosition``, retained);
 /// `P/table` (every device, JSON, retained: what `proximityctl fleet` shows).
 public actor FleetService {
     let configuration: FleetConfiguration
@@ -69,6 +80,15 @@ public actor FleetService {
     private var lastProblem: String?
     /// The nodes whose retained state says they move (`role: mobile`): their reports make no room.
     private var mobile: Set<String> = []
+    /// With a plan: the hearings and each device's estimator.
+    private var positions: FleetPositions?
+    /// The room each placed device's position gives (a room's name, or `home` in none); a device
+    /// not in it has the rule's room.
+    private var placed: [String: String] = [:]
+    /// The position each device was last published with.
+    private var lastPosition: [String: FleetPosition] = [:]
+    /// Nodes not in the plan already logged as such.
+    private var outsidePlan: Set<String> = []
 
     public init(_ configuration: FleetConfiguration, logger: Logger,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
@@ -76,6 +96,27 @@ public actor FleetService {
         self.logger = logger
         self.now = now
         rule = configuration.makeRule()
+        positions = configuration.plan.map {
+            FleetPositions(plan: $0, staleAfter: configuration.decider.staleAfter, configuration: configuration.positioner)
+        }
+    }
+
+    /// The room of a device placed on the plan but in none of its rooms: home, as Home Assistant's
+    /// `device_tracker` reads it.
+    public static let homeOutsideRooms = "home"
+
+    /// Replaces the floor plan (a reload): the positions start afresh on the new one at the next
+    /// tick; the rooms they give are published as they change. Without a plan at start, none is
+    /// taken (the discovery would change).
+    public func replacePlan(_ plan: FloorPlan) {
+        guard positions != nil else {
+            logger.warning("the service started without --plan: the floor plan is not taken")
+            return
+        }
+        positions?.replace(plan: plan)
+        outsidePlan = []
+        logger.notice("floor plan reloaded", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)",
+                                                        "rooms": "\(plan.rooms.count)"])
     }
 
     var topics: FleetTopics { FleetTopics(prefix: configuration.prefix) }
@@ -91,6 +132,10 @@ public actor FleetService {
         let messages = Task { [weak self] in for await m in client.messages { await self?.received(m) } }
         logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(options.host):\(options.port)",
                                                                "rule": "\(configuration.rule.rawValue)"])
+        if let plan = configuration.plan {
+            logger.info("floor plan", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)", "rooms": "\(plan.rooms.count)",
+                                                 "cells": "\(positions?.grid.count ?? 0)"])
+        }
         client.connect()
         while !Task.isCancelled {
             do { try await Task.sleep(for: .seconds(1)) } catch { break }
@@ -189,6 +234,7 @@ public actor FleetService {
             // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
             guard let state = MQTTJSON.decode(NodeStatePayload.self, from: message.payload) else { return }
             if state.isMobile, mobile.insert(node).inserted {
+                positions?.forget(node: node)
                 apply(rule.forget(node: node, at: t))
                 logger.info("node is mobile: its reports make no room", metadata: ["node": "\(node)"])
             } else if !state.isMobile, mobile.remove(node) != nil {
@@ -198,6 +244,7 @@ public actor FleetService {
         }
         if levels.count == root + 2, levels[root + 1] == "status" {
             if message.string == "offline" {
+                positions?.forget(node: node)
                 apply(rule.forget(node: node, at: t))
                 logger.info("node offline: its reports are dropped", metadata: ["node": "\(node)"])
             }
@@ -206,8 +253,15 @@ public actor FleetService {
         guard levels.count == root + 3, levels[root + 1] == "peers", !mobile.contains(node) else { return }
         let device = MQTTTopic.name(levels[root + 2])
         if let track = configuration.track, !track.contains(device) { return }
-        guard let report = MQTTJSON.decode(PeerReport.self, from: message.payload),
-              let distance = report.distance, distance.isFinite, distance > 0 else { return }
+        guard let report = MQTTJSON.decode(PeerReport.self, from: message.payload) else { return }
+        if positions != nil {
+            // Before the rule sees it: a device a node in the plan hears waits for its position.
+            positions?.hear(device: device, node: node, report: report, at: t)
+            if positions?.isPlanNode(node) == false, outsidePlan.insert(node).inserted {
+                logger.info("node not in the floor plan: the devices only it hears get nearest-node rooms", metadata: ["node": "\(node)"])
+            }
+        }
+        guard let distance = report.distance, distance.isFinite, distance > 0 else { return }
         learn(device, name: report.name, kind: report.kind)
         apply(rule.observe(device: device, node: node, distance: distance, at: t))
         reported.insert(device)
@@ -231,6 +285,7 @@ public actor FleetService {
     private func tick() {
         let t = now()
         apply(rule.tick(at: t))
+        if positions != nil { place(at: t) }
         let devices = rule.devices.count
         if dirty, t - lastTable >= configuration.tableInterval * (1 + Double(devices / 500)) {
             publishTable(at: t)
@@ -245,16 +300,76 @@ public actor FleetService {
 
     private func apply(_ decisions: [RoomDecision]) {
         for decision in decisions {
+            let device = decision.device
+            if positions != nil {
+                if decision.room == nil {
+                    // not_home is the rule's: its position goes with it.
+                    positions?.forget(device: device)
+                    unplace(device)
+                } else if placed[device] != nil || positions?.isPlaced(device, at: decision.at) == true {
+                    // Its position decides its room, at the next tick.
+                    continue
+                }
+            }
             let room = decision.room ?? "not_home"
-            since[decision.device] = decision.at
-            guard published[decision.device] != room else { continue }
-            logger.info("room", metadata: ["device": "\(decision.device)", "room": "\(room)", "from": "\(decision.previous ?? "not_home")",
-                                           "reason": "\(decision.reason.rawValue)"])
-            published[decision.device] = room
-            discover(decision.device)
-            send(topics.room(decision.device), room)
-            send(topics.attributes(decision.device), attributes(decision.device, at: decision.at))
-            attributesSent[decision.device] = decision.at
+            since[device] = decision.at
+            publish(device, room: room, from: decision.previous ?? "not_home", reason: decision.reason.rawValue, at: decision.at)
+        }
+    }
+
+    private func publish(_ device: String, room: String, from previous: String, reason: String, at t: Double) {
+        guard published[device] != room else { return }
+        logger.info("room", metadata: ["device": "\(device)", "room": "\(room)", "from": "\(previous)", "reason": "\(reason)"])
+        published[device] = room
+        discover(device)
+        send(topics.room(device), room)
+        send(topics.attributes(device), attributes(device, at: t))
+        attributesSent[device] = t
+        dirty = true
+    }
+
+    // MARK: - Positions (with a plan)
+
+    /// Each device a node in the plan hears: its position (published when it changes
+    /// meaningfully), and its room from it. A placed device that only nodes outside the plan still
+    /// hear goes back to the rule's room; one nobody hears keeps its room until the rule's not_home.
+    private func place(at t: Double) {
+        guard var positions else { return }
+        let estimates = positions.step(at: t)
+        self.positions = positions
+        for device in estimates.keys.sorted() {
+            // Not home for the rule (nobody hears it near): no room, and no position either.
+            guard let ruleRoom = rule.room(of: device), let estimate = estimates[device] else { continue }
+            let position = positions.payload(estimate, at: t)
+            placed[device] = position.room ?? Self.homeOutsideRooms
+            if FleetPositions.isMeaningful(position, since: lastPosition[device]) {
+                lastPosition[device] = position
+                send(topics.position(device), MQTTJSON.encode(position))
+                reported.insert(device)
+                dirty = true
+            }
+            let room = placed[device]!
+            if published[device] != room {
+                since[device] = t
+                publish(device, room: room, from: published[device] ?? ruleRoom, reason: "position", at: t)
+            }
+        }
+        for device in placed.keys.sorted() where estimates[device] == nil {
+            // Heard by nodes outside the plan only: the nearest of them, as without a plan.
+            let outside = rule.readings(of: device).contains { !positions.isPlanNode($0.node) && $0.age(at: t) < configuration.decider.staleAfter }
+            guard outside || rule.room(of: device) == nil else { continue }
+            unplace(device)
+            let room = rule.room(of: device) ?? "not_home"
+            since[device] = t
+            publish(device, room: room, from: published[device] ?? "not_home", reason: outside ? "outside-plan" : "away", at: t)
+        }
+    }
+
+    /// The device is no longer placed: its position is deleted from the broker.
+    private func unplace(_ device: String) {
+        placed[device] = nil
+        if lastPosition.removeValue(forKey: device) != nil {
+            send(topics.position(device), "")
             dirty = true
         }
     }
@@ -267,7 +382,8 @@ public actor FleetService {
             ages[r.node] = MQTTRounding.tenths(r.age(at: t))
         }
         return MQTTJSON.encode(FleetAttributes(room: published[device] ?? "not_home", distances: distances, ages: ages,
-                                               since: since[device] ?? t, rule: rule.name))
+                                               since: since[device] ?? t, rule: rule.name,
+                                               position: placed[device] != nil ? lastPosition[device] : nil))
     }
 
     private func publishTable(at t: Double) {
@@ -279,12 +395,14 @@ public actor FleetService {
             let readings = rule.readings(of: device).map {
                 FleetTable.Reading(node: $0.node, distance: MQTTRounding.metres($0.distance), age: MQTTRounding.tenths($0.age(at: t)))
             }
-            rows.append(FleetTable.Device(id: device, name: names[device], room: published[device] ?? "not_home", readings: readings))
+            rows.append(FleetTable.Device(id: device, name: names[device], room: published[device] ?? "not_home", readings: readings,
+                                          position: placed[device] != nil ? lastPosition[device] : nil))
         }
         send(topics.table, MQTTJSON.encode(FleetTable(time: t, rule: rule.name, devices: rows)))
     }
 
-    /// Home Assistant `device_tracker` discovery for `device`, once per connection.
+    /// Home Assistant `device_tracker` discovery for `device`, once per connection; with a floor
+    /// plan also its room `sensor`, on the same Home Assistant device.
     private func discover(_ device: String) {
         guard configuration.discovery, connected, !discovered.contains(device) else { return }
         discovered.insert(device)
@@ -304,6 +422,20 @@ public actor FleetService {
         config.sourceType = "bluetooth_le"
         config.setAvailability(topics.status)
         send("\(configuration.discoveryPrefix)/device_tracker/\(object)/config", MQTTJSON.encode(config))
+        guard positions != nil else { return }
+        // The room as a sensor: a device_tracker shows a room only as its state, and automations
+        // and history want the room by name.
+        var sensor = DiscoveryConfig(name: "Room", uniqueID: "\(object)_room", stateTopic: topics.room(device), device: owner,
+                                     origin: .init(name: "proximity-fleet"))
+        sensor.objectID = "\(object)_room"
+        sensor.icon = "mdi:floor-plan"
+        sensor.setAvailability(topics.status)
+        send(Self.roomSensorTopic(discoveryPrefix: configuration.discoveryPrefix, device: device), MQTTJSON.encode(sensor))
+    }
+
+    /// Where a device's room sensor is discovered: `<discovery-prefix>/sensor/proximity_fleet_<device>/room/config`.
+    public static func roomSensorTopic(discoveryPrefix: String, device: String) -> String {
+        "\(discoveryPrefix)/sensor/proximity_fleet_\(MQTTTopic.objectID(device))/room/config"
     }
 }
 

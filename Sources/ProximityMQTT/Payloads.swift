@@ -226,6 +226,46 @@ public struct FleetTopics: Sendable, Hashable {
     public func attributes(_ device: String) -> String { "\(prefix)/devices/\(MQTTTopic.segment(device))/attributes" }
     /// ``FleetTable``, retained.
     public var table: String { "\(prefix)/table" }
+    /// ``FleetPosition``, retained, with a floor plan (`--plan`); emptied (the retained message
+    /// deleted) when the device has no position any more.
+    public func position(_ device: String) -> String { "\(prefix)/devices/\(MQTTTopic.segment(device))/position" }
+}
+
+/// What `<prefix>/devices/<id>/position` holds, with a floor plan: where the device is on it.
+/// Metres (0.1 m), `floor` the floor's name (null on a plan without floors), `uncertainty` the
+/// radial standard deviation, `room` the room whose outline holds it (null: in none), `time` when
+/// it was estimated (seconds since the Unix epoch). Also a row's `position` in ``FleetTable``.
+public struct FleetPosition: Codable, Hashable, Sendable {
+    public var x: Double
+    public var y: Double
+    public var z: Double
+    public var floor: String?
+    public var uncertainty: Double
+    public var room: String?
+    public var time: Double
+
+    enum CodingKeys: String, CodingKey { case x, y, z, floor, uncertainty, room, time }
+
+    public init(x: Double, y: Double, z: Double, floor: String?, uncertainty: Double, room: String?, time: Double) {
+        self.x = x
+        self.y = y
+        self.z = z
+        self.floor = floor
+        self.uncertainty = uncertainty
+        self.room = room
+        self.time = time
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(x, forKey: .x)
+        try c.encode(y, forKey: .y)
+        try c.encode(z, forKey: .z)
+        try c.encode(floor, forKey: .floor)   // null, not absent
+        try c.encode(uncertainty, forKey: .uncertainty)
+        try c.encode(room, forKey: .room)     // null, not absent: in no room
+        try c.encode(time, forKey: .time)
+    }
 }
 
 /// What `<prefix>/devices/<id>/attributes` holds: the room, each node's distance and its age.
@@ -235,17 +275,29 @@ public struct FleetAttributes: Codable, Hashable, Sendable {
     public var ages: [String: Double]
     public var since: Double
     public var rule: String
+    /// With a floor plan, while the device has a position: where (metres), on which floor (its
+    /// name; absent on a plan without floors), and how uncertain (metres). Absent otherwise.
+    public var x: Double?
+    public var y: Double?
+    public var floor: String?
+    public var uncertainty: Double?
 
-    public init(room: String, distances: [String: Double], ages: [String: Double], since: Double, rule: String) {
+    public init(room: String, distances: [String: Double], ages: [String: Double], since: Double, rule: String,
+                position: FleetPosition? = nil) {
         self.room = room
         self.distances = distances
         self.ages = ages
         self.since = since
         self.rule = rule
+        x = position?.x
+        y = position?.y
+        floor = position?.floor
+        uncertainty = position?.uncertainty
     }
 }
 
-/// What `<prefix>/table` holds: every device, its room and the nodes' readings of it.
+/// What `<prefix>/table` holds: every device, its room and the nodes' readings of it (and, with a
+/// floor plan, its position).
 public struct FleetTable: Codable, Hashable, Sendable {
     public struct Reading: Codable, Hashable, Sendable {
         public var node: String
@@ -266,12 +318,16 @@ public struct FleetTable: Codable, Hashable, Sendable {
         public var name: String?
         public var room: String
         public var readings: [Reading]
+        /// Where it is on the floor plan, with a plan (`--plan`) and while it has a position;
+        /// absent otherwise (and from tables of services before positions).
+        public var position: FleetPosition?
 
-        public init(id: String, name: String? = nil, room: String, readings: [Reading]) {
+        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil) {
             self.id = id
             self.name = name
             self.room = room
             self.readings = readings
+            self.position = position
         }
     }
 

@@ -53,9 +53,16 @@ struct Run: AsyncParsableCommand {
             device's room back from its retained messages. The default subcommand: \
             proximity-fleet --broker … runs it. docs/fleet.md.
 
-            Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 66 when the password \
-            file cannot be read. Errors are one line on standard error, proximity-fleet: error: \
-            MESSAGE (a bad argument adds a line naming the help to read).
+            With --plan, each device that nodes in the plan hear is placed on the floor plan once \
+            a second, published on <prefix>/devices/<device>/position, and its room is the room \
+            holding its position (home when it is in none); devices heard only by nodes not in \
+            the plan keep nearest-node rooms. SIGHUP reads the plan again; a plan with problems \
+            is logged and the running one kept. docs/fleet.md, Floor plan and positions.
+
+            Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 65 when the plan has \
+            problems (each on its own line, FILE:LINE:COLUMN: message); 66 when the password \
+            file or the plan cannot be read. Errors are one line on standard error, \
+            proximity-fleet: error: MESSAGE (a bad argument adds a line naming the help to read).
 
             Examples:
               $ proximity-fleet run --broker mqtt://broker.lan
@@ -63,6 +70,8 @@ struct Run: AsyncParsableCommand {
               $ proximity-fleet run --broker mqtts://broker.lan --username fleet \\
                   --password-file /etc/proximity-fleet/password --home-distance 15
                 Over TLS, logged in; only reports nearer than 15 m give a room.
+              $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/plan.yaml
+                Positions on the floor plan, and rooms from its outlines.
             """
     )
 
@@ -105,6 +114,11 @@ struct Run: AsyncParsableCommand {
                                                                       valueName: "topic"))
     var discoveryPrefix = "homeassistant"
 
+    @Option(name: .customLong("plan"), help: ArgumentHelp(
+        "A floor plan (docs/positioning.md): devices its nodes hear get positions, and rooms from its outlines. SIGHUP reads it again.",
+        valueName: "file"))
+    var plan: String?
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.",
                                                                valueName: "level"))
     var logLevel: String = "info"
@@ -123,6 +137,7 @@ struct Run: AsyncParsableCommand {
             if let problem = PeerID.formProblem(PeerID.canonical(id)) { throw ValidationError("--track: \(problem)") }
         }
         if clientID.isEmpty { throw ValidationError("--client-id: must not be empty") }
+        if plan?.isEmpty == true { throw ValidationError("--plan: must not be empty") }
     }
 
     func run() async throws {
@@ -133,6 +148,12 @@ struct Run: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "proximity-fleet")
+        var floorPlan: FloorPlan?
+        if let plan {
+            do { floorPlan = try FleetPlanFile.load(path: plan) } catch {
+                Self.fail(error.description, status: error.unreadable ? 66 : 65)
+            }
+        }
         let options: MQTTOptions
         do { options = try connection.options(clientID: clientID) } catch {
             FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(error)\n".utf8))
@@ -148,7 +169,27 @@ struct Run: AsyncParsableCommand {
         configuration.track = track.isEmpty ? nil : Set(track.map(PeerID.canonical))
         configuration.discovery = discovery
         configuration.discoveryPrefix = discoveryPrefix
+        configuration.plan = floorPlan
         let service = FleetService(configuration, logger: logger)
+        // SIGHUP reads the plan again (systemctl reload); without --plan it does nothing, rather
+        // than end the service as its default action would.
+        signal(SIGHUP, SIG_IGN)
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hangup.setEventHandler { [plan] in
+            guard let plan else {
+                logger.notice("SIGHUP: no --plan to read again")
+                return
+            }
+            do throws(FleetPlanFile.Failure) {
+                let reloaded = try FleetPlanFile.load(path: plan)
+                Task { await service.replacePlan(reloaded) }
+            } catch {
+                for line in error.lines { logger.error("\(line)") }
+                logger.error("the floor plan has problems: keeping the running plan", metadata: ["plan": "\(plan)"])
+            }
+        }
+        hangup.resume()
+        defer { hangup.cancel() }
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: FleetRunner(service: service), successTerminationBehavior: .gracefullyShutdownGroup,
                              failureTerminationBehavior: .gracefullyShutdownGroup)],

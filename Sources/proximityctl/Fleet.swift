@@ -104,23 +104,35 @@ struct FleetCommand: AsyncParsableCommand {
     }
 }
 
-/// The fleet table as text: one line per device, its room and each node's distance (and age).
+/// The fleet table as text: one line per device, its room, its position on the floor plan (with
+/// one), and each node's distance (and age).
 enum FleetTableText {
     static func render(_ payload: [UInt8]) -> String {
         guard let table = MQTTJSON.decode(FleetTable.self, from: payload) else { return "(not a fleet table)\n" }
         let time = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: table.time))
         let count = table.devices.count
         var lines = ["proximity-fleet — \(count) device\(count == 1 ? "" : "s") — rule \(table.rule) — \(time)"]
-        let rows = table.devices.map { d -> (String, String, String, String) in
+        let rows = table.devices.map { d -> (String, String, String, String, String) in
             let readings = d.readings.map { "\($0.node) \(String(format: "%.2f m", $0.distance)) (\(String(format: "%.0f s", $0.age)))" }
-            return (d.name ?? "-", d.room, readings.joined(separator: ", "), d.id)
+            return (d.name ?? "-", d.room, d.position.map(position) ?? "-", readings.joined(separator: ", "), d.id)
         }
+        // The position column only for a fleet with a floor plan: a table without one reads as before.
+        let positions = table.devices.contains { $0.position != nil }
         let w0 = max(4, rows.map(\.0.count).max() ?? 0), w1 = max(4, rows.map(\.1.count).max() ?? 0)
-        let w2 = max(24, rows.map(\.2.count).max() ?? 0)
+        let wp = max(8, rows.map(\.2.count).max() ?? 0), w2 = max(24, rows.map(\.3.count).max() ?? 0)
         func pad(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(0, w - s.count)) }
-        lines.append("\(pad("NAME", w0))  \(pad("ROOM", w1))  \(pad("DISTANCE BY NODE (AGE)", w2))  DEVICE")
-        for r in rows { lines.append("\(pad(r.0, w0))  \(pad(r.1, w1))  \(pad(r.2, w2))  \(r.3)") }
+        let positionHeader = positions ? "\(pad("POSITION", wp))  " : ""
+        lines.append("\(pad("NAME", w0))  \(pad("ROOM", w1))  \(positionHeader)\(pad("DISTANCE BY NODE (AGE)", w2))  DEVICE")
+        for r in rows {
+            let cell = positions ? "\(pad(r.2, wp))  " : ""
+            lines.append("\(pad(r.0, w0))  \(pad(r.1, w1))  \(cell)\(pad(r.3, w2))  \(r.4)")
+        }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// x,y in metres, ± the uncertainty, and the floor when the plan names it: `2.1,3.4 ±0.8 ground`.
+    static func position(_ p: FleetPosition) -> String {
+        "\(String(format: "%.1f,%.1f", p.x, p.y)) ±\(String(format: "%.1f", p.uncertainty))" + (p.floor.map { " \($0)" } ?? "")
     }
 }
 

@@ -1,0 +1,168 @@
+import Foundation
+import ProximityCore
+import ProximityMQTT
+
+/// The fleet service's positions on a floor plan (`proximity-fleet run --plan`): the last hearing
+/// of each device by each node, and one ``GridPositioner`` per device on one ``PositioningGrid``
+/// per plan, shared. Pure: reports and time in, estimates out (``FleetService`` publishes them).
+///
+/// A hearing is what a node's last report of a device says (``hearing(node:report:at:)``), timed
+/// when it arrived; it counts for ``staleAfter`` seconds (`--stale-after`), and a report with a
+/// null distance (the node no longer hears the device) removes it at once. Only nodes in the plan
+/// place a device; the hearings of the others are kept too, so that a reloaded plan that adds a
+/// node uses it at once.
+public struct FleetPositions: Sendable {
+    public private(set) var plan: FloorPlan
+    public private(set) var grid: PositioningGrid
+    public private(set) var model: PathLossModel
+    /// A hearing counts for this long, seconds.
+    public var staleAfter: Double
+    public var configuration: GridPositioner.Configuration
+    /// Device → node → its last hearing.
+    private var hearings: [String: [String: NodeHearing]] = [:]
+    private var positioners: [String: GridPositioner] = [:]
+    private var planNodes: Set<String>
+
+    /// The RSSI at 1 m taken for a report that does not say (`rssi@1m` absent), dBm.
+    public static let defaultMeasuredPower = -59.0
+    /// The spread and sample count taken for a report of a node older than `rssi_spread` and `samples`.
+    public static let defaultSpread = 3.0, defaultSamples = 5
+
+    public init(plan: FloorPlan, staleAfter: Double, configuration: GridPositioner.Configuration = .init()) {
+        self.plan = plan
+        self.staleAfter = staleAfter
+        self.configuration = configuration
+        grid = PositioningGrid(plan: plan, outsideWeight: configuration.outsideWeight)
+        model = Self.model(plan)
+        planNodes = Set(plan.nodes.map(\.name))
+    }
+
+    /// The plan's path-loss model: its exponent and each node's `rx-offset`.
+    public static func model(_ plan: FloorPlan) -> PathLossModel {
+        PathLossModel(exponent: plan.pathLossExponent,
+                      rxOffsets: Dictionary(plan.nodes.compactMap { n in n.rxOffset.map { (n.name, $0) } }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    /// A new plan (a reload): a new grid, every device's belief started afresh; the hearings stay.
+    public mutating func replace(plan: FloorPlan) {
+        self.plan = plan
+        grid = PositioningGrid(plan: plan, outsideWeight: configuration.outsideWeight)
+        model = Self.model(plan)
+        planNodes = Set(plan.nodes.map(\.name))
+        positioners = [:]
+    }
+
+    public func isPlanNode(_ node: String) -> Bool { planNodes.contains(node) }
+
+    /// What a node's report says for the positioning: its filtered RSSI (a node older than
+    /// `rssi_filtered` gives its last sample, `rssi`), spread, samples, measured power and distance;
+    /// nil when it has no RSSI or no distance (a peer no longer heard).
+    public static func hearing(node: String, report: PeerReport, at t: Double) -> NodeHearing? {
+        guard let distance = report.distance, distance.isFinite, distance > 0 else { return nil }
+        guard let rssi = report.rssiFiltered ?? report.rssi.map(Double.init), rssi.isFinite, rssi < 30, rssi > -200 else { return nil }
+        let spread = report.rssiSpread.flatMap { $0.isFinite && $0 >= 0 ? min($0, 60) : nil } ?? defaultSpread
+        let samples = report.samples.map { max(1, $0) } ?? defaultSamples
+        let power = report.rssiAt1m.flatMap { (-127 ... 20).contains($0) ? Double($0) : nil } ?? defaultMeasuredPower
+        return NodeHearing(node: node, rssi: rssi, spread: spread, samples: samples, measuredPower: power, distance: distance, time: t)
+    }
+
+    /// A node's report of a device, arrived at `t`.
+    public mutating func hear(device: String, node: String, report: PeerReport, at t: Double) {
+        if let hearing = Self.hearing(node: node, report: report, at: t) {
+            hearings[device, default: [:]][node] = hearing
+        } else if hearings[device]?[node] != nil {
+            hearings[device]?[node] = nil
+            if hearings[device]?.isEmpty == true { hearings[device] = nil }
+        }
+    }
+
+    /// A node went offline (or is mobile): its hearings are dropped.
+    public mutating func forget(node: String) {
+        for device in hearings.keys where hearings[device]?[node] != nil {
+            hearings[device]?[node] = nil
+            if hearings[device]?.isEmpty == true { hearings[device] = nil }
+        }
+    }
+
+    /// A device gone (not_home): its hearings and its belief.
+    public mutating func forget(device: String) {
+        hearings[device] = nil
+        positioners[device] = nil
+    }
+
+    /// The fresh hearings of `device` by nodes in the plan, by node name.
+    public func hearings(of device: String, at t: Double) -> [NodeHearing] {
+        (hearings[device] ?? [:]).values.filter { planNodes.contains($0.node) && t - $0.time < staleAfter }.sorted { $0.node < $1.node }
+    }
+
+    /// Whether a node in the plan has heard `device` within ``staleAfter``: its position, not the
+    /// nearest node, decides its room.
+    public func isPlaced(_ device: String, at t: Double) -> Bool {
+        hearings[device]?.values.contains { planNodes.contains($0.node) && t - $0.time < staleAfter } ?? false
+    }
+
+    /// One step of every device a node in the plan hears: its estimate. Hearings gone stale are
+    /// dropped.
+    public mutating func step(at t: Double) -> [String: PositionEstimate] {
+        var out: [String: PositionEstimate] = [:]
+        for device in hearings.keys.sorted() {
+            let kept = hearings[device]!.filter { t - $0.value.time < staleAfter }
+            hearings[device] = kept.isEmpty ? nil : kept
+            let fresh = kept.values.filter { planNodes.contains($0.node) }.sorted { $0.node < $1.node }
+            guard !fresh.isEmpty else { continue }
+            var positioner = positioners.removeValue(forKey: device) ?? GridPositioner(grid: grid, model: model, configuration: configuration)
+            if let estimate = positioner.estimate(fresh, at: t) { out[device] = estimate }
+            positioners[device] = positioner
+        }
+        return out
+    }
+
+    /// The devices with a belief (for tests and the table).
+    public var devices: [String] { positioners.keys.sorted() }
+
+    /// `estimate` as published: metres to 0.1 m, the floor and room by name.
+    public func payload(_ estimate: PositionEstimate, at t: Double) -> FleetPosition {
+        func tenth(_ v: Double) -> Double { v.isFinite ? (v * 10).rounded() / 10 : 0 }
+        let floor = plan.floors.indices.contains(estimate.floor) ? plan.floors[estimate.floor].name : ""
+        let room = estimate.room.flatMap { plan.rooms.indices.contains($0) ? plan.rooms[$0].name : nil }
+        return FleetPosition(x: tenth(estimate.position.x), y: tenth(estimate.position.y), z: tenth(estimate.position.z),
+                             floor: floor.isEmpty ? nil : floor, uncertainty: tenth(estimate.uncertainty), room: room,
+                             time: MQTTRounding.milliseconds(t))
+    }
+
+    /// How far a device must move, or its uncertainty change, metres, for its position to go out again.
+    public static let moved = 0.3
+
+    /// Whether `new` says something `old` (the last published) did not: another room or floor, a
+    /// move of ``moved`` or more, or an uncertainty that changed by as much.
+    public static func isMeaningful(_ new: FleetPosition, since old: FleetPosition?) -> Bool {
+        guard let old else { return true }
+        if new.room != old.room || new.floor != old.floor { return true }
+        let dx = new.x - old.x, dy = new.y - old.y, dz = new.z - old.z
+        if (dx * dx + dy * dy + dz * dz).squareRoot() >= moved - 1e-9 { return true }
+        return abs(new.uncertainty - old.uncertainty) >= moved - 1e-9
+    }
+}
+
+/// Reads the floor plan for `proximity-fleet run --plan` (at start and on SIGHUP) as `check-plan`
+/// does: the file's problems at `FILE:LINE:COLUMN`, then the plan's own (names given twice, …) as
+/// `FILE: message`.
+public enum FleetPlanFile {
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        /// One problem a line.
+        public var lines: [String]
+        /// The file could not be read at all (exit 66, not 65).
+        public var unreadable: Bool
+        public var description: String { lines.joined(separator: "\n") }
+    }
+
+    public static func load(path: String) throws(Failure) -> FloorPlan {
+        let plan: FloorPlan
+        do { plan = try FloorPlanFile.load(path: path) } catch {
+            throw Failure(lines: error.lines, unreadable: error.lines.first?.contains(": cannot read:") == true)
+        }
+        let problems = plan.problems
+        guard problems.isEmpty else { throw Failure(lines: problems.map { "\(path): \($0)" }, unreadable: false) }
+        return plan
+    }
+}
