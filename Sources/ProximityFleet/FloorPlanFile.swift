@@ -290,3 +290,40 @@ public enum FloorPlanFile {
         }
     }
 }
+
+extension FloorPlanFile {
+    /// The plan as a plan file (what `proximity-fleet calibrate` writes): floors when it has named
+    /// ones, nodes with their calibration, rooms, and the exponent. Reading it back gives the plan.
+    public static func render(_ plan: FloorPlan) -> String {
+        func number(_ v: Double) -> String {
+            let rounded = (v * 1000).rounded() / 1000
+            return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
+        }
+        func name(_ s: String) -> String {
+            let plain = !s.isEmpty && s.unicodeScalars.allSatisfy { ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_ .".unicodeScalars.contains($0)) }
+                && s.first.map { $0.isLetter } == true && !["true", "false", "yes", "no", "on", "off", "null", "y", "n"].contains(s.lowercased())
+                && s.last != " "
+            return plain ? s : "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        var out = ""
+        let named = plan.floors.count > 1 || plan.floors.first.map { $0.name != FloorPlan.defaultFloor.name || $0.z != FloorPlan.defaultFloor.z } == true
+        if named {
+            out += "floors:\n"
+            for f in plan.floors { out += "  - name: \(name(f.name))\n    z: [\(number(f.z.lowerBound)), \(number(f.z.upperBound))]\n" }
+        }
+        out += "nodes:\n"
+        for n in plan.nodes {
+            out += "  - name: \(name(n.name))\n    position: [\(number(n.position.x)), \(number(n.position.y)), \(number(n.position.z))]\n"
+            if let rx = n.rxOffset { out += "    rx-offset: \(number(rx))\n" }
+            if let tx = n.txPower { out += "    tx-power: \(number(tx))\n" }
+        }
+        out += "rooms:\n"
+        for r in plan.rooms {
+            out += "  - name: \(name(r.name))\n"
+            if named { out += "    floor: \(name(plan.floors[r.floor].name))\n" }
+            out += "    polygon: [\(r.polygon.map { "[\(number($0.x)), \(number($0.y))]" }.joined(separator: ", "))]\n"
+        }
+        out += "calibration:\n  path-loss-exponent: \(number(plan.pathLossExponent))\n"
+        return out
+    }
+}
