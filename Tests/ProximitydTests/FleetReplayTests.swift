@@ -73,6 +73,69 @@ struct FleetReplayTests {
         #expect(espresense.status == 0 && espresense.stdout.split(separator: "\n").count == 61, "\(espresense)")
     }
 
+    /// A tag at `spots` (each for 10 s, 5 samples a second per node), heard by nodes whose
+    /// receivers read `bias` dB high, with 3 dB of seeded noise.
+    static func walk(_ spots: [(Double, Double)], bias: [String: Double], seed: UInt64) -> String {
+        var seed = seed
+        func gaussian() -> Double {
+            func uniform() -> Double {
+                seed = seed &* 6364136223846793005 &+ 1442695040888963407
+                return (Double(seed >> 11) + 0.5) / Double(1 << 53)
+            }
+            return (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
+        }
+        let nodes: [(String, Double, Double)] = [("a", 0.5, 0.5), ("b", 9.5, 0.5), ("c", 9.5, 7.5), ("d", 0.5, 7.5)]
+        var out = "time,node,device,rssi,x,y\n"
+        var t = 0.0
+        for (x, y) in spots {
+            for _ in 0 ..< 50 {
+                for (name, nx, ny) in nodes {
+                    let d = max(0.3, ((x - nx) * (x - nx) + (y - ny) * (y - ny) + 1).squareRoot())
+                    let rssi = -59 - 25 * log10(d) + bias[name]! + 3 * gaussian()
+                    out += String(format: "%.1f,%@,tag,%.0f,%.2f,%.2f\n", t, name, rssi, x, y)
+                }
+                t += 0.2
+            }
+        }
+        return out
+    }
+
+    @Test("calibrate: a walk with biased receivers gives a plan whose rx-offsets undo the biases (up to a common shift); replayed with it, another walk is placed better")
+    func calibrate() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        let bias: [String: Double] = ["a": 7, "b": -5, "c": 2, "d": -6]
+        let grid = stride(from: 1.0, through: 9.0, by: 2.0).flatMap { x in stride(from: 1.0, through: 7.0, by: 2.0).map { (x, $0) } }
+        let (plan, walkFile) = try Self.files(Self.walk(grid, bias: bias, seed: 5))
+        let calibrated = try await runCommand(fleet, ["calibrate", "--plan", plan, walkFile])
+        #expect(calibrated.status == 0, "\(calibrated)")
+        #expect(calibrated.stderr.hasPrefix("calibrated from 80 spots: path-loss exponent "), "\(calibrated.stderr)")
+        let out = URL(fileURLWithPath: plan).deletingLastPathComponent().appendingPathComponent("calibrated.yaml")
+        try Data(calibrated.stdout.utf8).write(to: out)
+        let check = try await runCommand(fleet, ["check-plan", out.path])
+        #expect(check.status == 0, "\(check)")
+        // Each rx-offset undoes its node's bias, up to the shift they share.
+        var fitted: [String: Double] = [:]
+        var node: String?
+        for line in calibrated.stdout.split(separator: "\n") {
+            if line.hasPrefix("  - name: ") { node = String(line.dropFirst("  - name: ".count)) }
+            if line.hasPrefix("    rx-offset: "), let node { fitted[node] = Double(line.dropFirst("    rx-offset: ".count)) }
+        }
+        #expect(fitted.count == 4, "\(calibrated.stdout)")
+        let shift = (fitted.values.reduce(0, +) + bias.values.reduce(0, +)) / 4
+        for (name, b) in bias { #expect(abs(fitted[name, default: .nan] + b - shift) < 1, "\(name): \(fitted) for \(bias)") }
+
+        // Another walk, scored with the plan as drawn and with the calibrated one.
+        let path = [(2.0, 2.0), (3.5, 2.5), (5.0, 3.0), (6.5, 4.0), (8.0, 5.5), (8.5, 6.5), (6.0, 6.5), (3.0, 6.0)]
+        let (_, second) = try Self.files(Self.walk(path, bias: bias, seed: 11))
+        func median(_ plan: String) async throws -> Double {
+            let r = try await runCommand(fleet, ["replay", "--plan", plan, second, "--score"])
+            let line = try #require(r.stdout.split(separator: "\n").first { $0.hasPrefix("# error m: median ") }, "\(r)")
+            return Double(line.dropFirst("# error m: median ".count).prefix { $0 != "," }) ?? .nan
+        }
+        let before = try await median(plan), after = try await median(out.path)
+        #expect(after < before, "median error \(before) m as drawn, \(after) m calibrated")
+    }
+
     @Test("bad input: a trace without the columns or with a bad number (FILE:LINE, 65), --score without truth, a missing file (66), a bad plan (FILE:LINE:COLUMN, 65)")
     func refused() async throws {
         let fleet = BuiltProducts.path("proximity-fleet")
