@@ -73,3 +73,59 @@ import Testing
         #expect(one.exponent.isFinite && one.rxOffsets["a"]!.isFinite && (1.5 ... 4.5).contains(one.exponent))
     }
 }
+
+/// The calibration kept up from the nodes hearing each other, on an injected clock.
+@Suite struct FleetCalibrationTests {
+    static let plan = FloorPlan(nodes: CalibrationTests.positions.map { FloorPlan.Node(name: $0.0, position: PlanPoint(x: $0.1, y: $0.2, z: 2)) },
+                                rooms: [.init(name: "all", floor: 0, polygon: [.init(x: 0, y: 0), .init(x: 12, y: 0), .init(x: 12, y: 9), .init(x: 0, y: 9)])])
+
+    /// A minute of every node hearing every other once a second; `extra` dB on what `blocked` receives.
+    static func minute(_ calibration: inout FleetCalibration, from start: Double, seed: inout UInt64, blocked: String? = nil, extra: Double = 0) {
+        for s in 0 ..< 60 {
+            let t = start + Double(s)
+            for (rx, _, _) in CalibrationTests.positions {
+                for (tx, _, _) in CalibrationTests.positions where tx != rx {
+                    let d = plan.node(named: rx)!.position.distance(to: plan.node(named: tx)!.position)
+                    let rssi = CalibrationTests.power[tx]! + CalibrationTests.bias[rx]! - 28 * log10(d) + 2 * PositioningTests.gaussian(&seed)
+                        + (rx == blocked ? extra : 0)
+                    calibration.hear(receiver: rx, transmitter: tx, rssi: rssi, stated: -59, samples: 10, at: t)
+                }
+            }
+        }
+    }
+
+    @Test("refitted every minute: the model's offsets undo the receivers' biases; a node whose receiver reads 8 dB low from then on is reported drifting, the others not")
+    func continuous() throws {
+        var calibration = FleetCalibration(plan: Self.plan)
+        var seed: UInt64 = 4
+        let early = calibration.refit(at: 0)
+        #expect(!early)   // nothing heard yet
+        Self.minute(&calibration, from: 0, seed: &seed)
+        let first = calibration.refit(at: 60), soon = calibration.refit(at: 90)
+        #expect(first && !soon)   // then not until a minute later
+        let fit = try #require(calibration.fit)
+        #expect(CalibrationTests.offsetError(fit) < 1, "\(fit.rxOffsets)")
+        #expect(abs(calibration.model.exponent - 2.8) < 0.25)
+        #expect(calibration.nodes.values.allSatisfy { $0.drift == nil }, "\(calibration.nodes)")
+        // Node e's receiver now reads 8 dB low (a box turned to the wall): within ten minutes it is reported.
+        var t = 60.0
+        for _ in 0 ..< 10 {
+            Self.minute(&calibration, from: t, seed: &seed, blocked: "e", extra: -8)
+            t += 60
+            calibration.refit(at: t)
+        }
+        let e = try #require(calibration.nodes["e"])
+        #expect(e.drift?.contains("receive offset moved") == true, "\(e)")
+        #expect(calibration.nodes.filter { $0.key != "e" }.values.allSatisfy { $0.drift == nil }, "\(calibration.nodes)")
+        #expect(calibration.pairs.count == 56 && calibration.pairs.values.allSatisfy { $0.residual != nil })
+    }
+
+    @Test("hearings of anything but two plan nodes are ignored")
+    func ignores() {
+        var calibration = FleetCalibration(plan: Self.plan)
+        calibration.hear(receiver: "a", transmitter: "tag", rssi: -70, stated: -59, at: 0)
+        calibration.hear(receiver: "garage", transmitter: "a", rssi: -70, stated: -59, at: 0)
+        calibration.hear(receiver: "a", transmitter: "a", rssi: -40, stated: -59, at: 0)
+        #expect(calibration.pairs.isEmpty)
+    }
+}
