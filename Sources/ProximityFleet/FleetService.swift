@@ -339,7 +339,7 @@ public actor FleetService {
         self.positions = positions
         for device in estimates.keys.sorted() {
             // Not home for the rule (nobody hears it near): no room, and no position either.
-            guard let ruleRoom = rule.room(of: device), let estimate = estimates[device] else { continue }
+            guard rule.room(of: device) != nil, let estimate = estimates[device] else { continue }
             let position = positions.payload(estimate, at: t)
             placed[device] = position.room ?? Self.homeOutsideRooms
             if FleetPositions.isMeaningful(position, since: lastPosition[device]) {
@@ -351,7 +351,7 @@ public actor FleetService {
             let room = placed[device]!
             if published[device] != room {
                 since[device] = t
-                publish(device, room: room, from: published[device] ?? ruleRoom, reason: "position", at: t)
+                publish(device, room: room, from: published[device] ?? "not_home", reason: "position", at: t)
             }
         }
         for device in placed.keys.sorted() where estimates[device] == nil {
