@@ -69,7 +69,7 @@ public enum TraceFile {
     }
 
     /// A CSV row's fields: commas separate, double quotes quote (a doubled one is one quote).
-    static func fields(_ line: Substring) -> [String] {
+    public static func fields(_ line: Substring) -> [String] {
         guard line.contains("\"") else { return line.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
         var out: [String] = [], field = "", quoted = false
         var chars = line.makeIterator()

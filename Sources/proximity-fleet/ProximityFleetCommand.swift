@@ -19,8 +19,9 @@ struct ProximityFleetCommand: AsyncParsableCommand {
             run (the default: proximity-fleet --broker … is proximity-fleet run --broker …) is the \
             service: each device's room from every proximityd node's reports on an MQTT broker \
             (docs/fleet.md). replay plays a recording of RSSI samples through the nodes' ranging \
-            and the fleet's positioning on a floor plan, calibrate fits a plan's calibration \
-            from a calibration walk, and check-plan checks a floor plan (docs/positioning.md).
+            and the fleet's positioning on a floor plan, walk merges the nodes' recordings of a \
+            calibration walk with its marks, calibrate fits a plan's calibration from it, and \
+            check-plan checks a floor plan (docs/positioning.md).
 
             Examples:
               $ proximity-fleet run --broker mqtt://broker.lan
@@ -29,7 +30,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
                 A recorded walk through the positioning, scored against its truth.
             """,
         version: ProximitydVersion.string,
-        subcommands: [Run.self, Replay.self, CalibrateCommand.self, CheckPlan.self],
+        subcommands: [Run.self, Replay.self, Walk.self, CalibrateCommand.self, CheckPlan.self],
         defaultSubcommand: Run.self
     )
 

@@ -136,6 +136,38 @@ struct FleetReplayTests {
         #expect(after < before, "median error \(before) m as drawn, \(after) m calibrated")
     }
 
+    @Test("walk: proximityctl record's files (the node's name from their first line, or NAME=FILE) and the marks become one walk CSV, samples in time order with the mark's position")
+    func walk() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        func write(_ name: String, _ text: String) throws -> String {
+            let url = dir.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+        let preamble = { (name: String) in
+            "# proximityctl record: node=0f8e62a4-5c1e-4a57-9f0a-3b6c2d1e7f90 started=2026-11-26T10:00:00.000Z path_loss_exponent=2 clear_interval=10 default_measured_power=-59 name=\(name)\n"
+                + "# peers: tag\n# time: seconds since the Unix epoch\ntime,peer,rssi,truth,measured_power,zone,distance\n"
+        }
+        let a = try write("a.csv", preamble("a") + "1000.10,tag,-60,,-59,,\n1000.50,tag,-61,,-59,,\n1001.00,tag,,,-59,near,1.2\n1003.00,tag,-70,,-59,,\n")
+        let b = try write("b.csv", preamble("b") + "1000.20,tag,-75,,-59,,\n1002.90,tag,-72,,-59,,\n")
+        let marks = try write("marks.csv", "start,end,x,y\n1000.0,1001.0,2,3\n1002.5,1003.5,4,5\n")
+        let result = try await runCommand(fleet, ["walk", "--marks", marks, a, "hall=\(b)"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == """
+            time,node,device,rssi,x,y,z
+            1000.100,a,tag,-60,2,3,1
+            1000.200,hall,tag,-75,2,3,1
+            1000.500,a,tag,-61,2,3,1
+            1002.900,hall,tag,-72,4,5,1
+            1003.000,a,tag,-70,4,5,1
+
+            """, "\(result.stdout)")
+        let bad = try await runCommand(fleet, ["walk", "--marks", try write("bad.csv", "start,end,x,y\n5,4,1,1\n"), a])
+        #expect(bad.status == 65 && bad.stderr.hasSuffix("bad.csv:2: start must not be after end\n"), "\(bad)")
+    }
+
     @Test("bad input: a trace without the columns or with a bad number (FILE:LINE, 65), --score without truth, a missing file (66), a bad plan (FILE:LINE:COLUMN, 65)")
     func refused() async throws {
         let fleet = BuiltProducts.path("proximity-fleet")
