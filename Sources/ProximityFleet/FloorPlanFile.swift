@@ -36,15 +36,19 @@ public enum FloorPlanFile {
     /// The problems of a file, each `FILE:LINE:COLUMN: message`.
     public struct Problems: Error, Sendable, CustomStringConvertible {
         public var lines: [String]
+        /// The file could not be read at all.
+        public var unreadable = false
         public var description: String { lines.joined(separator: "\n") }
     }
 
     public static func load(path: String) throws(Problems) -> FloorPlan {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw Problems(lines: ["\(path): cannot read: \((error as NSError).localizedDescription)"])
+            throw Problems(lines: ["\(path): cannot read: \((error as NSError).localizedDescription)"], unreadable: true)
         }
-        guard data.count <= YAMLLimits.maxSize else { throw Problems(lines: ["\(path): cannot read: larger than \(YAMLLimits.maxSize >> 20) MiB"]) }
+        guard data.count <= YAMLLimits.maxSize else {
+            throw Problems(lines: ["\(path): cannot read: larger than \(YAMLLimits.maxSize >> 20) MiB"], unreadable: true)
+        }
         return try parse(Array(data), path: path)
     }
 
@@ -59,6 +63,9 @@ public enum FloorPlanFile {
             return a != b ? a < b : $0.offset < $1.offset
         }.map(\.element)
         guard problems.isEmpty else { throw Problems(lines: problems.map { $0.line(file: path) }) }
+        // What only the whole plan shows (FloorPlan.problems), after each value's own checks.
+        let whole = reader.plan.problems
+        guard whole.isEmpty else { throw Problems(lines: whole.map { "\(path): \($0)" }) }
         return reader.plan
     }
 

@@ -36,15 +36,8 @@ struct CalibrateCommand: ParsableCommand {
     var walk: String
 
     func run() throws {
-        var floorPlan: FloorPlan
-        do { floorPlan = try FloorPlanFile.load(path: plan) } catch {
-            Self.fail(error.description, status: error.lines.first?.contains(": cannot read:") == true ? 66 : 65)
-        }
-        if let problem = floorPlan.problems.first { Self.fail("\(plan): \(problem)", status: 65) }
-        let samples: [TraceSample]
-        do { samples = try TraceFile.load(path: walk, truthRequired: true) } catch {
-            Self.fail(error.message, status: error.unreadable ? 66 : 65)
-        }
+        var floorPlan = Self.loadPlan(plan)
+        let samples = Self.loadTrace(walk, truthRequired: true)
         let observations = Self.observations(samples, plan: floorPlan)
         guard let fit = Calibration.fit(observations) else {
             Self.fail("\(walk): no hearing of a plan node at a known spot (rows need a node of the plan and x,y)", status: 65)

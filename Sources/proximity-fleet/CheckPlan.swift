@@ -23,11 +23,7 @@ struct CheckPlan: ParsableCommand {
     var plan: String
 
     func run() throws {
-        let floorPlan: FloorPlan
-        do { floorPlan = try FloorPlanFile.load(path: plan) } catch {
-            Self.fail(error.description, status: error.lines.first?.contains(": cannot read:") == true ? 66 : 65)
-        }
-        if !floorPlan.problems.isEmpty { Self.fail(floorPlan.problems.map { "\(plan): \($0)" }.joined(separator: "\n"), status: 65) }
+        let floorPlan = Self.loadPlan(plan)
         func count(_ n: Int, _ what: String) -> String { "\(n) \(what)\(n == 1 ? "" : "s")" }
         print("\(plan): ok (\(count(floorPlan.floors.count, "floor")), \(count(floorPlan.nodes.count, "node")), \(count(floorPlan.rooms.count, "room")))")
     }

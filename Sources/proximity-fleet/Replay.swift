@@ -47,15 +47,8 @@ struct Replay: ParsableCommand {
     var estimator: EstimatorKind = .fleet
 
     func run() throws {
-        let floorPlan: FloorPlan
-        do { floorPlan = try FloorPlanFile.load(path: plan) } catch {
-            Self.fail(error.description, status: error.lines.first?.contains(": cannot read:") == true ? 66 : 65)
-        }
-        if let problem = floorPlan.problems.first { Self.fail("\(plan): \(problem)", status: 65) }
-        let samples: [TraceSample]
-        do { samples = try TraceFile.load(path: trace, truthRequired: score) } catch {
-            Self.fail(error.message, status: error.unreadable ? 66 : 65)
-        }
+        let floorPlan = Self.loadPlan(plan)
+        let samples = Self.loadTrace(trace, truthRequired: score)
         let unknown = Set(samples.map(\.node)).subtracting(floorPlan.nodes.map(\.name))
         if !unknown.isEmpty {
             FileHandle.standardError.write(Data("proximity-fleet: warning: nodes not in the plan, their samples unused for positions: \(unknown.sorted().joined(separator: ", "))\n".utf8))

@@ -21,15 +21,18 @@ struct FleetReplayTests {
 
     /// 60 s of a tag standing in the kitchen then the study, each node sampling it 5 times a
     /// second (a seeded 3 dB of noise), with the truth; a sample of a node not in the plan too.
+    /// A seeded standard normal draw.
+    static func gaussian(_ seed: inout UInt64) -> Double {
+        func uniform() -> Double {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            return (Double(seed >> 11) + 0.5) / Double(1 << 53)
+        }
+        return (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
+    }
+
     static func trace() -> String {
         var seed: UInt64 = 9
-        func gaussian() -> Double {
-            func uniform() -> Double {
-                seed = seed &* 6364136223846793005 &+ 1442695040888963407
-                return (Double(seed >> 11) + 0.5) / Double(1 << 53)
-            }
-            return (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
-        }
+        func gaussian() -> Double { Self.gaussian(&seed) }
         let nodes: [(String, Double, Double)] = [("a", 0.5, 0.5), ("b", 9.5, 0.5), ("c", 9.5, 7.5), ("d", 0.5, 7.5)]
         var out = "time,node,device,rssi,x,y,z,note\n"
         for tenth in stride(from: 0, to: 600, by: 2) {
@@ -77,13 +80,7 @@ struct FleetReplayTests {
     /// receivers read `bias` dB high, with 3 dB of seeded noise.
     static func walk(_ spots: [(Double, Double)], bias: [String: Double], seed: UInt64) -> String {
         var seed = seed
-        func gaussian() -> Double {
-            func uniform() -> Double {
-                seed = seed &* 6364136223846793005 &+ 1442695040888963407
-                return (Double(seed >> 11) + 0.5) / Double(1 << 53)
-            }
-            return (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())
-        }
+        func gaussian() -> Double { Self.gaussian(&seed) }
         let nodes: [(String, Double, Double)] = [("a", 0.5, 0.5), ("b", 9.5, 0.5), ("c", 9.5, 7.5), ("d", 0.5, 7.5)]
         var out = "time,node,device,rssi,x,y\n"
         var t = 0.0
