@@ -89,6 +89,15 @@ public actor FleetService {
     private var lastPosition: [String: FleetPosition] = [:]
     /// Nodes not in the plan already logged as such.
     private var outsidePlan: Set<String> = []
+    /// With a plan: when each device was first reported since it was last not_home.
+    private var firstHeard: [String: Double] = [:]
+
+    /// With a plan, a device new to the fleet gets a nearest-node room only after this long,
+    /// seconds, and only if no node in the plan has heard it by then: the nodes that hear a
+    /// device report it within a second or two of each other, and a device in the plan's rooms
+    /// that a node outside the plan happened to report first should not show that node's room
+    /// for a second.
+    public static let fallbackDelay = 2.0
 
     public init(_ configuration: FleetConfiguration, logger: Logger,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
@@ -262,6 +271,7 @@ public actor FleetService {
             }
         }
         guard let distance = report.distance, distance.isFinite, distance > 0 else { return }
+        if positions != nil, firstHeard[device] == nil { firstHeard[device] = t }
         learn(device, name: report.name, kind: report.kind)
         apply(rule.observe(device: device, node: node, distance: distance, at: t))
         reported.insert(device)
@@ -302,14 +312,13 @@ public actor FleetService {
         for decision in decisions {
             let device = decision.device
             if positions != nil {
-                if decision.room == nil {
-                    // not_home is the rule's: its position goes with it.
-                    positions?.forget(device: device)
-                    unplace(device)
-                } else if placed[device] != nil || positions?.isPlaced(device, at: decision.at) == true {
-                    // Its position decides its room, at the next tick.
-                    continue
-                }
+                // With a plan, rooms are decided at the tick (``place(at:)``): from the position,
+                // or the rule's for a device no node in the plan hears. not_home is the rule's, at
+                // once, and the position goes with it.
+                guard decision.room == nil else { continue }
+                positions?.forget(device: device)
+                unplace(device)
+                firstHeard[device] = nil
             }
             let room = decision.room ?? "not_home"
             since[device] = decision.at
@@ -348,21 +357,27 @@ public actor FleetService {
                 reported.insert(device)
                 dirty = true
             }
-            let room = placed[device]!
-            if published[device] != room {
-                since[device] = t
-                publish(device, room: room, from: published[device] ?? "not_home", reason: "position", at: t)
-            }
+            change(device, to: placed[device]!, reason: "position", at: t)
         }
         for device in placed.keys.sorted() where estimates[device] == nil {
             // Heard by nodes outside the plan only: the nearest of them, as without a plan.
             let outside = rule.readings(of: device).contains { !positions.isPlanNode($0.node) && $0.age(at: t) < configuration.decider.staleAfter }
             guard outside || rule.room(of: device) == nil else { continue }
             unplace(device)
-            let room = rule.room(of: device) ?? "not_home"
-            since[device] = t
-            publish(device, room: room, from: published[device] ?? "not_home", reason: outside ? "outside-plan" : "away", at: t)
+            change(device, to: rule.room(of: device) ?? "not_home", reason: outside ? "outside-plan" : "away", at: t)
         }
+        // Devices no node in the plan hears: the rule's room, once the plan's nodes had their chance.
+        for device in rule.devices where placed[device] == nil {
+            guard let room = rule.room(of: device), !positions.isPlaced(device, at: t),
+                  t - (firstHeard[device] ?? -.infinity) >= Self.fallbackDelay else { continue }
+            change(device, to: room, reason: "outside-plan", at: t)
+        }
+    }
+
+    private func change(_ device: String, to room: String, reason: String, at t: Double) {
+        guard published[device] != room else { return }
+        since[device] = t
+        publish(device, room: room, from: published[device] ?? "not_home", reason: reason, at: t)
     }
 
     /// The device is no longer placed: its position is deleted from the broker.

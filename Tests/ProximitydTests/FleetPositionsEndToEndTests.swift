@@ -82,7 +82,7 @@ struct FleetPositionsEndToEndTests {
         return nodes
     }
 
-    @Test("with a plan: the position on P/devices/<device>/position and the room from the outline holding it, following a move; a device heard only by a node outside the plan gets its nearest-node room; the room sensor and the tracker's position attributes in Home Assistant; the table and proximityctl fleet show the position; not_home deletes the position")
+    @Test("with a plan: the position on P/devices/<device>/position and the room from the outline holding it, following a move; a device heard only by a node outside the plan gets its nearest-node room, also once the plan's nodes stop hearing a placed one (its position deleted); the room sensor and the tracker's position attributes in Home Assistant; the table and proximityctl fleet show the position")
     func positions() async throws {
         try await Self.withDirectory { directory in
             let planFile = directory.appendingPathComponent("plan.yaml").path
@@ -163,10 +163,14 @@ struct FleetPositionsEndToEndTests {
                 #expect(rows.contains { $0.hasPrefix("- kitchen ") && $0.contains(" ground ") && $0.hasSuffix("tag1") }, "\(text)")
                 #expect(rows.contains { $0.hasPrefix("- garage - garage") && $0.hasSuffix("tag2") }, "\(text)")
 
-                // Nobody hears it: not_home after the away limit, and its position deleted.
+                // Only the garage hears it now: once the plan's nodes' reports are stale, the
+                // garage's room, and no position.
                 feed.cancel()
-                #expect(await sub.wait(room, payload: "not_home", timeout: .seconds(30)))
+                feed = FleetEndToEndTests.report(nodes, node: "garage", "tag1", "{\"id\":\"tag1\",\"distance\":1.0}")
+                #expect(await sub.wait(room, payload: "garage"))
                 #expect(await sub.wait(position, payload: ""))
+                #expect(sub.payloads(room) == ["living", "kitchen", "garage"], "\(sub.payloads(room))")
+                feed.cancel()
                 await fleet.stop()
                 #expect(fleet.exitStatus == 0)
                 await sub.stop()
@@ -193,7 +197,7 @@ struct FleetPositionsEndToEndTests {
         }
     }
 
-    @Test("SIGHUP reads the plan again: one with problems is logged a line each at FILE:LINE:COLUMN and the running plan kept; a good one is used (a renamed room)")
+    @Test("SIGHUP reads the plan again: one with problems is logged a line each at FILE:LINE:COLUMN and the running plan kept; a good one is used (a renamed room); not_home deletes the position")
     func reload() async throws {
         try await Self.withDirectory { directory in
             let planFile = directory.appendingPathComponent("plan.yaml").path
@@ -222,6 +226,11 @@ struct FleetPositionsEndToEndTests {
                 try await fleet.waitForOutput(containing: "floor plan reloaded", inStderr: true)
                 #expect(await sub.wait(room, payload: "lounge"), "\(fleet.stderr)")
                 #expect(sub.payloads(room) == ["living", "lounge"], "\(sub.payloads(room))")
+
+                // Nobody hears it: not_home after the away limit, and its position deleted.
+                feed.cancel()
+                #expect(await sub.wait(room, payload: "not_home"))
+                #expect(await sub.wait("proximity-fleet/devices/tag1/position", payload: ""))
                 await fleet.stop()
                 #expect(fleet.exitStatus == 0)
                 await sub.stop()
