@@ -112,7 +112,8 @@ import Testing
     @Test("room hysteresis: a lead below the margin or shorter than the hold keeps the room; a clear, held lead moves it")
     func hysteresis() {
         var rooms = RoomHysteresis()
-        let c = RoomHysteresis.Configuration()
+        var c = RoomHysteresis.Configuration()
+        c.hold = 2
         #expect(rooms.update(mass: [0.6, 0.3], at: 0, configuration: c) == 0)
         #expect(rooms.update(mass: [0.45, 0.55], at: 1, configuration: c) == 0)   // lead 0.1 < margin
         #expect(rooms.update(mass: [0.2, 0.8], at: 2, configuration: c) == 0)     // lead 0.6, held 0 s

@@ -72,6 +72,46 @@ struct FleetBench: ParsableCommand {
     @Flag(help: ArgumentHelp("Print every bounce of the fleet's rule with the reports around it.", visibility: .hidden))
     var dumpBounces = false
 
+    @Flag(help: "Run the positions benchmark instead (docs/positioning.md, Benchmarks): the fleet's grid filter against ESPresense-style multilateration, the weighted centroid and the nearest node on three floor plans, uncalibrated and with the true offsets.")
+    var positions = false
+
+    @Option(help: "Positions: seeds (from --seed-base). Reports use seeds from 1; the estimators were tuned on seeds 1001 and up.")
+    var positionSeeds = 4
+
+    @Option(help: "Positions: minutes of each device's trace (a walker and a sitter per plan and seed).")
+    var positionMinutes = 10.0
+
+    @Option(name: .customLong("plan"), help: "Positions: floor plans (house, office, corridor). Repeat for several.")
+    var plans: [PositionsPlanName] = PositionsPlanName.allCases
+
+    @Option(name: .customLong("position-radio"), help: ArgumentHelp(
+        "Positions: radio conditions as model:interval (realistic:0.1, realistic:1, simple:0.1 by default; simple uses --sigma and --loss). Repeat for several.",
+        valueName: "model:seconds"))
+    var positionRadios: [String] = ["realistic:0.1", "realistic:1", "simple:0.1"]
+
+    @Option(help: "Positions: what the positioning knows of the offsets (uncalibrated, oracle, oracle-nodes, self-calibrated). Repeat for several.")
+    var offsets: [PositionsOffsetsArgument] = [.uncalibrated, .oracle, .oracleNodes, .selfCalibrated]
+
+    @Option(help: "Positions: the path-loss exponent the floor plan states (default: the simulated radio's, --exponent).")
+    var planExponent: Double?
+
+    @Option(name: .customLong("grid"), help: ArgumentHelp(
+        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, outside, margin, hold, minimum. Repeat for variants (reference rows); the first replaces the defaults. For tuning.",
+        visibility: .hidden))
+    var gridOverrides: [String] = []
+
+    @Option(help: ArgumentHelp("Positions: the ESPresense-style baseline's weight by rank (its width as a share of the node count; tuned on seeds 1001+).", visibility: .hidden))
+    var rankSigma = positionsRankSigma
+
+    @Option(help: ArgumentHelp("Positions: the weighted centroid's power of 1/d (tuned on seeds 1001+).", visibility: .hidden))
+    var centroidPower = positionsCentroidPower
+
+    @Option(help: ArgumentHelp("Positions: print every estimate of this estimator (fleet, espresense, …) on the first seed. Repeat for several.", visibility: .hidden))
+    var dumpPositions: [String] = []
+
+    @Flag(help: ArgumentHelp("Positions: progress on standard error.", visibility: .hidden))
+    var progress = false
+
     enum LayoutName: String, CaseIterable, ExpressibleByArgument {
         case two, line, triangle
         var layout: Layout {
@@ -98,6 +138,9 @@ struct FleetBench: ParsableCommand {
         }
         guard mqttRoom.allSatisfy({ $0.isFinite && $0 >= 0 }) else { throw ValidationError("--mqtt-room must be a number of seconds, 0 or more") }
         for o in fleetOverrides { _ = try Self.fleetConfiguration(o) }
+        for o in gridOverrides { _ = try gridConfiguration(o) }
+        _ = try positionConditions()
+        guard positionSeeds > 0, positionMinutes >= 1 else { throw ValidationError("--position-seeds must be positive and --position-minutes 1 or more") }
     }
 
     static func fleetConfiguration(_ text: String) throws -> RoomDecider.Configuration {
@@ -149,6 +192,10 @@ struct FleetBench: ParsableCommand {
     }
 
     func run() throws {
+        if positions {
+            try runPositions()
+            return
+        }
         let started = clock()
         let seedList = (0..<UInt64(seeds)).map { seedBase + $0 }
         let layouts = layout.map(\.layout)

@@ -30,6 +30,9 @@ public final class PositioningGrid: Sendable {
     /// 10·log10(max(d, 0.3)) from each node to each cell, node-major.
     public let logDistance: [Float]
 
+    /// Above this many cells a device's filter works in a window (``GridPositioner/Configuration/window``).
+    public static let windowThreshold = 4_000
+
     /// The height a device is assumed to be at above its floor's lower bound, metres.
     public static let deviceHeight = 1.0
 
@@ -113,11 +116,23 @@ public struct GridPositioner: Positioner {
         public var temper: Double = 0.35
         /// Walking speed for the motion blur, metres per second.
         public var speed: Double = 0.9
+        /// The share of the belief that moves each second (people mostly stand still): the rest
+        /// stays where it is, so a device standing still keeps a sharp belief while one that
+        /// walks off is followed. 1: all of it blurs.
+        public var moveShare: Double = 1
+        /// A node's residual beyond this many σ counts linearly, not squared (Huber's loss), so
+        /// one node far off (a receiver 10 dB deaf, a body in the way) does not drag the position;
+        /// 0: plain least squares.
+        public var huber: Double = 0
         /// The share of the prior mixed in per second.
         public var recovery: Double = 0.01
         /// The prior weight of a cell outside every room, against 1 inside.
         public var outsideWeight: Double = 0.2
         public var room = RoomHysteresis.Configuration()
+        /// On a plan of more than ``PositioningGrid/windowThreshold`` cells, the filter works in
+        /// a window this many metres around the three nodes that hear the device loudest and its
+        /// last position (a warehouse's far aisles cost nothing), metres.
+        public var window: Double = 12
 
         public init() {}
     }
@@ -129,20 +144,102 @@ public struct GridPositioner: Positioner {
     private var belief: [Float]
     private var last: Double?
     private var rooms = RoomHysteresis()
+    /// The cells the filter works on, per floor: the whole floor on a plan of at most
+    /// ``PositioningGrid/windowThreshold`` cells, else a window around the nodes that hear the
+    /// device best and the last estimate (the belief outside it is zero).
+    private var window: [Window] = []
+    private var lastEstimate: PlanPoint?
+
+    /// A rectangle of cells on one floor: columns c0..<c1, rows r0..<r1.
+    struct Window: Hashable {
+        var floor: Int
+        var c0: Int, c1: Int, r0: Int, r1: Int
+        var count: Int { (c1 - c0) * (r1 - r0) }
+    }
 
     public init(grid: PositioningGrid, model: PathLossModel, configuration: Configuration = .init()) {
         self.grid = grid
         self.model = model
         self.configuration = configuration
         belief = grid.prior
+        window = grid.floors.indices.map { Window(floor: $0, c0: 0, c1: grid.floors[$0].columns, r0: 0, r1: grid.floors[$0].rows) }
     }
 
     public mutating func estimate(_ hearings: [NodeHearing], at t: Double) -> PositionEstimate? {
         let usable = hearings.filter { grid.nodeIndex[$0.node] != nil && $0.rssi.isFinite }
         guard !usable.isEmpty else { return nil }
+        if grid.count > PositioningGrid.windowThreshold { move(to: windowFor(usable)) }
         predict(to: t)
         update(usable)
         return summary(at: t)
+    }
+
+    /// Calls `body(start, end)` for each row of the window: the cells start..<end.
+    @inline(__always)
+    private func forEachRun(_ body: (Int, Int) -> Void) {
+        for w in window {
+            let f = grid.floors[w.floor]
+            for row in w.r0 ..< w.r1 {
+                let base = f.first + row * f.columns
+                body(base + w.c0, base + w.c1)
+            }
+        }
+    }
+
+    // MARK: - Window (large plans)
+
+    /// The rectangle, on every floor, holding the three nodes that hear the device loudest
+    /// (their RSSI less their measured power, corrected) and the last estimate, with
+    /// ``Configuration/window`` metres around.
+    private func windowFor(_ hearings: [NodeHearing]) -> [Window] {
+        let loudest = hearings.sorted {
+            $0.rssi + (model.rxOffsets[$0.node] ?? 0) - $0.measuredPower > $1.rssi + (model.rxOffsets[$1.node] ?? 0) - $1.measuredPower
+        }.prefix(3)
+        var xs = loudest.map { grid.plan.nodes[grid.nodeIndex[$0.node]!].position.x }
+        var ys = loudest.map { grid.plan.nodes[grid.nodeIndex[$0.node]!].position.y }
+        if let p = lastEstimate { xs.append(p.x); ys.append(p.y) }
+        let margin = configuration.window
+        return grid.floors.indices.map { i in
+            let f = grid.floors[i]
+            func column(_ x: Double) -> Int { min(max(Int(((x - f.minX) / grid.cell).rounded(.down)), 0), f.columns) }
+            func row(_ y: Double) -> Int { min(max(Int(((y - f.minY) / grid.cell).rounded(.down)), 0), f.rows) }
+            return Window(floor: i, c0: column(xs.min()! - margin), c1: max(column(xs.max()! + margin) + 1, 1).clamped(f.columns),
+                          r0: row(ys.min()! - margin), r1: max(row(ys.max()! + margin) + 1, 1).clamped(f.rows))
+        }
+    }
+
+    /// Moves the window: the belief outside the new one is dropped, the rest renormalised (cells
+    /// that come in start empty; the prior mixed in each step reaches them).
+    private mutating func move(to new: [Window]) {
+        guard new != window else { return }
+        var kept = [Float](repeating: 0, count: grid.count)
+        var total: Float = 0
+        let old = window
+        window = new
+        forEachRun { start, end in
+            for c in start ..< end {
+                kept[c] = belief[c]
+                total += belief[c]
+            }
+        }
+        // The old window's cells left out are now zero in `kept`; nothing else held belief.
+        _ = old
+        if total > 0, total.isFinite {
+            let scale = 1 / total
+            forEachRun { start, end in for c in start ..< end { kept[c] *= scale } }
+            belief = kept
+        } else {
+            belief = kept
+            resetToPrior()
+        }
+    }
+
+    /// The prior, restricted to the window and normalised there.
+    private mutating func resetToPrior() {
+        var total: Float = 0
+        forEachRun { start, end in for c in start ..< end { total += grid.prior[c] } }
+        let scale = total > 0 ? 1 / total : 0
+        forEachRun { start, end in for c in start ..< end { belief[c] = grid.prior[c] * scale } }
     }
 
     // MARK: - Motion
@@ -152,40 +249,66 @@ public struct GridPositioner: Positioner {
         guard let last, t > last else { return }
         let dt = min(t - last, 30)
         let sigma = configuration.speed * dt / grid.cell
-        if sigma > 0.3 { blur(sigma: sigma) }
+        if sigma > 0.3 {
+            let stay = Float(Foundation.pow(1 - min(1, max(0, configuration.moveShare)), dt))
+            if stay > 0 {
+                let before = belief
+                blur(sigma: sigma)
+                forEachRun { start, end in for c in start ..< end { belief[c] = stay * before[c] + (1 - stay) * belief[c] } }
+            } else {
+                blur(sigma: sigma)
+            }
+        }
         let mix = Float(min(1, configuration.recovery * dt))
-        for c in 0 ..< grid.count { belief[c] = (1 - mix) * belief[c] + mix * grid.prior[c] }
+        var priorTotal: Float = 0
+        forEachRun { start, end in for c in start ..< end { priorTotal += grid.prior[c] } }
+        let scale = priorTotal > 0 ? mix / priorTotal : 0
+        forEachRun { start, end in
+            for c in start ..< end { belief[c] = (1 - mix) * belief[c] + scale * grid.prior[c] }
+        }
     }
 
-    /// A separable Gaussian blur of `sigma` cells on each floor (edges keep their mass).
+    /// A separable Gaussian blur of `sigma` cells in the window on each floor (its edges keep
+    /// their mass).
     private mutating func blur(sigma: Double) {
         let radius = min(Int((2.5 * sigma).rounded(.up)), 40)
         var kernel = (-radius ... radius).map { Float(Foundation.exp(-Double($0 * $0) / (2 * sigma * sigma))) }
         let total = kernel.reduce(0, +)
         kernel = kernel.map { $0 / total }
         var scratch = [Float](repeating: 0, count: grid.count)
-        for f in grid.floors {
-            // Rows.
-            for row in 0 ..< f.rows {
-                let base = f.first + row * f.columns
-                for column in 0 ..< f.columns {
-                    var sum: Float = 0
-                    for k in -radius ... radius {
-                        let cc = min(max(column + k, 0), f.columns - 1)
-                        sum += kernel[k + radius] * belief[base + cc]
+        let grid = grid
+        let window = window
+        kernel.withUnsafeBufferPointer { k in
+            scratch.withUnsafeMutableBufferPointer { s in
+                belief.withUnsafeMutableBufferPointer { b in
+                    for w in window {
+                        let f = grid.floors[w.floor]
+                        let cols = w.c1 - w.c0, rows = w.r1 - w.r0
+                        // Rows, clamped at the window's edges.
+                        for row in w.r0 ..< w.r1 {
+                            let base = f.first + row * f.columns + w.c0
+                            for j in 0 ..< cols {
+                                var sum: Float = 0
+                                if j >= radius && j + radius < cols {
+                                    for i in 0 ... 2 * radius { sum += k[i] * b[base + j - radius + i] }
+                                } else {
+                                    for i in 0 ... 2 * radius { sum += k[i] * b[base + min(max(j - radius + i, 0), cols - 1)] }
+                                }
+                                s[base + j] = sum
+                            }
+                        }
+                        // Columns: a whole row at a time, so the inner loop runs along memory.
+                        for r in 0 ..< rows {
+                            let out = f.first + (w.r0 + r) * f.columns + w.c0
+                            for j in 0 ..< cols { b[out + j] = 0 }
+                            for i in 0 ... 2 * radius {
+                                let rr = min(max(r - radius + i, 0), rows - 1)
+                                let src = f.first + (w.r0 + rr) * f.columns + w.c0
+                                let weight = k[i]
+                                for j in 0 ..< cols { b[out + j] += weight * s[src + j] }
+                            }
+                        }
                     }
-                    scratch[base + column] = sum
-                }
-            }
-            // Columns.
-            for column in 0 ..< f.columns {
-                for row in 0 ..< f.rows {
-                    var sum: Float = 0
-                    for k in -radius ... radius {
-                        let rr = min(max(row + k, 0), f.rows - 1)
-                        sum += kernel[k + radius] * scratch[f.first + rr * f.columns + column]
-                    }
-                    belief[f.first + row * f.columns + column] = sum
                 }
             }
         }
@@ -205,33 +328,66 @@ public struct GridPositioner: Positioner {
             rows.append((grid.nodeIndex[h.node]! * grid.count, level, w))
             sw += w
         }
-        let shrink = sw + Float(1 / (configuration.deviceSigma * configuration.deviceSigma))
+        let prior = Float(1 / (configuration.deviceSigma * configuration.deviceSigma))
+        let shrink = sw + prior
         let temper = Float(configuration.temper)
+        let k = Float(configuration.huber)
         var logLikelihood = [Float](repeating: 0, count: grid.count)
+        var swe = [Float](repeating: 0, count: grid.count)
         var best = -Float.infinity
         grid.logDistance.withUnsafeBufferPointer { table in
-            for c in 0 ..< grid.count {
-                var swe: Float = 0, swee: Float = 0
-                for r in rows {
-                    let e = r.level + n * table[r.offset + c]
-                    swe += r.weight * e
-                    swee += r.weight * e * e
+            logLikelihood.withUnsafeMutableBufferPointer { swee in
+                swe.withUnsafeMutableBufferPointer { swe in
+                    // Node by node over the window's runs of cells (the inner loops vectorise).
+                    for r in rows {
+                        let level = r.level, weight = r.weight
+                        forEachRun { start, end in
+                            for c in start ..< end {
+                                let e = level + n * table[r.offset + c]
+                                swe[c] += weight * e
+                                swee[c] += weight * e * e
+                            }
+                        }
+                    }
+                    forEachRun { start, end in
+                        for c in start ..< end {
+                            var ll: Float
+                            if k > 0 {
+                                // The device's offset at its most likely value here, then each
+                                // node's residual from it under Huber's loss (in units of its σ),
+                                // plus the offset's prior.
+                                let b = swe[c] / shrink
+                                var loss: Float = prior * b * b
+                                for r in rows {
+                                    let z = (r.level + n * table[r.offset + c] - b) * r.weight.squareRoot()
+                                    let a = abs(z)
+                                    loss += a <= k ? z * z : 2 * k * a - k * k
+                                }
+                                ll = -0.5 * temper * loss
+                            } else {
+                                ll = -0.5 * temper * (swee[c] - swe[c] * swe[c] / shrink)
+                            }
+                            swee[c] = ll
+                            best = Swift.max(best, ll)
+                        }
+                    }
                 }
-                let ll = -0.5 * temper * (swee - swe * swe / shrink)
-                logLikelihood[c] = ll
-                if ll > best { best = ll }
             }
         }
         var total: Float = 0
-        for c in 0 ..< grid.count {
-            let p = belief[c] * Foundation.exp(logLikelihood[c] - best)
-            belief[c] = p
-            total += p
+        forEachRun { start, end in
+            for c in start ..< end {
+                let d = logLikelihood[c] - best
+                let p = d < -40 ? 0 : belief[c] * Foundation.exp(d)
+                belief[c] = p
+                total += p
+            }
         }
         if total > 0, total.isFinite {
-            for c in 0 ..< grid.count { belief[c] /= total }
+            let scale = 1 / total
+            forEachRun { start, end in for c in start ..< end { belief[c] *= scale } }
         } else {
-            belief = grid.prior
+            resetToPrior()
         }
     }
 
@@ -240,28 +396,48 @@ public struct GridPositioner: Positioner {
     private mutating func summary(at t: Double) -> PositionEstimate {
         var floorMass = [Double](repeating: 0, count: grid.floors.count)
         var roomMass = [Double](repeating: 0, count: grid.plan.rooms.count)
-        for c in 0 ..< grid.count {
-            floorMass[Int(grid.floorOf[c])] += Double(belief[c])
-            let room = Int(grid.roomOf[c])
-            if room >= 0 { roomMass[room] += Double(belief[c]) }
+        for w in window {
+            let f = grid.floors[w.floor]
+            var mass: Float = 0
+            for row in w.r0 ..< w.r1 {
+                let base = f.first + row * f.columns
+                for c in base + w.c0 ..< base + w.c1 {
+                    mass += belief[c]
+                    let room = Int(grid.roomOf[c])
+                    if room >= 0 { roomMass[room] += Double(belief[c]) }
+                }
+            }
+            floorMass[w.floor] = Double(mass)
         }
         let floor = floorMass.indices.max { floorMass[$0] < floorMass[$1] } ?? 0
+        let w = window.first { $0.floor == floor }!
         let f = grid.floors[floor]
         var mx = 0.0, my = 0.0, mz = 0.0, mass = 0.0
-        for c in f.first ..< f.first + f.columns * f.rows {
-            let p = Double(belief[c])
-            mx += p * Double(grid.x[c]); my += p * Double(grid.y[c]); mz += p * Double(grid.z[c]); mass += p
+        for row in w.r0 ..< w.r1 {
+            let base = f.first + row * f.columns
+            for c in base + w.c0 ..< base + w.c1 {
+                let p = Double(belief[c])
+                mx += p * Double(grid.x[c]); my += p * Double(grid.y[c]); mz += p * Double(grid.z[c]); mass += p
+            }
         }
-        mx /= mass; my /= mass; mz /= mass
+        if mass > 0 { mx /= mass; my /= mass; mz /= mass }
         var variance = 0.0
-        for c in f.first ..< f.first + f.columns * f.rows {
-            let dx = Double(grid.x[c]) - mx, dy = Double(grid.y[c]) - my
-            variance += Double(belief[c]) * (dx * dx + dy * dy)
+        for row in w.r0 ..< w.r1 {
+            let base = f.first + row * f.columns
+            for c in base + w.c0 ..< base + w.c1 {
+                let dx = Double(grid.x[c]) - mx, dy = Double(grid.y[c]) - my
+                variance += Double(belief[c]) * (dx * dx + dy * dy)
+            }
         }
         let room = rooms.update(mass: roomMass, at: t, configuration: configuration.room)
-        return PositionEstimate(position: PlanPoint(x: mx, y: my, z: mz), floor: floor,
-                                uncertainty: (variance / mass).squareRoot(), room: room)
+        let position = PlanPoint(x: mx, y: my, z: mz)
+        lastEstimate = position
+        return PositionEstimate(position: position, floor: floor, uncertainty: mass > 0 ? (variance / mass).squareRoot() : .nan, room: room)
     }
+}
+
+private extension Int {
+    func clamped(_ upper: Int) -> Int { Swift.min(self, upper) }
 }
 
 /// Which room a device is in, from how much belief each room holds: it moves to another room only
@@ -271,8 +447,9 @@ public struct RoomHysteresis: Sendable, Hashable {
     public struct Configuration: Sendable, Hashable {
         /// How much more belief the challenger must hold than the current room.
         public var margin: Double = 0.2
-        /// For how long, seconds.
-        public var hold: Double = 2
+        /// For how long, seconds (6: tuned on fleet-bench --positions' tuning seeds, where 2 s
+        /// changed rooms up to 1.7 times as often as the truth in the house and the corridor).
+        public var hold: Double = 6
         /// With less than this in every room, the device is in none.
         public var minimum: Double = 0.25
 

@@ -76,15 +76,18 @@ public struct MultilaterationPositioner: Positioner {
     }
 }
 
-/// The nodes' positions weighted by 1/d² of the distances they estimate.
+/// The nodes' positions weighted by 1/dᵖ of the distances they estimate (p = 2 by default).
 public struct WeightedCentroidPositioner: Positioner {
     public let name = "centroid"
     public let plan: FloorPlan
     public var model: PathLossModel?
+    /// The power of the distance in the weights.
+    public var power: Double
 
-    public init(plan: FloorPlan, model: PathLossModel? = nil) {
+    public init(plan: FloorPlan, model: PathLossModel? = nil, power: Double = 2) {
         self.plan = plan
         self.model = model
+        self.power = power
     }
 
     public mutating func estimate(_ hearings: [NodeHearing], at t: Double) -> PositionEstimate? {
@@ -94,7 +97,7 @@ public struct WeightedCentroidPositioner: Positioner {
             guard let node = plan.node(named: h.node) else { continue }
             let d = max(0.5, model?.distance(h) ?? h.distance)
             guard d.isFinite else { continue }
-            let w = 1 / (d * d)
+            let w = power == 2 ? 1 / (d * d) : Foundation.pow(d, -power)
             x += w * node.position.x; y += w * node.position.y; z += w * node.position.z; total += w
             if nearest.map({ d < $0.1 }) ?? true { nearest = (node.position, d) }
         }
@@ -109,11 +112,18 @@ public struct WeightedCentroidPositioner: Positioner {
 public struct NearestNodePositioner: Positioner {
     public let name = "nearest"
     public let plan: FloorPlan
+    /// The distance the nodes estimate is replaced by the fleet's model's when set.
+    public var model: PathLossModel?
 
-    public init(plan: FloorPlan) { self.plan = plan }
+    public init(plan: FloorPlan, model: PathLossModel? = nil) {
+        self.plan = plan
+        self.model = model
+    }
 
     public mutating func estimate(_ hearings: [NodeHearing], at t: Double) -> PositionEstimate? {
-        guard let h = hearings.filter({ plan.node(named: $0.node) != nil && $0.distance.isFinite }).min(by: { $0.distance < $1.distance }),
+        let model = model
+        func distance(_ h: NodeHearing) -> Double { model?.distance(h) ?? h.distance }
+        guard let h = hearings.filter({ plan.node(named: $0.node) != nil && distance($0).isFinite }).min(by: { distance($0) < distance($1) }),
               let node = plan.node(named: h.node) else { return nil }
         let floor = plan.floor(atHeight: node.position.z)
         return PositionEstimate(position: node.position, floor: floor, uncertainty: .nan,
