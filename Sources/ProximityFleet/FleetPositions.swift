@@ -102,7 +102,7 @@ public struct FleetPositions: Sendable {
     }
 
     /// One step of every device a node in the plan hears: its estimate. Hearings gone stale are
-    /// dropped.
+    /// dropped, and the belief of a device that no node hears any more.
     public mutating func step(at t: Double) -> [String: PositionEstimate] {
         var out: [String: PositionEstimate] = [:]
         for device in hearings.keys.sorted() {
@@ -114,6 +114,9 @@ public struct FleetPositions: Sendable {
             if let estimate = positioner.estimate(fresh, at: t) { out[device] = estimate }
             positioners[device] = positioner
         }
+        // A device no node hears any more loses its belief (a grid's worth of memory): it starts
+        // afresh if heard again.
+        for device in positioners.keys where hearings[device] == nil { positioners[device] = nil }
         return out
     }
 

@@ -317,7 +317,8 @@ public actor FleetService {
                 // once, and the position goes with it.
                 guard decision.room == nil else { continue }
                 positions?.forget(device: device)
-                unplace(device)
+                // Deleted even when this run did not publish it: one from before a restart.
+                unplace(device, always: true)
                 firstHeard[device] = nil
             }
             let room = decision.room ?? "not_home"
@@ -372,6 +373,11 @@ public actor FleetService {
                   t - (firstHeard[device] ?? -.infinity) >= Self.fallbackDelay else { continue }
             change(device, to: room, reason: "outside-plan", at: t)
         }
+        // Devices the rule forgot without a room (never heard near): nothing more to wait for.
+        if firstHeard.count > placed.count {
+            let known = Set(rule.devices)
+            firstHeard = firstHeard.filter { known.contains($0.key) }
+        }
     }
 
     private func change(_ device: String, to room: String, reason: String, at t: Double) {
@@ -381,9 +387,9 @@ public actor FleetService {
     }
 
     /// The device is no longer placed: its position is deleted from the broker.
-    private func unplace(_ device: String) {
+    private func unplace(_ device: String, always: Bool = false) {
         placed[device] = nil
-        if lastPosition.removeValue(forKey: device) != nil {
+        if lastPosition.removeValue(forKey: device) != nil || always {
             send(topics.position(device), "")
             dirty = true
         }

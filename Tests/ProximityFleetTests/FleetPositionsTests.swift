@@ -59,7 +59,7 @@ import Testing
         #expect(positions.devices == ["tag"])
     }
 
-    @Test("hearings count for stale-after; a report with a null distance and a node offline remove theirs at once")
+    @Test("hearings count for stale-after; a report with a null distance and a node offline remove theirs at once; a device nobody hears loses its belief")
     func freshness() {
         var positions = FleetPositions(plan: Self.plan, staleAfter: 5)
         positions.hear(device: "tag", node: "alpha", report: Self.report(Self.plan, node: "alpha", x: 2, y: 2), at: 10)
@@ -67,12 +67,15 @@ import Testing
         #expect(positions.hearings(of: "tag", at: 14.9).map(\.node) == ["alpha", "bravo"])
         #expect(positions.hearings(of: "tag", at: 15).isEmpty)
         #expect(positions.step(at: 15).isEmpty)
+        #expect(positions.devices.isEmpty)
         positions.hear(device: "tag", node: "alpha", report: Self.report(Self.plan, node: "alpha", x: 2, y: 2), at: 20)
         positions.hear(device: "tag", node: "bravo", report: Self.report(Self.plan, node: "bravo", x: 2, y: 2), at: 20)
         positions.hear(device: "tag", node: "alpha", report: .gone("tag", at: 21), at: 21)
         #expect(positions.hearings(of: "tag", at: 21).map(\.node) == ["bravo"])
+        #expect(positions.step(at: 21)["tag"] != nil && positions.devices == ["tag"])
         positions.forget(node: "bravo")
         #expect(!positions.isPlaced("tag", at: 21))
+        #expect(positions.step(at: 22).isEmpty && positions.devices.isEmpty)
     }
 
     @Test("a reloaded plan that adds a node uses the hearings it already had")
