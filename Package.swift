@@ -138,7 +138,7 @@ let package = Package(
         .executableTarget(
             name: "fleet-load",
             dependencies: [
-                "MQTTKit", "ProximityTesting",
+                "MQTTKit", "ProximityTesting", "ProximityCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/fleet-load"

@@ -40,6 +40,21 @@ struct FleetLoad: AsyncParsableCommand {
     @Flag(help: "Print JSON.")
     var json = false
 
+    @Flag(help: "Measure the positioning instead, in process: --position-devices devices heard by the nodes within 25 m on a warehouse of --position-nodes nodes, a GridPositioner each, stepped once a second (docs/positioning.md, Benchmarks).")
+    var positions = false
+
+    @Option(help: "Positions: devices.")
+    var positionDevices = 2_000
+
+    @Option(help: "Positions: nodes (on a lattice 10 m × 7 m apart).")
+    var positionNodes = 100
+
+    @Option(help: "Positions: measured seconds (after 5 of warm-up).")
+    var positionSeconds = 10
+
+    @Flag(help: "Positions: also measure the filter on the whole floor (no window), with a tenth of the devices.")
+    var wholeFloor = false
+
     func validate() throws {
         guard !nodes.isEmpty, nodes.allSatisfy({ (1...10_000).contains($0) }) else { throw ValidationError("--nodes: 1...10000 each") }
         guard (1...10_000).contains(devices) else { throw ValidationError("--devices: 1...10000") }
@@ -64,6 +79,20 @@ struct FleetLoad: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if positions {
+            var rows = [PositionsLoad.measure(nodes: positionNodes, devices: positionDevices, seconds: positionSeconds, window: nil)]
+            if wholeFloor {
+                rows.append(PositionsLoad.measure(nodes: positionNodes, devices: max(1, positionDevices / 10), seconds: positionSeconds, window: 1_000))
+            }
+            if json {
+                try printJSONRows(rows)
+            } else {
+                print(PositionsLoad.header)
+                for r in rows { print(PositionsLoad.render(r)) }
+                print("one core: the estimator's CPU a second of fleet time for all the devices; tick batch: the CPU time of one tick's estimates, the most a report waits after the tick for its position.")
+            }
+            return
+        }
         var rows: [Row] = []
         for n in nodes {
             rows.append(try await measure(nodes: n))
@@ -78,6 +107,12 @@ struct FleetLoad: AsyncParsableCommand {
             print(Self.header)
             for row in rows { print(Self.render(row)) }
         }
+    }
+
+    func printJSONRows<T: Encodable>(_ rows: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        print(String(decoding: try encoder.encode(rows), as: UTF8.self))
     }
 
     static let header = "nodes  devices  reports/s  fleet CPU  peak RSS   latency p50    p99    max   probes"
