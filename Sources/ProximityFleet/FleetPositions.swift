@@ -146,26 +146,3 @@ public struct FleetPositions: Sendable {
         return abs(new.uncertainty - old.uncertainty) >= moved - 1e-9
     }
 }
-
-/// Reads the floor plan for `proximity-fleet run --plan` (at start and on SIGHUP) as `check-plan`
-/// does: the file's problems at `FILE:LINE:COLUMN`, then the plan's own (names given twice, …) as
-/// `FILE: message`.
-public enum FleetPlanFile {
-    public struct Failure: Error, Sendable, CustomStringConvertible {
-        /// One problem a line.
-        public var lines: [String]
-        /// The file could not be read at all (exit 66, not 65).
-        public var unreadable: Bool
-        public var description: String { lines.joined(separator: "\n") }
-    }
-
-    public static func load(path: String) throws(Failure) -> FloorPlan {
-        let plan: FloorPlan
-        do { plan = try FloorPlanFile.load(path: path) } catch {
-            throw Failure(lines: error.lines, unreadable: error.lines.first?.contains(": cannot read:") == true)
-        }
-        let problems = plan.problems
-        guard problems.isEmpty else { throw Failure(lines: problems.map { "\(path): \($0)" }, unreadable: false) }
-        return plan
-    }
-}

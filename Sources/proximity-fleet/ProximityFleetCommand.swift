@@ -149,12 +149,8 @@ struct Run: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "proximity-fleet")
-        var floorPlan: FloorPlan?
-        if let plan {
-            do { floorPlan = try FleetPlanFile.load(path: plan) } catch {
-                Self.fail(error.description, status: error.unreadable ? 66 : 65)
-            }
-        }
+        // A plan with problems ends the command here (65; 66 when it cannot be read).
+        let floorPlan = plan.map { Self.loadPlan($0) }
         let options: MQTTOptions
         do { options = try connection.options(clientID: clientID) } catch {
             FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(error)\n".utf8))
@@ -181,8 +177,8 @@ struct Run: AsyncParsableCommand {
                 logger.notice("SIGHUP: no --plan to read again")
                 return
             }
-            do throws(FleetPlanFile.Failure) {
-                let reloaded = try FleetPlanFile.load(path: plan)
+            do throws(FloorPlanFile.Problems) {
+                let reloaded = try FloorPlanFile.load(path: plan)
                 Task { await service.replacePlan(reloaded) }
             } catch {
                 for line in error.lines { logger.error("\(line)") }

@@ -127,33 +127,4 @@ import Testing
         #expect(!MQTTJSON.encode(FleetTable.Device(id: "tag", room: "alpha", readings: [])).contains("position"))
         #expect(MQTTJSON.decode(FleetTable.Device.self, from: Array(MQTTJSON.encode(row).utf8)) == row)
     }
-
-    @Test("the plan for --plan: the file's problems at FILE:LINE:COLUMN, the plan's own as FILE: message, an unreadable file told apart")
-    func planFile() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-plan-\(getpid())-\(UInt32.random(in: 0 ... .max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let good = directory.appendingPathComponent("good.yaml").path
-        try "nodes:\n  - name: alpha\n    position: [0.5, 0.5]\nrooms:\n  - name: living\n    polygon: [[0, 0], [5, 0], [5, 4], [0, 4]]\n"
-            .write(toFile: good, atomically: true, encoding: .utf8)
-        #expect(try FleetPlanFile.load(path: good).nodes.map(\.name) == ["alpha"])
-        let bad = directory.appendingPathComponent("bad.yaml").path
-        try "nodes:\n  - name: alpha\n    position: [0.5, north]\nrooms:\n  - name: living\n    polygon: [[0, 0], [5, 0]]\n"
-            .write(toFile: bad, atomically: true, encoding: .utf8)
-        do {
-            _ = try FleetPlanFile.load(path: bad)
-            Issue.record("a bad plan was read")
-        } catch {
-            #expect(!error.unreadable)
-            #expect(error.lines.count == 2, "\(error.lines)")
-            #expect(error.lines.allSatisfy { $0.hasPrefix("\(bad):") && $0.split(separator: ":").count >= 4 }, "\(error.lines)")
-            #expect(error.lines.first?.hasPrefix("\(bad):3:") == true, "\(error.lines)")
-        }
-        do {
-            _ = try FleetPlanFile.load(path: directory.appendingPathComponent("missing.yaml").path)
-            Issue.record("a missing plan was read")
-        } catch {
-            #expect(error.unreadable, "\(error.lines)")
-        }
-    }
 }
