@@ -240,7 +240,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityFleetTests",
-            dependencies: ["ProximityFleet", "ProximityCore"]
+            dependencies: ["ProximityFleet", "ProximityCore", "ProximityMQTT"]
         ),
         .testTarget(
             name: "BlueZSimTests",
