@@ -76,7 +76,7 @@ struct FleetBench: ParsableCommand {
     var positions = false
 
     @Option(help: "Positions: seeds (from --seed-base). Reports use seeds from 1; the estimators were tuned on seeds 1001 and up.")
-    var positionSeeds = 4
+    var positionSeeds = 12
 
     @Option(help: "Positions: minutes of each device's trace (a walker and a sitter per plan and seed).")
     var positionMinutes = 10.0
