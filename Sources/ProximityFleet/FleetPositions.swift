@@ -22,6 +22,11 @@ public struct FleetPositions: Sendable {
     private var hearings: [String: [String: NodeHearing]] = [:]
     private var positioners: [String: GridPositioner] = [:]
     private var planNodes: Set<String>
+    /// The calibration kept up from the plan's nodes hearing each other; its model is the
+    /// positioning's once it has a fit.
+    public private(set) var calibration: FleetCalibration
+    /// A node's identity (its lowercase UUID, as the others report it) → its name, from its state.
+    private var nodeNames: [String: String] = [:]
 
     /// The RSSI at 1 m taken for a report that does not say (`rssi@1m` absent), dBm.
     public static let defaultMeasuredPower = -59.0
@@ -35,6 +40,7 @@ public struct FleetPositions: Sendable {
         grid = PositioningGrid(plan: plan, outsideWeight: configuration.outsideWeight)
         model = Self.model(plan)
         planNodes = Set(plan.nodes.map(\.name))
+        calibration = FleetCalibration(plan: plan)
     }
 
     /// The plan's path-loss model: its exponent and each node's `rx-offset`.
@@ -50,6 +56,13 @@ public struct FleetPositions: Sendable {
         model = Self.model(plan)
         planNodes = Set(plan.nodes.map(\.name))
         positioners = [:]
+        calibration = FleetCalibration(plan: plan)
+    }
+
+    /// A node's state named its identity: its reports of the other nodes, and theirs of it,
+    /// count for the calibration.
+    public mutating func learn(node: String, identity: String) {
+        nodeNames[identity.lowercased()] = node
     }
 
     public func isPlanNode(_ node: String) -> Bool { planNodes.contains(node) }
@@ -68,6 +81,9 @@ public struct FleetPositions: Sendable {
 
     /// A node's report of a device, arrived at `t`.
     public mutating func hear(device: String, node: String, report: PeerReport, at t: Double) {
+        if let other = nodeNames[device.lowercased()], let hearing = Self.hearing(node: node, report: report, at: t) {
+            calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
+        }
         if let hearing = Self.hearing(node: node, report: report, at: t) {
             hearings[device, default: [:]][node] = hearing
         } else if hearings[device]?[node] != nil {
@@ -104,6 +120,10 @@ public struct FleetPositions: Sendable {
     /// One step of every device a node in the plan hears: its estimate. Hearings gone stale are
     /// dropped, and the belief of a device that no node hears any more.
     public mutating func step(at t: Double) -> [String: PositionEstimate] {
+        if calibration.refit(at: t) {
+            model = calibration.model
+            for device in positioners.keys { positioners[device]!.model = model }
+        }
         var out: [String: PositionEstimate] = [:]
         for device in hearings.keys.sorted() {
             let kept = hearings[device]!.filter { t - $0.value.time < staleAfter }
@@ -118,6 +138,23 @@ public struct FleetPositions: Sendable {
         // afresh if heard again.
         for device in positioners.keys where hearings[device] == nil { positioners[device] = nil }
         return out
+    }
+
+    /// The calibration as `<prefix>/calibration` holds it; nil before the first fit.
+    public func calibrationPayload(epoch: Double) -> FleetCalibrationPayload? {
+        guard let fit = calibration.fit else { return nil }
+        func tenth(_ v: Double?) -> Double? { v.flatMap { $0.isFinite ? ($0 * 10).rounded() / 10 : nil } }
+        let nodes = plan.nodes.map { node -> FleetCalibrationPayload.Node in
+            let state = calibration.nodes[node.name]
+            return .init(name: node.name, rxOffset: tenth(state?.rxOffset), txPower: tenth(state?.txPower), residual: tenth(state?.residual),
+                         drift: state?.drift)
+        }
+        let pairs = calibration.pairs.values.sorted { ($0.receiver, $0.transmitter) < ($1.receiver, $1.transmitter) }.map {
+            FleetCalibrationPayload.Pair(receiver: $0.receiver, transmitter: $0.transmitter, distance: tenth($0.distance) ?? 0,
+                                         rssi: tenth($0.rssi) ?? 0, residual: tenth($0.residual))
+        }
+        return FleetCalibrationPayload(time: MQTTRounding.milliseconds(epoch), exponent: (fit.exponent * 100).rounded() / 100,
+                                       rms: tenth(fit.rms) ?? 0, nodes: nodes, pairs: pairs)
     }
 
     /// The devices with a belief (for tests and the table).

@@ -82,6 +82,8 @@ public actor FleetService {
     private var mobile: Set<String> = []
     /// With a plan: the hearings and each device's estimator.
     private var positions: FleetPositions?
+    /// With a plan: each drifting node's reason, as last logged.
+    private var drift: [String: String] = [:]
     /// The room each placed device's position gives (a room's name, or `home` in none); a device
     /// not in it has the rule's room.
     private var placed: [String: String] = [:]
@@ -242,6 +244,7 @@ public actor FleetService {
         if levels.count == root + 2, levels[root + 1] == "state" {
             // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
             guard let state = MQTTJSON.decode(NodeStatePayload.self, from: message.payload) else { return }
+            positions?.learn(node: node, identity: state.id)
             if state.isMobile, mobile.insert(node).inserted {
                 positions?.forget(node: node)
                 apply(rule.forget(node: node, at: t))
@@ -345,8 +348,10 @@ public actor FleetService {
     /// hear goes back to the rule's room; one nobody hears keeps its room until the rule's not_home.
     private func place(at t: Double) {
         guard var positions else { return }
+        let fitted = positions.calibration.lastFit
         let estimates = positions.step(at: t)
         self.positions = positions
+        if positions.calibration.lastFit != fitted { calibrated(positions, at: t) }
         for device in estimates.keys.sorted() {
             // Not home for the rule (nobody hears it near): no room, and no position either.
             guard rule.room(of: device) != nil, let estimate = estimates[device] else { continue }
@@ -377,6 +382,22 @@ public actor FleetService {
         if firstHeard.count > placed.count {
             let known = Set(rule.devices)
             firstHeard = firstHeard.filter { known.contains($0.key) }
+        }
+    }
+
+    /// A new calibration fit: published (retained), and each node whose drift changed logged.
+    private func calibrated(_ positions: FleetPositions, at t: Double) {
+        guard let payload = positions.calibrationPayload(epoch: t) else { return }
+        send(topics.calibration, MQTTJSON.encode(payload))
+        logger.info("calibration fitted", metadata: ["path-loss-exponent": "\(payload.exponent)", "rms": "\(payload.rms)",
+                                                      "pairs": "\(payload.pairs.count)"])
+        for node in payload.nodes where drift[node.name] != node.drift {
+            drift[node.name] = node.drift
+            if let reason = node.drift {
+                logger.warning("node drifting: \(reason)", metadata: ["node": "\(node.name)"])
+            } else {
+                logger.notice("node no longer drifting", metadata: ["node": "\(node.name)"])
+            }
         }
     }
 

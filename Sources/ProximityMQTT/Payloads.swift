@@ -229,6 +229,8 @@ public struct FleetTopics: Sendable, Hashable {
     /// ``FleetPosition``, retained, with a floor plan (`--plan`); emptied (the retained message
     /// deleted) when the device has no position any more.
     public func position(_ device: String) -> String { "\(prefix)/devices/\(MQTTTopic.segment(device))/position" }
+    /// ``FleetCalibrationPayload``, retained, with a floor plan, after each fit.
+    public var calibration: String { "\(prefix)/calibration" }
 }
 
 /// What `<prefix>/devices/<id>/position` holds, with a floor plan: where the device is on it.

@@ -17,12 +17,27 @@ struct FleetCommand: AsyncParsableCommand {
             current table and exits. Ctrl-C stops. Exit status 69 when the broker cannot be \
             reached, or nothing is published there within --timeout seconds.
 
+            With calibration (a fleet with a floor plan, docs/positioning.md), the fleet's \
+            calibration instead (<prefix>/calibration): the fitted path-loss exponent, each node's \
+            receive offset, transmit power, residual and drift, and the matrix of who hears whom \
+            (the averaged RSSI, and what the fit leaves of it).
+
             Examples:
               $ proximityctl fleet --broker mqtt://broker.lan
                 The live table, until Ctrl-C.
               $ proximityctl fleet --broker mqtts://broker.lan --count 1 --json
                 The current table once, as JSON, over TLS.
+              $ proximityctl fleet calibration --broker mqtt://broker.lan --count 1
+                The fleet's calibration, once.
             """)
+
+    /// What to show: the table, or the calibration.
+    enum View: String, ExpressibleByArgument, CaseIterable {
+        case table, calibration
+    }
+
+    @Argument(help: ArgumentHelp("table (the default) or calibration.", valueName: "view"))
+    var view: View = .table
 
     @OptionGroup var connection: BrokerOptions
 
@@ -51,8 +66,8 @@ struct FleetCommand: AsyncParsableCommand {
         }
         let client = try MQTTClient(options)
         defer { client.disconnect() }
-        let topic = "\(prefix)/table"
-        let (json, count, timeout) = (json, count, timeout)
+        let topic = "\(prefix)/\(view.rawValue)"
+        let (json, count, timeout, view) = (json, count, timeout, view)
         client.connect()
         // Why the broker is not reached, while it is not.
         let unreachable = Unreachable()
@@ -79,7 +94,7 @@ struct FleetCommand: AsyncParsableCommand {
                     if json {
                         print(message.string)
                     } else {
-                        let text = FleetTableText.render(message.payload)
+                        let text = view == .table ? FleetTableText.render(message.payload) : FleetCalibrationText.render(message.payload)
                         print(terminal ? "\u{1B}[H\u{1B}[2J" + text : (tables > 0 ? "\n" : "") + text, terminator: "")
                     }
                     fflush(nil)
@@ -91,6 +106,9 @@ struct FleetCommand: AsyncParsableCommand {
             group.addTask {
                 try await Task.sleep(for: .seconds(timeout))
                 if let reason = unreachable.reason.withLock({ $0 }) { return "cannot reach the broker at \(broker): \(reason)" }
+                if view == .calibration {
+                    return "no calibration on \(topic) within \(timeout) s (is proximity-fleet running with --plan, and do the plan's nodes hear each other?)"
+                }
                 return "no table on \(topic) within \(timeout) s (is proximity-fleet running, with --prefix \(topic.dropLast(6))?)"
             }
             defer { group.cancelAll() }
@@ -133,6 +151,39 @@ enum FleetTableText {
     /// x,y in metres, ± the uncertainty, and the floor when the plan names it: `2.1,3.4 ±0.8 ground`.
     static func position(_ p: FleetPosition) -> String {
         "\(String(format: "%.1f,%.1f", p.x, p.y)) ±\(String(format: "%.1f", p.uncertainty))" + (p.floor.map { " \($0)" } ?? "")
+    }
+}
+
+/// The fleet's calibration as text: the fit, each node, and the matrix (rows receive, columns
+/// transmit: the averaged RSSI and the residual the fit leaves).
+enum FleetCalibrationText {
+    static func render(_ payload: [UInt8]) -> String {
+        guard let c = MQTTJSON.decode(FleetCalibrationPayload.self, from: payload) else { return "(not a fleet calibration)\n" }
+        let time = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: c.time))
+        func pad(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(0, w - s.count)) }
+        func dB(_ v: Double?) -> String { v.map { String(format: "%+.1f", $0) } ?? "-" }
+        var lines = [String(format: "proximity-fleet calibration — path-loss exponent %.2f — residual %.1f dB RMS — %@", c.exponent, c.rms, time)]
+        let w = max(4, c.nodes.map(\.name.count).max() ?? 0)
+        lines.append("\(pad("NODE", w))  RX OFFSET  TX POWER  RESIDUAL  DRIFT")
+        for n in c.nodes {
+            lines.append("\(pad(n.name, w))  \(pad(dB(n.rxOffset), 9))  \(pad(n.txPower.map { String(format: "%.1f", $0) } ?? "-", 8))  "
+                         + "\(pad(n.residual.map { String(format: "%.1f", $0) } ?? "-", 8))  \(n.drift ?? "-")")
+        }
+        let names = c.nodes.map(\.name).filter { name in c.pairs.contains { $0.receiver == name || $0.transmitter == name } }
+        if !names.isEmpty {
+            lines.append("")
+            lines.append("who hears whom: RSSI dBm (residual dB); rows receive, columns transmit")
+            let cell = max(14, names.map(\.count).max() ?? 0)
+            lines.append(pad("", w) + "  " + names.map { pad($0, cell) }.joined(separator: " "))
+            for rx in names {
+                let cells = names.map { tx -> String in
+                    guard let p = c.pairs.first(where: { $0.receiver == rx && $0.transmitter == tx }) else { return pad(rx == tx ? "" : "-", cell) }
+                    return pad(String(format: "%.1f", p.rssi) + (p.residual.map { String(format: " (%+.1f)", $0) } ?? ""), cell)
+                }
+                lines.append(pad(rx, w) + "  " + cells.joined(separator: " "))
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
     }
 }
 
