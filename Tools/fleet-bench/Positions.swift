@@ -35,16 +35,48 @@ enum PositionsOffsets: String, CaseIterable, Sendable {
     }
 }
 
-/// HOOK (self-calibration, issue 24 item 3): the path-loss model with each node's receive offset
-/// as the fleet's self-calibration fits it from 10 minutes of the plan's nodes hearing each other
-/// (bluez-sim's realistic radio between the nodes, at the plan's known distances), on `seed`'s
-/// installation. Returns nil until that fit exists in ProximityCore (Positioning/Calibration*.swift,
-/// being written); the tables then say "not yet" in its column and the goal line says so. To wire
-/// it: simulate each node's advertisements as heard by every other node (``receptions``, the node
-/// as transmitter, its "tx" and the listener's "rx" offsets drawn by the radio as for a device),
-/// fit, and return `PathLossModel(exponent: fit.exponent, rxOffsets: fit.rxOffsets)`.
-func selfCalibratedModel(plan: FloorPlan, seed: UInt64, radio: RadioModel) -> PathLossModel? {
-    nil
+/// The path-loss model the fleet's self-calibration fits from 10 minutes of the plan's nodes
+/// hearing each other on `seed`'s installation, as live: each node advertises (bluez-sim's radio
+/// between the nodes, each node's own transmit and receive offsets drawn as for a device), every
+/// other node ranges it with its own table, its report reaches the fleet when the MQTT rate
+/// control lets it, and ``FleetCalibration`` averages and fits (`proximity-fleet run --plan`).
+func selfCalibratedModel(plan: FloorPlan, seed: UInt64, radio: RadioModel, minutes: Double = 10) -> PathLossModel? {
+    let duration = minutes * 60
+    let root = SeededGenerator(seed: seed)
+    let nodes = plan.nodes.map { (name: $0.name, position: Position($0.position)) }
+    var calibration = FleetCalibration(plan: plan)
+    // Receiver → its table and rate control; the samples of every transmitter, merged in time.
+    var heard: [String: [(t: Double, transmitter: String, rssi: Double)]] = [:]
+    for (j, transmitter) in nodes.enumerated() {
+        let listeners = nodes.enumerated().filter { $0.offset != j }.map(\.element)
+        let samples = receptions(of: transmitter.name, along: Trajectory(fixed: transmitter.position), by: listeners, duration: duration,
+                                 radio: radio, installation: seed, realisticLabel: "positions ",
+                                 rng: root.derived("self-calibration \(transmitter.name)"))
+        for (i, listener) in listeners.enumerated() {
+            for s in samples[i] { heard[listener.name, default: []].append((s.t, transmitter.name, s.rssi)) }
+        }
+    }
+    for (receiver, samples) in heard {
+        let ordered = samples.sorted { $0.t < $1.t }
+        var table = FoundDevicesTable()
+        var throttle = ReportThrottle()
+        var k = 0
+        for second in 1 ... Int(duration) {
+            let t = Double(second)
+            while k < ordered.count, ordered[k].t <= t {
+                table.observe(PeerID(ordered[k].transmitter), rssi: ordered[k].rssi, at: ordered[k].t, measuredPower: -59)
+                k += 1
+            }
+            _ = table.tick(at: t)
+            for (id, peer) in table.peers where peer.proximity != .unknown
+                && throttle.offer(device: id.rawValue, distance: peer.distance, at: t) {
+                calibration.hear(receiver: receiver, transmitter: id.rawValue, rssi: peer.smoothedRSSI, stated: peer.measuredPower,
+                                 samples: peer.recentSamples, at: t)
+            }
+        }
+    }
+    guard calibration.refit(at: duration) || calibration.fit != nil else { return nil }
+    return calibration.model
 }
 
 /// One estimator as the benchmark runs it.
