@@ -121,8 +121,9 @@ import Testing
         #expect(rooms.update(mass: [0.2, 0.8], at: 4, configuration: c) == 0)
         #expect(rooms.update(mass: [0.2, 0.8], at: 5, configuration: c) == 0)
         #expect(rooms.update(mass: [0.2, 0.8], at: 6, configuration: c) == 1)     // held 2 s
-        #expect(rooms.update(mass: [0.05, 0.1], at: 7, configuration: c) == 1)    // no room leads; not yet held
-        #expect(rooms.update(mass: [0.05, 0.1], at: 9, configuration: c) == nil)
+        #expect(rooms.update(mass: [0.05, 0.1], at: 7, configuration: c) == 1)    // little belief, but the room still leads
+        #expect(rooms.update(mass: [0.02, 0.03], at: 8, configuration: c) == 1)   // below the minimum: none leads; not yet held
+        #expect(rooms.update(mass: [0.02, 0.03], at: 10, configuration: c) == nil)
     }
 }
 

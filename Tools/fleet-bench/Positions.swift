@@ -22,7 +22,7 @@ enum PositionsOffsets: String, CaseIterable, Sendable {
     /// best: a tracked phone is not in the plan, its offset stays unknown).
     case oracleNodes = "oracle-nodes"
     /// The nodes' offsets as the fleet's self-calibration fits them after 10 minutes of the nodes
-    /// hearing each other. Not yet: see ``selfCalibratedModel(plan:seed:radio:)``.
+    /// hearing each other (``selfCalibratedModel(plan:seed:radio:minutes:)``).
     case selfCalibrated = "self-calibrated"
 
     var label: String {
@@ -304,7 +304,7 @@ extension FleetBench {
         print(PositionsReport.render(run, results))
         print("goals (the fleet uncalibrated; issue 24, item 7):")
         for g in PositionsReport.goals(run, results) {
-            print("  " + (g.met.map { $0 ? "met: " : "MISSED: " } ?? "not yet: ") + g.line)
+            print("  " + (g.met.map { $0 ? "met: " : "MISSED: " } ?? "not run: ") + g.line)
         }
         let cpu = Double(clock() - started) / Double(CLOCKS_PER_SEC)
         print("CPU time \(format(cpu, 1)) s")

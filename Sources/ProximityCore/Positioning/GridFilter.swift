@@ -445,13 +445,16 @@ private extension Int {
 /// seconds, so a device standing by a wall does not flicker between the rooms either side.
 public struct RoomHysteresis: Sendable, Hashable {
     public struct Configuration: Sendable, Hashable {
-        /// How much more belief the challenger must hold than the current room.
-        public var margin: Double = 0.2
-        /// For how long, seconds (6: tuned on fleet-bench --positions' tuning seeds, where 2 s
-        /// changed rooms up to 1.7 times as often as the truth in the house and the corridor).
-        public var hold: Double = 6
-        /// With less than this in every room, the device is in none.
-        public var minimum: Double = 0.25
+        /// How much more belief the challenger must hold than the current room, and for how long,
+        /// seconds (0.25 and 1 s: tuned on fleet-bench --positions' tuning seeds, with room
+        /// accuracy and room changes against the truth's; a longer hold or a floor under the
+        /// leader's belief gave fewer seconds in the right room, and 2 s changed rooms up to 1.7
+        /// times as often as the truth).
+        public var margin: Double = 0.25
+        public var hold: Double = 1
+        /// With less than this in every room, the device is in none (the belief's spread reaches
+        /// past the plan's outlines by metres, so the share outside every room says little).
+        public var minimum: Double = 0.05
 
         public init() {}
     }
@@ -465,7 +468,7 @@ public struct RoomHysteresis: Sendable, Hashable {
 
     public mutating func update(mass: [Double], at t: Double, configuration: Configuration) -> Int? {
         let best = mass.indices.max { mass[$0] < mass[$1] }
-        let leader: Int? = best.flatMap { mass[$0] >= configuration.minimum ? $0 : nil }
+        let leader: Int? = best.flatMap { mass[$0] > 0 && mass[$0] >= configuration.minimum ? $0 : nil }
         guard leader != current else {
             challenger = nil
             return current
