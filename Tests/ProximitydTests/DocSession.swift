@@ -268,6 +268,11 @@ struct DocSessionRunner {
                 // In a group of this shell (its jobs stay this shell's jobs), with its output in a log.
                 script += "{ \(command.text)\n} >>\(quote("\(logs)/line-\(command.line).log")) 2>&1\n"
                 script += "printf '\(mark) \(i) 0\\n'\n"
+            } else if command.text.hasPrefix("until ") {
+                // A wait: its attempts may fail while it waits (an object not there yet, a file not
+                // written yet); what counts is that it ends, and what it prints on standard output.
+                script += "{ \(command.text)\n} 2>/dev/null\n"
+                script += "printf '\(mark) \(i) %d\\n' $?\n"
             } else {
                 script += "\(command.text)\n"
                 script += "printf '\(mark) \(i) %d\\n' $?\n"
