@@ -123,15 +123,6 @@ public struct NodeProxy: Sendable {
         _ = try await call(ProximityBus.Node1.setPeerName, [.string(identifier), .string(name)])
     }
 
-    /// `GetPeer`: the object path of a peer in the table (`org.proximityd.Error.DoesNotExist` if it is not).
-    public func peerPath(of identifier: String) async throws -> ObjectPath {
-        let reply = try await call(ProximityBus.Node1.getPeer, [.string(identifier)])
-        guard case .objectPath(let path)? = reply.first else {
-            throw DBusError(ProximityBus.Errors.failed, "GetPeer answered \(reply)")
-        }
-        return path
-    }
-
     /// `ResetMeasuredPower`: `org.proximityd.Error.DoesNotExist` if none was set.
     public func resetMeasuredPower(for identifier: String) async throws {
         _ = try await call(ProximityBus.Node1.resetMeasuredPower, [.string(identifier)])
