@@ -49,24 +49,29 @@ struct Replay: ParsableCommand {
     func run() throws {
         let floorPlan = Self.loadPlan(plan)
         let samples = Self.loadTrace(trace, truthRequired: score)
+        // A row a second per device: a trace spanning months (a stray time) would never end.
+        if let first = samples.map(\.time).min(), let last = samples.map(\.time).max(), last - first > Self.maxSpan {
+            Self.fail("\(trace): the samples span \(Int(last - first)) s (from \(first) to \(last)); a replay covers at most \(Int(Self.maxSpan)) s (7 days)", status: 65)
+        }
         let unknown = Set(samples.map(\.node)).subtracting(floorPlan.nodes.map(\.name))
         if !unknown.isEmpty {
             FileHandle.standardError.write(Data("proximity-fleet: warning: nodes not in the plan, their samples unused for positions: \(unknown.sorted().joined(separator: ", "))\n".utf8))
         }
-        let rows = PositionReplay.play(samples, plan: floorPlan, positioner: estimator.factory(floorPlan))
         var out = "time,device,x,y,z,room\n"
-        var truth = TruthTrack(samples)
+        let truth = TruthTrack(samples)
         var scored = PositionScore()
-        for row in rows {
-            let time = Self.number(row.time, places: 3)
-            if let e = row.estimate {
-                let room = e.room.map { floorPlan.rooms[$0].name } ?? ""
-                out += "\(time),\(Self.field(row.device)),\(Self.number(e.position.x, places: 2)),\(Self.number(e.position.y, places: 2)),"
-                    + "\(Self.number(e.position.z, places: 2)),\(Self.field(room))\n"
-            } else {
-                out += "\(time),\(Self.field(row.device)),,,,not_home\n"
+        PositionReplay.play(samples, plan: floorPlan, positioner: estimator.factory(floorPlan)) { rows in
+            for row in rows {
+                let time = Self.number(row.time, places: 3)
+                if let e = row.estimate {
+                    let room = e.room.map { floorPlan.rooms[$0].name } ?? ""
+                    out += "\(time),\(Self.field(row.device)),\(Self.number(e.position.x, places: 2)),\(Self.number(e.position.y, places: 2)),"
+                        + "\(Self.number(e.position.z, places: 2)),\(Self.field(room))\n"
+                } else {
+                    out += "\(time),\(Self.field(row.device)),,,,not_home\n"
+                }
+                if score { scored.add(device: row.device, estimate: row.estimate, truth: truth.position(of: row.device, at: row.time), plan: floorPlan) }
             }
-            if score { scored.add(device: row.device, estimate: row.estimate, truth: truth.position(of: row.device, at: row.time), plan: floorPlan) }
             if out.utf8.count > 1 << 16 {
                 FileHandle.standardOutput.write(Data(out.utf8))
                 out = ""
@@ -81,6 +86,9 @@ struct Replay: ParsableCommand {
         }
         FileHandle.standardOutput.write(Data(out.utf8))
     }
+
+    /// The longest trace replayed, seconds.
+    static let maxSpan = 7 * 86_400.0
 
     static func number(_ v: Double, places: Int) -> String { v.isFinite ? String(format: "%.\(places)f", v) : "nan" }
     static func percent(_ v: Double) -> String { v.isFinite ? String(format: "%.1f %%", 100 * v) : "nan" }

@@ -108,10 +108,18 @@ public struct PositionReplay: Sendable {
     /// whole second from the first sample's to the last's.
     public static func play(_ samples: [TraceSample], plan: FloorPlan, configuration: Configuration = .init(),
                             positioner: @escaping @Sendable (String) -> any Positioner) -> [Row] {
-        let sorted = samples.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-        guard let first = sorted.first, let last = sorted.last else { return [] }
-        var replay = PositionReplay(plan: plan, configuration: configuration, positioner: positioner)
         var rows: [Row] = []
+        play(samples, plan: plan, configuration: configuration, positioner: positioner) { rows += $0 }
+        return rows
+    }
+
+    /// As ``play(_:plan:configuration:positioner:)``, handing each second's rows to `each` as they
+    /// come (a long trace's rows need not all be held).
+    public static func play(_ samples: [TraceSample], plan: FloorPlan, configuration: Configuration = .init(),
+                            positioner: @escaping @Sendable (String) -> any Positioner, each: ([Row]) -> Void) {
+        let sorted = samples.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        guard let first = sorted.first, let last = sorted.last else { return }
+        var replay = PositionReplay(plan: plan, configuration: configuration, positioner: positioner)
         var i = 0
         var t = first.time.rounded(.up)
         if t == first.time { t += 1 }
@@ -120,10 +128,9 @@ public struct PositionReplay: Sendable {
                 replay.add(sorted[i])
                 i += 1
             }
-            rows += replay.step(at: t)
+            each(replay.step(at: t))
             t += 1
         }
-        return rows
     }
 }
 
