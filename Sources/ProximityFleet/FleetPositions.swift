@@ -14,7 +14,6 @@ import ProximityMQTT
 public struct FleetPositions: Sendable {
     public private(set) var plan: FloorPlan
     public private(set) var grid: PositioningGrid
-    public private(set) var model: PathLossModel
     /// A hearing counts for this long, seconds.
     public var staleAfter: Double
     public var configuration: GridPositioner.Configuration
@@ -38,22 +37,17 @@ public struct FleetPositions: Sendable {
         self.staleAfter = staleAfter
         self.configuration = configuration
         grid = PositioningGrid(plan: plan, outsideWeight: configuration.outsideWeight)
-        model = Self.model(plan)
         planNodes = Set(plan.nodes.map(\.name))
         calibration = FleetCalibration(plan: plan)
     }
 
-    /// The plan's path-loss model: its exponent and each node's `rx-offset`.
-    public static func model(_ plan: FloorPlan) -> PathLossModel {
-        PathLossModel(exponent: plan.pathLossExponent,
-                      rxOffsets: Dictionary(plan.nodes.compactMap { n in n.rxOffset.map { (n.name, $0) } }, uniquingKeysWith: { a, _ in a }))
-    }
+    /// The path-loss model every device's estimator uses: the plan's, then the calibration's.
+    public var model: PathLossModel { calibration.model }
 
     /// A new plan (a reload): a new grid, every device's belief started afresh; the hearings stay.
     public mutating func replace(plan: FloorPlan) {
         self.plan = plan
         grid = PositioningGrid(plan: plan, outsideWeight: configuration.outsideWeight)
-        model = Self.model(plan)
         planNodes = Set(plan.nodes.map(\.name))
         positioners = [:]
         calibration = FleetCalibration(plan: plan)
@@ -81,10 +75,11 @@ public struct FleetPositions: Sendable {
 
     /// A node's report of a device, arrived at `t`.
     public mutating func hear(device: String, node: String, report: PeerReport, at t: Double) {
-        if let other = nodeNames[device.lowercased()], let hearing = Self.hearing(node: node, report: report, at: t) {
+        let hearing = Self.hearing(node: node, report: report, at: t)
+        if let other = nodeNames[device.lowercased()], let hearing {
             calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
         }
-        if let hearing = Self.hearing(node: node, report: report, at: t) {
+        if let hearing {
             hearings[device, default: [:]][node] = hearing
         } else if hearings[device]?[node] != nil {
             hearings[device]?[node] = nil
@@ -121,7 +116,7 @@ public struct FleetPositions: Sendable {
     /// dropped, and the belief of a device that no node hears any more.
     public mutating func step(at t: Double) -> [String: PositionEstimate] {
         if calibration.refit(at: t) {
-            model = calibration.model
+            let model = calibration.model
             for device in positioners.keys { positioners[device]!.model = model }
         }
         var out: [String: PositionEstimate] = [:]

@@ -102,8 +102,7 @@ enum EstimatorKind: String, ExpressibleByArgument, CaseIterable {
     case fleet, espresense, centroid, nearest
 
     func factory(_ plan: FloorPlan) -> @Sendable (String) -> any Positioner {
-        let model = PathLossModel(exponent: plan.pathLossExponent,
-                                  rxOffsets: Dictionary(uniqueKeysWithValues: plan.nodes.compactMap { n in n.rxOffset.map { (n.name, $0) } }))
+        let model = PathLossModel(plan: plan)
         switch self {
         case .fleet:
             let grid = PositioningGrid(plan: plan, outsideWeight: GridPositioner.Configuration().outsideWeight)

@@ -102,7 +102,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let state = try StateDirectory(directory)
         try NodeSettings(names: [Self.beacon: "Anna's badge"]).save(to: state)
-        #expect(try NodeSettings.load(from: state).peerNames == [PeerID(Self.beacon): "Anna's badge"])
+        #expect(try NodeSettings.load(from: state).names == [Self.beacon: "Anna's badge"])
         try Data(#"{"version": 1, "names": {"ibeacon:x": "A"}}"#.utf8).write(to: state.file(NodeSettings.fileName))
         #expect(throws: StateError.self) { try NodeSettings.load(from: state) }
         try Data(#"{"version": 1, "names": {"\#(Self.beacon)": "a\u0007"}}"#.utf8).write(to: state.file(NodeSettings.fileName))

@@ -7,22 +7,26 @@
 public struct PeerNames: Sendable, Hashable {
     /// From the config file.
     public var configured: [PeerID: String]
-    /// Given over the bus.
-    public var given: [PeerID: String]
+    /// Given over the bus, by identifier (as the state directory keeps them).
+    public var given: [String: String]
 
-    public init(configured: [PeerID: String] = [:], given: [PeerID: String] = [:]) {
+    public init(configured: [PeerID: String] = [:], given: [String: String] = [:]) {
         self.configured = configured
         self.given = given
     }
 
     /// The peer's display name, if it has one; the config file's first.
-    public subscript(_ peer: PeerID) -> String? { configured[peer] ?? given[peer] }
+    public subscript(_ peer: PeerID) -> String? { configured[peer] ?? given[peer.rawValue] }
 
     /// The name to show for `peer`: its display name, else `advertised`, else "".
     public func shown(_ peer: PeerID, advertised: String?) -> String { self[peer] ?? advertised ?? "" }
 
     /// Every display name (`Node1.PeerNames`): the given ones, the config file's over them.
-    public var all: [PeerID: String] { given.merging(configured) { _, file in file } }
+    public var all: [PeerID: String] {
+        var out = configured
+        for (id, name) in given where out[PeerID(id)] == nil { out[PeerID(id)] = name }
+        return out
+    }
 
     /// Why a name may not be given over the bus: the config file names the peer, or there are
     /// ``maxGiven`` already.
@@ -35,10 +39,10 @@ public struct PeerNames: Sendable, Hashable {
     /// `SetPeerName` does; true when that changed something. `name` must be valid (``problem(name:)``).
     public mutating func give(_ name: String, to peer: PeerID) throws(Refusal) -> Bool {
         if let file = configured[peer] { throw .configured(file) }
-        if name.isEmpty { return given.removeValue(forKey: peer) != nil }
-        guard given[peer] != nil || given.count < Self.maxGiven else { throw .full }
-        defer { given[peer] = name }
-        return given[peer] != name
+        if name.isEmpty { return given.removeValue(forKey: peer.rawValue) != nil }
+        guard given[peer.rawValue] != nil || given.count < Self.maxGiven else { throw .full }
+        defer { given[peer.rawValue] = name }
+        return given[peer.rawValue] != name
     }
 
     // MARK: - What a name may be

@@ -126,10 +126,12 @@ public struct FleetCalibration: Sendable {
     }
 
     /// The model the positioning should use: the fitted exponent and receive offsets (the plan's
-    /// where the fit has none).
+    /// where the fit has none, and the plan's alone before the first fit).
     public var model: PathLossModel {
-        var offsets: [String: Double] = [:]
-        for node in plan.nodes { if let rx = fit?.rxOffsets[node.name] ?? node.rxOffset { offsets[node.name] = rx } }
-        return PathLossModel(exponent: fit?.exponent ?? plan.pathLossExponent, rxOffsets: offsets)
+        var model = PathLossModel(plan: plan)
+        guard let fit else { return model }
+        model.exponent = fit.exponent
+        for node in plan.nodes { if let rx = fit.rxOffsets[node.name] { model.rxOffsets[node.name] = rx } }
+        return model
     }
 }

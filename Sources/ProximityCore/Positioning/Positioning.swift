@@ -68,6 +68,13 @@ public struct PathLossModel: Sendable, Hashable {
         self.rxOffsets = rxOffsets
     }
 
+    /// The plan's model: its exponent and each node's `rx-offset` (the calibration it was given).
+    public init(plan: FloorPlan) {
+        var offsets: [String: Double] = [:]
+        for node in plan.nodes { if let rx = node.rxOffset { offsets[node.name] = rx } }
+        self.init(exponent: plan.pathLossExponent, rxOffsets: offsets)
+    }
+
     /// The distance at which `hearing`'s RSSI is expected, corrected by the node's offset.
     public func distance(_ hearing: NodeHearing) -> Double {
         let corrected = hearing.rssi + (rxOffsets[hearing.node] ?? 0)

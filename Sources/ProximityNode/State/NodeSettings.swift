@@ -36,10 +36,6 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         names = try c.decodeIfPresent([String: String].self, forKey: .names) ?? [:]
     }
 
-    /// ``names`` by peer.
-    public var peerNames: [PeerID: String] {
-        Dictionary(uniqueKeysWithValues: names.map { (PeerID($0.key), $0.value) })
-    }
 
     public static func load(from state: StateDirectory) throws(StateError) -> NodeSettings {
         guard let data = try state.read(fileName) else { return NodeSettings() }

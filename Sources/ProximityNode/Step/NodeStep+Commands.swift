@@ -157,8 +157,8 @@ extension NodeStep {
                 "zones.immediate": "\(configuration.zones.immediate)", "zones.near": "\(configuration.zones.near)"])))
             outcome.effects.append(.publish(.zoneDistances(configuration.zones)))
         }
-        if configuration.names != names.configured {
-            names.configured = configuration.names
+        if configuration.names != configuredNames {
+            configuredNames = configuration.names
             outcome.effects.append(.log(LogLine(.notice, "the peer names changed", ["names": "\(configuration.names.count)"])))
             outcome.effects.append(.publish(.peerNames(names.all, sequence: nextSequence())))
         }

@@ -25,9 +25,8 @@ public struct NodeStep: Sendable {
     var scheduler: IdentificationScheduler
     var table: FoundDevicesTable
     var settings: NodeSettings
-    /// The peers' display names: the config file's and those given over the bus (kept in
-    /// ``settings``' `names`).
-    var names: PeerNames
+    /// The config file's display names; those given over the bus are ``settings``' `names`.
+    var configuredNames: [PeerID: String]
     /// dB added to every RSSI sample before ranging (`--rssi-offset`; a reload changes it).
     var rssiOffset: Double
     var regions: RegionStage
@@ -57,7 +56,7 @@ public struct NodeStep: Sendable {
         self.identity = identity
         serviceUUID = configuration.serviceUUID.lowercased
         settings = saved.settings
-        names = PeerNames(configured: configuration.names, given: saved.settings.peerNames)
+        configuredNames = configuration.names
         rssiOffset = configuration.rssiOffset
         link = AdapterLink(powerOn: configuration.powerOn)
         resolver = IdentityResolver(
@@ -324,6 +323,7 @@ public struct NodeStep: Sendable {
         }
         for id in report.removed { effects.append(.log(LogLine(.debug, "peer left the table", ["peer.id": "\(id)"]))) }
         // One snapshot per peer, read by every stage after ranging and published as it is.
+        let names = self.names
         var peers: [PeerSnapshot] = []
         peers.reserveCapacity(table.count)
         for peer in table.peers.values {
@@ -372,6 +372,7 @@ public struct NodeStep: Sendable {
     /// `SetPeerName`: `name` (valid, or empty to remove the one given) for `peer`, kept in
     /// `settings.json` before the reply; the next report shows it.
     mutating func setPeerName(_ name: String, for peer: PeerID, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+        var names = self.names
         do throws(PeerNames.Refusal) {
             guard try names.give(name, to: peer) else { return }
         } catch {
@@ -382,12 +383,15 @@ public struct NodeStep: Sendable {
                 throw NodeRefusal(.limitReached, "at most \(PeerNames.maxGiven) peers may be named over the bus; remove some names first")
             }
         }
-        settings.names = Dictionary(uniqueKeysWithValues: names.given.map { ($0.key.rawValue, $0.value) })
+        settings.names = names.given
         commit(.settings(settings), into: &outcome, at: time)
         outcome.effects.append(.log(name.isEmpty ? LogLine(.info, "peer name removed", ["peer.id": "\(peer)"])
                                                  : LogLine(.info, "peer named", ["peer.id": "\(peer)", "peer.name": "\(name)"])))
         outcome.effects.append(.publish(.peerNames(names.all, sequence: nextSequence())))
     }
+
+    /// The display names: the config file's, and ``settings``' (given over the bus).
+    var names: PeerNames { PeerNames(configured: configuredNames, given: settings.names) }
 
     /// `Node1.PeerNames`.
     public var peerNames: [PeerID: String] { names.all }
