@@ -57,21 +57,17 @@ func selfCalibratedModel(plan: FloorPlan, seed: UInt64, radio: RadioModel, minut
         }
     }
     for (receiver, samples) in heard {
-        let ordered = samples.sorted { $0.t < $1.t }
-        var table = FoundDevicesTable()
-        var throttle = ReportThrottle()
+        var node = NodeReporter(name: receiver)
         var k = 0
+        let ordered = samples.sorted { $0.t < $1.t }
         for second in 1 ... Int(duration) {
             let t = Double(second)
             while k < ordered.count, ordered[k].t <= t {
-                table.observe(PeerID(ordered[k].transmitter), rssi: ordered[k].rssi, at: ordered[k].t, measuredPower: -59)
+                node.hear(ordered[k].transmitter, rssi: ordered[k].rssi, at: ordered[k].t, measuredPower: -59)
                 k += 1
             }
-            _ = table.tick(at: t)
-            for (id, peer) in table.peers where peer.proximity != .unknown
-                && throttle.offer(device: id.rawValue, distance: peer.distance, at: t) {
-                calibration.hear(receiver: receiver, transmitter: id.rawValue, rssi: peer.smoothedRSSI, stated: peer.measuredPower,
-                                 samples: peer.recentSamples, at: t)
+            for (transmitter, h) in node.report(at: t).published {
+                calibration.hear(receiver: receiver, transmitter: transmitter, rssi: h.rssi, stated: h.measuredPower, samples: h.samples, at: t)
             }
         }
     }

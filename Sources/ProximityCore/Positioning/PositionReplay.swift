@@ -47,8 +47,7 @@ public struct PositionReplay: Sendable {
     public let plan: FloorPlan
     public let configuration: Configuration
     private let makePositioner: @Sendable (String) -> any Positioner
-    private var tables: [String: FoundDevicesTable] = [:]
-    private var throttles: [String: ReportThrottle] = [:]
+    private var nodes: [String: NodeReporter] = [:]
     /// Device → node → what the node last published of it.
     private var hearings: [String: [String: NodeHearing]] = [:]
     private var positioners: [String: any Positioner] = [:]
@@ -69,30 +68,20 @@ public struct PositionReplay: Sendable {
             positioners[sample.device] = makePositioner(sample.device)
             devices.append(sample.device)
         }
-        var table = tables.removeValue(forKey: sample.node) ?? FoundDevicesTable(configuration: configuration.ranging)
-        table.observe(PeerID(sample.device), rssi: sample.rssi, at: sample.time, measuredPower: configuration.measuredPower)
-        tables[sample.node] = table
+        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: configuration.ranging, throttle: configuration.throttle)
+        node.hear(sample.device, rssi: sample.rssi, at: sample.time, measuredPower: configuration.measuredPower)
+        nodes[sample.node] = node
     }
 
     /// The reports due at `t` (a whole second, after every sample up to it), then one estimate
     /// per device seen so far.
     public mutating func step(at t: Double) -> [Row] {
-        for node in tables.keys.sorted() {
-            var table = tables.removeValue(forKey: node)!
-            var throttle = throttles[node] ?? ReportThrottle(configuration: configuration.throttle)
-            let report = table.tick(at: t)
-            for id in report.removed + report.silenced {
-                throttle.forget(device: id.rawValue)
-                hearings[id.rawValue]?[node] = nil
-            }
-            for (id, peer) in table.peers where peer.proximity != .unknown {
-                guard throttle.offer(device: id.rawValue, distance: peer.distance, at: t) else { continue }
-                hearings[id.rawValue, default: [:]][node] = NodeHearing(
-                    node: node, rssi: peer.smoothedRSSI, spread: peer.spread, samples: peer.recentSamples,
-                    measuredPower: peer.measuredPower, distance: peer.distance, time: t)
-            }
-            tables[node] = table
-            throttles[node] = throttle
+        for name in nodes.keys.sorted() {
+            var node = nodes.removeValue(forKey: name)!
+            let report = node.report(at: t)
+            for device in report.gone { hearings[device]?[name] = nil }
+            for hearing in report.published { hearings[hearing.device, default: [:]][name] = hearing.hearing }
+            nodes[name] = node
         }
         var rows: [Row] = []
         for device in devices {
@@ -131,6 +120,42 @@ public struct PositionReplay: Sendable {
             each(replay.step(at: t))
             t += 1
         }
+    }
+}
+
+/// One node as the fleet hears it, from its samples: its own ranging (the found-devices table),
+/// a report each second, and its MQTT rate control (``ReportThrottle``) deciding which devices'
+/// reports go out. What ``PositionReplay`` plays for each node, and what a benchmark of the
+/// fleet's calibration plays for the nodes hearing each other.
+public struct NodeReporter: Sendable {
+    public let name: String
+    private var table: FoundDevicesTable
+    private var throttle: ReportThrottle
+
+    public init(name: String, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init()) {
+        self.name = name
+        table = FoundDevicesTable(configuration: ranging)
+        self.throttle = ReportThrottle(configuration: throttle)
+    }
+
+    /// A sample of `device`, in time order.
+    public mutating func hear(_ device: String, rssi: Double, at t: Double, measuredPower: Double) {
+        table.observe(PeerID(device), rssi: rssi, at: t, measuredPower: measuredPower)
+    }
+
+    /// The node's report at `t`: the hearings it publishes now (what the fleet reads of them),
+    /// and the devices it no longer hears (silent or gone: their report says so).
+    public mutating func report(at t: Double) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
+        let report = table.tick(at: t)
+        let gone = (report.removed + report.silenced).map(\.rawValue)
+        for device in gone { throttle.forget(device: device) }
+        var published: [(String, NodeHearing)] = []
+        for (id, peer) in table.peers where peer.proximity != .unknown
+            && throttle.offer(device: id.rawValue, distance: peer.distance, at: t) {
+            published.append((id.rawValue, NodeHearing(node: name, rssi: peer.smoothedRSSI, spread: peer.spread, samples: peer.recentSamples,
+                                                       measuredPower: peer.measuredPower, distance: peer.distance, time: t)))
+        }
+        return (published, gone)
     }
 }
 
