@@ -252,7 +252,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityNodeTests",
-            dependencies: ["ProximityNode", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT"]
+            dependencies: ["ProximityNode", "StrictYAML", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT"]
         ),
         .testTarget(
             name: "ProximitydTests",

@@ -197,22 +197,9 @@ public enum FloorPlanFile {
                 report(node.position, "\(path.isEmpty ? "the top level" : path): must be a mapping, not \(node.summary)")
                 return nil
             }
-            var first: [String: YAMLPosition] = [:]
-            var out: [YAMLEntry] = []
-            for e in entries {
-                let at = path.isEmpty ? "" : "\(path): "
-                if let p = first[e.key] {
-                    report(e.keyPosition, "\(at)duplicate key '\(e.key)' (first at \(p))")
-                    continue
-                }
-                first[e.key] = e.keyPosition
-                guard keys.contains(e.key) else {
-                    report(e.keyPosition, "\(at)unknown key '\(e.key)' (expected \(keys.map { "'\($0)'" }.joined(separator: ", ")))")
-                    continue
-                }
-                out.append(e)
-            }
-            return out
+            let (known, problems) = YAMLKeys.check(entries, keys: keys, prefix: path.isEmpty ? "" : "\(path): ")
+            self.problems += problems
+            return known
         }
 
         mutating func sequence(_ node: YAMLNode, path: String, max: Int) -> [YAMLNode]? {

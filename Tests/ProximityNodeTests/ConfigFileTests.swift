@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ProximityCore
 @testable import ProximityNode
+import StrictYAML
 import Testing
 
 /// A config file that must be refused, and exactly the lines it must be refused with (without the
@@ -729,7 +730,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
     func alertKeys() {
         #expect(ConfigFile.alertKeys == ["identifier"] + Alert.Key.allCases.map(\.configName))
         #expect(Set(ConfigFile.alertKeys).count == ConfigFile.alertKeys.count)
-        #expect(ConfigDecoder.nearest(to: "tittle", in: ConfigFile.alertKeys) == "title")
+        #expect(YAMLKeys.nearest(to: "tittle", in: ConfigFile.alertKeys) == "title")
         #expect(ConfigDecoder.alertConfigNames(in: "is missing: a cap needs both CapCount and CapWindow")
                 == "is missing: a cap needs both cap-count and cap-window")
         // What the file gave, quoted, is left as given.
@@ -826,8 +827,8 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
     func ruleKeys() {
         #expect(ConfigFile.keys.suffix(3) == ["tracking", "rules", "mqtt"])
         #expect(ConfigFile.ruleKeys == ["identifier"] + Rule.keys)
-        #expect(ConfigDecoder.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
-        #expect(ConfigDecoder.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")
+        #expect(YAMLKeys.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
+        #expect(YAMLKeys.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")
     }
 
     @Test("a rule's node is replaced by one that is right, so the next problem is found")
@@ -1154,11 +1155,11 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
     @Test("a typo is one or two edits away; a swap of neighbours is one")
     func nearestKey() {
-        #expect(ConfigDecoder.editDistance("regoins", "regions") == 1)
-        #expect(ConfigDecoder.editDistance("clear-intervall", "clear-interval") == 1)
-        #expect(ConfigDecoder.nearest(to: "nam", in: ConfigFile.keys) == "name")
-        #expect(ConfigDecoder.nearest(to: "colour", in: ConfigFile.keys) == nil)
-        #expect(ConfigDecoder.nearest(to: "mx", in: ConfigFile.keys) == nil)
+        #expect(YAMLKeys.editDistance("regoins", "regions") == 1)
+        #expect(YAMLKeys.editDistance("clear-intervall", "clear-interval") == 1)
+        #expect(YAMLKeys.nearest(to: "nam", in: ConfigFile.keys) == "name")
+        #expect(YAMLKeys.nearest(to: "colour", in: ConfigFile.keys) == nil)
+        #expect(YAMLKeys.nearest(to: "mx", in: ConfigFile.keys) == nil)
     }
 
     @Test("the log level switch sets the level of every logger its handler made, unless one set its own")

@@ -1,4 +1,5 @@
 import Foundation
+import StrictYAML
 import ProximityCore
 
 /// `mqtt:` (`docs/mqtt.md`).
@@ -97,7 +98,7 @@ extension ConfigDecoder {
         var valid = true
         for (i, item) in items.enumerated() {
             guard let name = string(item), let mode = MQTTSettings.Compatibility(rawValue: name) else {
-                report(at: item, fallback: entry.keyPosition, "\(path)[\(i)]: must be one of \(Self.alternatives(names)), not \(item.summary)")
+                report(at: item, fallback: entry.keyPosition, "\(path)[\(i)]: must be one of \(YAMLKeys.alternatives(names)), not \(item.summary)")
                 valid = false
                 continue
             }

@@ -1,4 +1,5 @@
 import Foundation
+import StrictYAML
 import ProximityCore
 
 /// Reads a config file's ``ConfigNode`` tree strictly into its values, collecting every problem
@@ -70,27 +71,8 @@ struct ConfigDecoder {
             report(at: node, "\(path.isEmpty ? "the top level" : path + ":") must be \(expected), not \(node.summary)")
             return nil
         }
-        let prefix = path.isEmpty ? "" : "\(path): "
-        var seen: [String: ConfigPosition] = [:]
-        var known: [ConfigEntry] = []
-        for entry in entries {
-            if let first = seen[entry.key] {
-                report(entry.keyPosition, "\(prefix)duplicate key '\(entry.key)' (first at \(first))")
-                continue
-            }
-            seen[entry.key] = entry.keyPosition
-            if let keys, !keys.contains(entry.key) {
-                var message = "\(prefix)unknown key '\(entry.key)'"
-                if let near = Self.nearest(to: entry.key, in: keys) {
-                    message += " (did you mean '\(near)'?)"
-                } else if keys.count <= 3 {
-                    message += " (expected \(Self.alternatives(keys)))"
-                }
-                report(entry.keyPosition, message)
-                continue
-            }
-            known.append(entry)
-        }
+        let (known, problems) = YAMLKeys.check(entries, keys: keys, prefix: path.isEmpty ? "" : "\(path): ")
+        for problem in problems { report(problem.position, problem.message) }
         return known
     }
 
@@ -261,45 +243,6 @@ struct ConfigDecoder {
         return out
     }
 
-    /// `'a'`, `'a' or 'b'`, `'a', 'b' or 'c'`.
-    static func alternatives(_ keys: [String]) -> String {
-        let quoted = keys.map { "'\($0)'" }
-        guard quoted.count > 1 else { return quoted.first ?? "" }
-        return quoted.dropLast().joined(separator: ", ") + " or " + quoted.last!
-    }
-
-    /// The key of `keys` nearest to `key` if it is close enough to be a typo: at most one edit for
-    /// short keys, two for longer ones (a swap of neighbours counts as one).
-    static func nearest(to key: String, in keys: [String]) -> String? {
-        let limit = key.count <= 4 ? 1 : 2
-        var best: (key: String, distance: Int)?
-        for candidate in keys {
-            let d = editDistance(key.lowercased(), candidate)
-            if d <= limit, d < (best?.distance ?? .max) { best = (candidate, d) }
-        }
-        return best?.key
-    }
-
-    /// Optimal-string-alignment distance: insertions, deletions, substitutions and swaps of
-    /// neighbours.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { d[i][0] = i }
-        for j in 0...b.count { d[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
-                }
-            }
-        }
-        return d[a.count][b.count]
-    }
 }
 
 extension RuleValue {
