@@ -57,7 +57,11 @@ struct Walk: ParsableCommand {
     }
 
     static func lines(_ path: String) -> [Substring] {
-        guard let data = FileManager.default.contents(atPath: path) else { fail("\(path): cannot read: no such file or not readable", status: 66) }
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
+            fail("\(path): cannot read: \((error as NSError).localizedDescription)", status: 66)
+        }
+        guard data.count <= TraceFile.maxSize else { fail("\(path): cannot read: larger than \(TraceFile.maxSize >> 30) GiB", status: 66) }
         return String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
     }
 
