@@ -22,6 +22,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // libdbus-1, reached only through DBusKit.
@@ -41,6 +44,13 @@ let package = Package(
             name: "CBluetooth",
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
+        ),
+        // zlib, for the test kit's PNG reader (a headless browser's screenshots); only
+        // ProximityTesting imports it.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
         ),
         .target(
             name: "DBusKit",
@@ -99,10 +109,23 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The fleet's live map: a read-only web page and JSON API (Hummingbird), fed by the fleet
+        // service's views.
+        .target(
+            name: "FleetMap",
+            dependencies: [
+                "ProximityFleet", "ProximityMQTT",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "proximity-fleet",
             dependencies: [
-                "ProximityFleet", "ProximityCommandLine", "MQTTKit", "ProximityCore", "ProximityVersion",
+                "ProximityFleet", "FleetMap", "ProximityCommandLine", "MQTTKit", "ProximityCore", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -190,7 +213,7 @@ let package = Package(
         .target(
             name: "ProximityTesting",
             dependencies: [
-                "DBusKit", "BlueZSim",
+                "DBusKit", "BlueZSim", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -233,6 +256,10 @@ let package = Package(
         .testTarget(
             name: "ProximityTestingTests",
             dependencies: ["ProximityTesting"]
+        ),
+        .testTarget(
+            name: "FleetMapTests",
+            dependencies: ["FleetMap", "ProximityFleet", "ProximityCore", "ProximityMQTT", "ProximityTesting", "NodeTesting", "MQTTKit"]
         ),
         .testTarget(
             name: "ProximityCoreTests",

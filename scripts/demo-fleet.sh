@@ -2,8 +2,9 @@
 # The fleet, live, with no Bluetooth hardware (scripts/demo.sh --fleet runs this). A local
 # Mosquitto broker, bluez-sim playing the three boxes of scenarios/demo-room.yaml (alpha and bravo
 # 5 m apart, charlie next to alpha), a proximityd on each: alpha and bravo publish to the broker
-# (`mqtt:` in their config files, docs/mqtt.md), and proximity-fleet decides which box charlie is
-# nearest to (docs/fleet.md). charlie walks to bravo and back, and its room follows.
+# (`mqtt:` in their config files, docs/mqtt.md), and proximity-fleet places charlie on a floor plan
+# of two rooms, one around each (docs/positioning.md), with its live map on 127.0.0.1. charlie
+# walks to bravo and back, and its room and its dot on the map follow.
 #
 #   scripts/demo.sh --fleet [--once]
 #     (default)   on a terminal: prints the mosquitto_sub and proximityctl commands to watch the
@@ -121,7 +122,23 @@ charlie=$(on charlie get-property org.proximityd /org/proximityd org.proximityd.
 charlie=${charlie#s \"}
 charlie=${charlie%\"}
 
-proximity-fleet --broker "$broker" --track "$charlie" 2> "$run_dir/fleet.log" &
+# The floor plan: alpha's room and bravo's room, split halfway between them, named after them.
+cat > "$run_dir/plan.yaml" << 'EOF'
+nodes:
+  - name: alpha
+    position: [0, 0, 0]
+  - name: bravo
+    position: [5, 0, 0]
+rooms:
+  - name: alpha
+    polygon: [[-4, -4], [2.5, -4], [2.5, 4], [-4, 4]]
+  - name: bravo
+    polygon: [[2.5, -4], [9, -4], [9, 4], [2.5, 4]]
+EOF
+http_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+map="http://127.0.0.1:$http_port/"
+proximity-fleet --broker "$broker" --track "$charlie" --plan "$run_dir/plan.yaml" --http "127.0.0.1:$http_port" \
+  2> "$run_dir/fleet.log" &
 pids+=($!)
 
 move() {
@@ -152,6 +169,8 @@ echo "  ${sub[*]} -t 'espresense/devices/#' -v      # ESPresense's form (compat:
 echo "The fleet's table:"
 echo "  export PATH=$bin:\$PATH"
 echo "  proximityctl fleet --broker $broker"
+echo "The live map (floor plan, charlie's position, the nodes' health), in a browser:"
+echo "  $map      (JSON: ${map}api/devices, ${map}api/nodes, ${map}api/plan)"
 
 if $once; then
   since=$SECONDS
@@ -165,6 +184,11 @@ if $once; then
   wait_for 60 "charlie's room to be bravo" in_room bravo
   show proximityctl fleet --broker "$broker" --count 1
   show "${sub[@]}" -t "proximity-fleet/devices/$charlie/room" -C 1 -v
+  say "The live map's JSON: charlie's position on the plan, as the page shows it."
+  show python3 -c 'import json, sys, urllib.request
+table = json.load(urllib.request.urlopen(sys.argv[1] + "api/devices", timeout=10))
+for d in table["devices"]:
+    print(d["id"], d["room"], d.get("position"))' "$map"
   echo
   echo "proximity-fleet's log:"
   grep ' room' "$run_dir/fleet.log" | sed 's/^/  /' || true

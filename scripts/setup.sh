@@ -9,6 +9,7 @@ set -euo pipefail
 PROXIMITYD_DEBIAN_PACKAGES=(
   pkg-config libdbus-1-dev libbluetooth-dev   # build: libdbus-1 (CDBus), libbluetooth (doctor)
   libxml2-dev                                 # build: FoundationXML, linked statically into the package's binaries
+  zlib1g-dev                                  # build: zlib (CZlib), the test kit's PNG reader of screenshots
   dbus-daemon dbus-bin                        # private buses, dbus-send
   libglib2.0-bin                              # gdbus, an independent client in the interop tests
   bluez                                       # bluetoothctl, a real BlueZ client
@@ -20,6 +21,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
                                               # mosquitto_sub/mosquitto_pub, independent clients in the tests
   openssl                                     # the MQTT TLS test makes its CA and the broker's certificate
   openssh-server openssh-client               # proximityctl -H's tests: a real sshd on 127.0.0.1, ssh, ssh-keygen
+  chromium                                    # the live map's test: headless Chromium loads the page (proximity-fleet --http)
 )
 
 # ensure_debian_packages WHO PACKAGE...: installs those of PACKAGE... that are missing, saying so as
@@ -37,7 +39,7 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 # Those of the list above only the tests use; the demo goes without them.
-PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl openssh-server openssh-client)
+PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl openssh-server openssh-client chromium)
 if [ "${PROXIMITYD_SETUP:-}" = demo ]; then
   demo_packages=()
   for package in "${PROXIMITYD_DEBIAN_PACKAGES[@]}"; do

@@ -31,6 +31,8 @@ public struct FleetConfiguration: Sendable {
     public var plan: FloorPlan?
     /// The positioning's settings (the grid filter's defaults).
     public var positioner = GridPositioner.Configuration()
+    /// The map's views (`--http`): shown the plan and, once a second, the state; none without a map.
+    public var views: FleetViews?
 
     public init(broker: MQTTOptions) { self.broker = broker }
 
@@ -93,6 +95,11 @@ public actor FleetService {
     private var outsidePlan: Set<String> = []
     /// With a plan: when each device was first reported since it was last not_home.
     private var firstHeard: [String: Double] = [:]
+    /// When each node last sent anything, and its last retained status (for the map's node health).
+    private var nodeSeen: [String: Double] = [:]
+    private var nodeStatus: [String: String] = [:]
+    /// The calibration as last published (the map shows its nodes' fit).
+    private var lastCalibration: FleetCalibrationPayload?
 
     /// With a plan, a device new to the fleet gets a nearest-node room only after this long,
     /// seconds, and only if no node in the plan has heard it by then: the nodes that hear a
@@ -110,6 +117,7 @@ public actor FleetService {
         positions = configuration.plan.map {
             FleetPositions(plan: $0, staleAfter: configuration.decider.staleAfter, configuration: configuration.positioner)
         }
+        configuration.views?.show(plan: configuration.plan)
     }
 
     /// The room of a device placed on the plan but in none of its rooms: home, as Home Assistant's
@@ -126,6 +134,8 @@ public actor FleetService {
         }
         positions?.replace(plan: plan)
         outsidePlan = []
+        lastCalibration = nil
+        configuration.views?.show(plan: plan)
         logger.notice("floor plan reloaded", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)",
                                                         "rooms": "\(plan.rooms.count)"])
     }
@@ -170,6 +180,7 @@ public actor FleetService {
         client.disconnect()
         events.cancel()
         messages.cancel()
+        configuration.views?.finish()
         logger.info("stopped")
     }
 
@@ -241,6 +252,7 @@ public actor FleetService {
         }
         guard message.topic.hasPrefix(configuration.root + "/"), levels.count > root else { return }
         let node = MQTTTopic.name(levels[root])
+        if !message.payload.isEmpty { nodeSeen[node] = t }
         if levels.count == root + 2, levels[root + 1] == "state" {
             // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
             guard let state = MQTTJSON.decode(NodeStatePayload.self, from: message.payload) else { return }
@@ -255,6 +267,7 @@ public actor FleetService {
             return
         }
         if levels.count == root + 2, levels[root + 1] == "status" {
+            if !message.payload.isEmpty { nodeStatus[node] = String(message.string.prefix(16)) }
             if message.string == "offline" {
                 positions?.forget(node: node)
                 apply(rule.forget(node: node, at: t))
@@ -303,6 +316,7 @@ public actor FleetService {
         if dirty, t - lastTable >= configuration.tableInterval * (1 + Double(devices / 500)) {
             publishTable(at: t)
         }
+        if let views = configuration.views { show(views, at: t) }
         guard connected else { return }
         for device in reported where t - (attributesSent[device] ?? -.infinity) >= configuration.attributesInterval {
             send(topics.attributes(device), attributes(device, at: t))
@@ -388,6 +402,7 @@ public actor FleetService {
     /// A new calibration fit: published (retained), and each node whose drift changed logged.
     private func calibrated(_ positions: FleetPositions, at t: Double) {
         guard let payload = positions.calibrationPayload(epoch: t) else { return }
+        lastCalibration = payload
         send(topics.calibration, MQTTJSON.encode(payload))
         logger.info("calibration fitted", metadata: ["path-loss-exponent": "\(payload.exponent)", "rms": "\(payload.rms)",
                                                       "pairs": "\(payload.pairs.count)"])
@@ -432,6 +447,11 @@ public actor FleetService {
         guard connected else { return }
         dirty = false
         lastTable = t
+        send(topics.table, MQTTJSON.encode(table(at: t)))
+    }
+
+    /// Every device: its room, the nodes' readings and its position.
+    private func table(at t: Double) -> FleetTable {
         var rows: [FleetTable.Device] = []
         for device in Set(rule.devices).union(published.keys).sorted() {
             let readings = rule.readings(of: device).map {
@@ -440,7 +460,29 @@ public actor FleetService {
             rows.append(FleetTable.Device(id: device, name: names[device], room: published[device] ?? "not_home", readings: readings,
                                           position: placed[device] != nil ? lastPosition[device] : nil))
         }
-        send(topics.table, MQTTJSON.encode(FleetTable(time: t, rule: rule.name, devices: rows)))
+        return FleetTable(time: t, rule: rule.name, devices: rows)
+    }
+
+    /// The map's state: the table, and every node's health (those of the plan, and every node
+    /// heard from).
+    private func show(_ views: FleetViews, at t: Double) {
+        var reports: [String: Int] = [:]
+        for device in rule.devices {
+            for reading in rule.readings(of: device) where reading.age(at: t) < configuration.decider.staleAfter {
+                reports[reading.node, default: 0] += 1
+            }
+        }
+        let calibration = positions != nil ? lastCalibration : nil
+        let fitted = Dictionary((calibration?.nodes ?? []).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let names = Set(nodeSeen.keys).union(positions?.plan.nodes.map(\.name) ?? [])
+        let nodes = names.sorted().map { name in
+            FleetNodeHealth(name: name, inPlan: positions?.isPlanNode(name) ?? false, status: nodeStatus[name], mobile: mobile.contains(name),
+                            lastHeard: nodeSeen[name].map(MQTTRounding.milliseconds), devices: reports[name] ?? 0,
+                            rxOffset: fitted[name]?.rxOffset, txPower: fitted[name]?.txPower, residual: fitted[name]?.residual,
+                            drift: fitted[name]?.drift)
+        }
+        views.show(devices: table(at: t),
+                   nodes: FleetNodes(time: MQTTRounding.milliseconds(t), exponent: calibration?.exponent, rms: calibration?.rms, nodes: nodes))
     }
 
     /// Home Assistant `device_tracker` discovery for `device`, once per connection; with a floor

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FleetMap
 import ProximityVersion
 import Foundation
 import Logging
@@ -60,9 +61,15 @@ struct Run: AsyncParsableCommand {
             the plan keep nearest-node rooms. SIGHUP reads the plan again; a plan with problems \
             is logged and the running one kept. docs/fleet.md, Floor plan and positions.
 
+            With --http, a live map (read-only) is served on that address: the plan, each \
+            device's position with its uncertainty, the devices' and nodes' tables, updated each \
+            second; and /api/plan, /api/devices, /api/nodes as JSON, /events as server-sent \
+            events. Off by default; behind a reverse proxy for remote access \
+            (docs/positioning.md, The live map).
+
             Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 65 when the plan has \
             problems (each on its own line, FILE:LINE:COLUMN: message); 66 when the password \
-            file or the plan cannot be read. Errors are one line on standard error, \
+            file or the plan cannot be read; 69 when the map cannot listen on --http's address. Errors are one line on standard error, \
             proximity-fleet: error: MESSAGE (a bad argument adds a line naming the help to read).
 
             Examples:
@@ -73,6 +80,9 @@ struct Run: AsyncParsableCommand {
                 Over TLS, logged in; only reports nearer than 15 m give a room.
               $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/plan.yaml
                 Positions on the floor plan, and rooms from its outlines.
+              $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/plan.yaml \
+                  --http 127.0.0.1:8080
+                The same, with the live map on http://127.0.0.1:8080/.
             """
     )
 
@@ -120,6 +130,11 @@ struct Run: AsyncParsableCommand {
         valueName: "file"))
     var plan: String?
 
+    @Option(name: .customLong("http"), help: ArgumentHelp(
+        "Serve the live map and its JSON on this address and port (127.0.0.1:8080; [::1]:8080; port 0: any free one, logged). Read-only; off by default.",
+        valueName: "address:port"))
+    var http: String?
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.",
                                                                valueName: "level"))
     var logLevel: String = "info"
@@ -139,6 +154,9 @@ struct Run: AsyncParsableCommand {
         }
         if clientID.isEmpty { throw ValidationError("--client-id: must not be empty") }
         if plan?.isEmpty == true { throw ValidationError("--plan: must not be empty") }
+        if let http {
+            do { _ = try FleetMapAddress(parsing: http) } catch { throw ValidationError("--http: \(error)") }
+        }
     }
 
     func run() async throws {
@@ -167,6 +185,8 @@ struct Run: AsyncParsableCommand {
         configuration.discovery = discovery
         configuration.discoveryPrefix = discoveryPrefix
         configuration.plan = floorPlan
+        let map = try http.map { (address: try FleetMapAddress(parsing: $0), views: FleetViews()) }
+        configuration.views = map?.views
         let service = FleetService(configuration, logger: logger)
         // SIGHUP reads the plan again (systemctl reload); without --plan it does nothing, rather
         // than end the service as its default action would.
@@ -187,11 +207,19 @@ struct Run: AsyncParsableCommand {
         }
         hangup.resume()
         defer { hangup.cancel() }
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: FleetRunner(service: service), successTerminationBehavior: .gracefullyShutdownGroup,
-                             failureTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: FleetRunner(service: service), successTerminationBehavior: .gracefullyShutdownGroup,
+                  failureTerminationBehavior: .gracefullyShutdownGroup),
+        ]
+        if let map {
+            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger),
+                                  successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        do { try await group.run() } catch let error as FleetMapError {
+            FileHandle.standardError.write(Data("proximity-fleet: error: --http: \(error)\n".utf8))
+            Foundation.exit(69)
+        }
     }
 }
 

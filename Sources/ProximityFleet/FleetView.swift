@@ -1,0 +1,213 @@
+import Foundation
+import ProximityCore
+import ProximityMQTT
+import Synchronization
+
+/// The floor plan as the map page draws it (`GET /api/plan`): floors, rooms by floor name, the
+/// nodes' positions, and a version that goes up at each reload (SIGHUP), so a page sees from the
+/// live state (``FleetMapState/planVersion``) when to read the plan again.
+public struct FleetMapPlan: Codable, Hashable, Sendable {
+    public struct Floor: Codable, Hashable, Sendable {
+        /// Empty for a plan without `floors:` (its one floor).
+        public var name: String
+        /// The floor's height range, metres: [low, high].
+        public var z: [Double]
+    }
+
+    public struct Room: Codable, Hashable, Sendable {
+        public var name: String
+        public var floor: String
+        /// The outline, [x, y] metres.
+        public var polygon: [[Double]]
+    }
+
+    public struct Node: Codable, Hashable, Sendable {
+        public var name: String
+        public var floor: String
+        /// [x, y, z] metres.
+        public var position: [Double]
+    }
+
+    public var version: Int
+    public var floors: [Floor]
+    public var rooms: [Room]
+    public var nodes: [Node]
+
+    public init(_ plan: FloorPlan, version: Int) {
+        self.version = version
+        floors = plan.floors.map { Floor(name: $0.name, z: [$0.z.lowerBound, $0.z.upperBound]) }
+        rooms = plan.rooms.map { room in
+            Room(name: room.name, floor: plan.floors.indices.contains(room.floor) ? plan.floors[room.floor].name : "",
+                 polygon: room.polygon.map { [$0.x, $0.y] })
+        }
+        nodes = plan.nodes.map { node in
+            let floor = plan.floor(atHeight: node.position.z)
+            return Node(name: node.name, floor: plan.floors.indices.contains(floor) ? plan.floors[floor].name : "",
+                        position: [node.position.x, node.position.y, node.position.z])
+        }
+    }
+}
+
+/// A node's health as the map shows it (`GET /api/nodes`): when the fleet last heard from it, what
+/// it said of itself, how many devices it reports, and its calibration.
+public struct FleetNodeHealth: Codable, Hashable, Sendable {
+    public var name: String
+    /// Whether the floor plan places it.
+    public var inPlan: Bool
+    /// Its retained status (`online`, `offline`); absent before it said any.
+    public var status: String?
+    /// Its retained state says `role: mobile`: its reports make no room.
+    public var mobile: Bool
+    /// When the fleet last had a message from it, seconds since the epoch (to the millisecond).
+    public var lastHeard: Double?
+    /// The devices it reports, fresh (within `--stale-after`).
+    public var devices: Int
+    /// The calibration's fit for it, dB (with a plan, once fitted).
+    public var rxOffset: Double?
+    public var txPower: Double?
+    public var residual: Double?
+    /// Why it is reported drifting; absent when it is not.
+    public var drift: String?
+
+    enum CodingKeys: String, CodingKey {
+        case name, status, mobile, devices, residual, drift
+        case inPlan = "in_plan"
+        case lastHeard = "last_heard"
+        case rxOffset = "rx_offset"
+        case txPower = "tx_power"
+    }
+
+    public init(name: String, inPlan: Bool, status: String?, mobile: Bool, lastHeard: Double?, devices: Int,
+                rxOffset: Double? = nil, txPower: Double? = nil, residual: Double? = nil, drift: String? = nil) {
+        self.name = name
+        self.inPlan = inPlan
+        self.status = status
+        self.mobile = mobile
+        self.lastHeard = lastHeard
+        self.devices = devices
+        self.rxOffset = rxOffset
+        self.txPower = txPower
+        self.residual = residual
+        self.drift = drift
+    }
+}
+
+/// Every node the fleet knows (`GET /api/nodes`), and the calibration's path-loss exponent and RMS
+/// residual once fitted.
+public struct FleetNodes: Codable, Hashable, Sendable {
+    public var time: Double
+    public var exponent: Double?
+    public var rms: Double?
+    public var nodes: [FleetNodeHealth]
+
+    public init(time: Double, exponent: Double?, rms: Double?, nodes: [FleetNodeHealth]) {
+        self.time = time
+        self.exponent = exponent
+        self.rms = rms
+        self.nodes = nodes
+    }
+}
+
+/// What the map page's live stream (`GET /events`, event `state`) carries once a second: the
+/// devices (the table, as `<prefix>/table` holds it: `GET /api/devices`), the nodes, and the plan's
+/// version. A whole state, not a change: a client that misses one loses nothing.
+public struct FleetMapState: Codable, Hashable, Sendable {
+    public var planVersion: Int
+    public var devices: FleetTable
+    public var nodes: FleetNodes
+
+    enum CodingKeys: String, CodingKey {
+        case devices, nodes
+        case planVersion = "plan_version"
+    }
+
+    public init(planVersion: Int, devices: FleetTable, nodes: FleetNodes) {
+        self.planVersion = planVersion
+        self.devices = devices
+        self.nodes = nodes
+    }
+}
+
+/// The fleet service's views for the map (events out): the service shows its plan and, once a
+/// second, its state; the map's server reads the latest, encoded once, and each of its live
+/// streams gets every state that follows. A stream keeps only the newest state it has not sent
+/// (each is whole), so a slow client never holds the service up or grows its memory.
+public final class FleetViews: Sendable {
+    /// The most live streams at once; ``subscribe()`` refuses more.
+    public static let maximumSubscribers = 64
+
+    private struct State {
+        var planVersion = 0
+        var plan: String?
+        var devices: String?
+        var nodes: String?
+        var state: String?
+        var subscribers: [UInt64: AsyncStream<String>.Continuation] = [:]
+        var next: UInt64 = 0
+        var finished = false
+    }
+
+    private let mutex = Mutex(State())
+
+    public init() {}
+
+    /// The plan (at start and at each reload), or none: its version goes up.
+    public func show(plan: FloorPlan?) {
+        mutex.withLock { state in
+            state.planVersion += 1
+            state.plan = plan.map { MQTTJSON.encode(FleetMapPlan($0, version: state.planVersion)) }
+        }
+    }
+
+    /// The fleet's state, each second: encoded once, sent to every live stream.
+    public func show(devices: FleetTable, nodes: FleetNodes) {
+        let version = mutex.withLock { $0.planVersion }
+        let whole = MQTTJSON.encode(FleetMapState(planVersion: version, devices: devices, nodes: nodes))
+        let devicesJSON = MQTTJSON.encode(devices), nodesJSON = MQTTJSON.encode(nodes)
+        let subscribers = mutex.withLock { state -> [AsyncStream<String>.Continuation] in
+            state.devices = devicesJSON
+            state.nodes = nodesJSON
+            state.state = whole
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.yield(whole) }
+    }
+
+    /// `GET /api/plan`: nil without a plan.
+    public var planJSON: String? { mutex.withLock { $0.plan } }
+    /// `GET /api/devices`: nil before the first state.
+    public var devicesJSON: String? { mutex.withLock { $0.devices } }
+    /// `GET /api/nodes`: nil before the first state.
+    public var nodesJSON: String? { mutex.withLock { $0.nodes } }
+
+    /// A live stream of whole states (``FleetMapState`` as JSON), starting with the latest; nil
+    /// when ``maximumSubscribers`` are live already or the views are finished.
+    public func subscribe() -> AsyncStream<String>? {
+        let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id: UInt64? = mutex.withLock { state in
+            guard !state.finished, state.subscribers.count < Self.maximumSubscribers else { return nil }
+            state.next += 1
+            state.subscribers[state.next] = continuation
+            if let latest = state.state { continuation.yield(latest) }
+            return state.next
+        }
+        guard let id else { return nil }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.mutex.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// How many live streams there are.
+    public var subscribers: Int { mutex.withLock { $0.subscribers.count } }
+
+    /// Ends every live stream, and refuses new ones (the service is stopping).
+    public func finish() {
+        let subscribers = mutex.withLock { state -> [AsyncStream<String>.Continuation] in
+            state.finished = true
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for subscriber in subscribers { subscriber.finish() }
+    }
+}

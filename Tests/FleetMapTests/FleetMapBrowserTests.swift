@@ -1,0 +1,200 @@
+import BlueZSim
+import FleetMap
+import Foundation
+import MQTTKit
+import NodeTesting
+import ProximityFleet
+import ProximityMQTT
+import ProximityNode
+import ProximityTesting
+import Testing
+
+/// The live map in a real browser: three proximityd nodes on bluez-sim publish to a real
+/// Mosquitto, `proximity-fleet run --plan --http` places the fourth box (a tag), and headless
+/// Chromium loads the page. The DOM must put the tag's marker inside its room's outline, follow
+/// it when it walks to the other room, and the screenshot must show the map.
+@Suite("the live map in headless Chromium, on bluez-sim and Mosquitto", .serialized)
+struct FleetMapBrowserTests {
+    /// Two rooms of 5 × 4 m side by side, the three nodes in corners; the sim's boxes stand at
+    /// the same places, 1 m up as the plan's nodes are.
+    static let plan = """
+        floors:
+          - name: ground
+            z: [0, 3]
+        nodes:
+          - name: alpha
+            position: [0.5, 0.5, 1]
+          - name: bravo
+            position: [5, 3.5, 1]
+          - name: charlie
+            position: [9.5, 0.5, 1]
+        rooms:
+          - name: living
+            polygon: [[0, 0], [5, 0], [5, 4], [0, 4]]
+          - name: kitchen
+            polygon: [[5, 0], [10, 0], [10, 4], [5, 4]]
+
+        """
+
+    static func scenario() -> Scenario {
+        var radio = RadioParameters()
+        radio.shadowingSigma = 0
+        radio.packetLoss = 0
+        func box(_ name: String, _ n: Int, _ x: Double, _ y: Double) -> BoxSpec {
+            BoxSpec(name: name, address: "AA:00:00:00:00:0\(n)", trajectory: Trajectory(fixed: Position(x: x, y: y, z: 1)))
+        }
+        return Scenario(seed: 7, radio: radio, boxes: [box("alpha", 1, 0.5, 0.5), box("bravo", 2, 5, 3.5), box("charlie", 3, 9.5, 0.5),
+                                                       box("tag", 4, 1.5, 1.5)])
+    }
+
+    /// Where screenshots are kept for a person to look at: `$PROXIMITYD_TEST_ARTIFACTS`, else
+    /// the temporary directory's `proximityd-test-artifacts`.
+    static var artifacts: URL {
+        let directory = ProcessInfo.processInfo.environment["PROXIMITYD_TEST_ARTIFACTS"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-test-artifacts")
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
+    /// JavaScript: whether the tag's marker is drawn inside `room`'s outline (the SVG's own
+    /// geometry: the room polygon's fill holds the marker's centre) and no other room's.
+    static func markerIn(_ device: String, _ room: String) -> String {
+        """
+        (() => {
+          const g = document.querySelector('g.device[data-device="\(device)"]');
+          if (!g || g.dataset.room !== "\(room)") return false;
+          const dot = g.querySelector("circle.dot");
+          const p = new DOMPoint(Number(dot.getAttribute("cx")), Number(dot.getAttribute("cy")));
+          const rooms = [...document.querySelectorAll("polygon.room")];
+          return rooms.some(r => r.dataset.room === "\(room)" && r.isPointInFill(p))
+            && !rooms.some(r => r.dataset.room !== "\(room)" && r.isPointInFill(p));
+        })()
+        """
+    }
+
+    struct Marker: Decodable, Sendable {
+        var x: Double
+        var y: Double
+        /// The dot's centre on the screen, CSS pixels, and its fill as the browser computes it.
+        var screenX: Double
+        var screenY: Double
+        var fill: String
+        var label: String
+        var row: String?
+        var status: String
+        var nodes: [String]
+    }
+
+    static func marker(_ device: String) -> String {
+        """
+        (() => {
+          const g = document.querySelector('g.device[data-device="\(device)"]');
+          const dot = g.querySelector("circle.dot");
+          const box = dot.getBoundingClientRect();
+          const row = document.querySelector('#devices tr[data-device="\(device)"]');
+          return { x: Number(g.dataset.x), y: Number(g.dataset.y), screenX: box.x + box.width / 2, screenY: box.y + box.height / 2,
+                   fill: getComputedStyle(dot).fill, label: g.querySelector("text").textContent,
+                   row: row ? row.cells[1].textContent : null, status: document.getElementById("status").textContent,
+                   nodes: [...document.querySelectorAll("#nodes tr[data-node]")].map(r => r.dataset.node) };
+        })()
+        """
+    }
+
+    /// `rgb(r, g, b)` as numbers.
+    static func rgb(_ css: String) -> [Int] {
+        css.filter { $0.isNumber || $0 == "," }.split(separator: ",").compactMap { Int($0) }
+    }
+
+    @Test("the page on a live fleet: the tag's marker inside its room's outline, named, in the devices' table; it follows the tag into the kitchen; the nodes' health; the API's JSON decodes as the fleet's own types; the screenshot shows the map with the marker where the DOM says")
+    func liveMap() async throws {
+        guard let chromium = HeadlessChromium.executable() else {
+            Issue.record("no chromium: install Debian's chromium package (scripts/setup.sh does)")
+            return
+        }
+        _ = chromium
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-map-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let planFile = directory.appendingPathComponent("plan.yaml").path
+        try Self.plan.write(toFile: planFile, atomically: true, encoding: .utf8)
+
+        try await withSimBoxes(Self.scenario(), time: .real) { boxes in
+            try await MosquittoBroker.with { broker in
+                var settings = MQTTSettings(broker: .init(host: "127.0.0.1", port: broker.port))
+                settings.reportInterval = 1
+                settings.reportMoved = 0.3
+                settings.discovery = false
+                var nodes: [NodeRunner] = []
+                for box in ["alpha", "bravo", "charlie"] {
+                    nodes.append(try await NodeRunner.startInProcess(box, on: boxes) { $0.mqtt = settings })
+                }
+                let tag = try await NodeRunner.startInProcess("tag", on: boxes)
+                let device = tag.engine.identity.uuidString.lowercased()
+                let fleet = try ManagedProcess(BuiltProducts.path("proximity-fleet"),
+                                               ["run", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--plan", planFile, "--http", "127.0.0.1:0",
+                                                "--stale-after", "5", "--track", device])
+                try await fleet.waitForOutput(containing: "map listening", inStderr: true, timeout: .seconds(30))
+                let line = try #require(fleet.stderr.split(separator: "\n").first { $0.contains("map listening") })
+                let url = try #require(line.split(separator: " ").first { $0.hasPrefix("url=") }).dropFirst("url=".count)
+                #expect(url.hasPrefix("http://127.0.0.1:") && url.hasSuffix("/"), "\(line)")
+
+                let browser = try HeadlessChromium(width: 1280, height: 900)
+                do {
+                    let page = try await browser.open(String(url))
+                    // The tag stands in the living room: once the nodes have identified and ranged
+                    // it, its marker is inside the living room's outline.
+                    try await page.waitUntil(Self.markerIn(device, "living"), timeout: .seconds(120))
+                    let living = try await page.evaluate(Self.marker(device), as: Marker.self)
+                    #expect(living.status == "live" && living.row == "living" && ["tag", String(device.prefix(8))].contains(living.label), "\(living)")
+                    #expect(living.x < 5 && living.y > 0 && living.y < 4, "\(living)")
+                    #expect(Set(living.nodes) == ["alpha", "bravo", "charlie"], "\(living)")
+
+                    // The screenshot: a map, not a blank page, with the marker's colour where the
+                    // DOM puts it.
+                    let shot = try await page.screenshot()
+                    let saved = Self.artifacts.appendingPathComponent("fleet-map-living.png")
+                    try shot.write(to: saved)
+                    let image = try PNGImage(data: shot)
+                    #expect(image.width == 1280 && image.height == 900, "\(image.width)×\(image.height)")
+                    #expect(image.distinctColours() > 16, "\(saved.path)")
+                    let covered = image.shareDifferingFromBackground()
+                    #expect(covered > 0.1 && covered < 0.95, "\(covered): \(saved.path)")
+                    let fill = Self.rgb(living.fill)
+                    let pixel = image.pixel(x: Int(living.screenX.rounded()), y: Int(living.screenY.rounded()))
+                    #expect(fill.count == 3 && zip(fill, [pixel.r, pixel.g, pixel.b]).allSatisfy { abs($0 - Int($1)) <= 12 },
+                            "marker \(living.fill) but the screenshot has \(pixel) at (\(living.screenX), \(living.screenY)): \(saved.path)")
+
+                    // The API, as the page reads it: the fleet's own types.
+                    struct Texts: Decodable, Sendable { var plan: String; var devices: String; var nodes: String }
+                    let texts = try await page.evaluate("""
+                        Promise.all(["api/plan", "api/devices", "api/nodes"].map(p => fetch(p).then(r => r.text())))
+                          .then(([plan, devices, nodes]) => ({ plan, devices, nodes }))
+                        """, as: Texts.self)
+                    let plan = try #require(MQTTJSON.decode(FleetMapPlan.self, from: Array(texts.plan.utf8)))
+                    #expect(plan.rooms.map(\.name) == ["living", "kitchen"] && plan.nodes.count == 3)
+                    let table = try #require(MQTTJSON.decode(FleetTable.self, from: Array(texts.devices.utf8)))
+                    #expect(table.devices.first { $0.id == device }?.position?.room != nil, "\(texts.devices)")
+                    let health = try #require(MQTTJSON.decode(FleetNodes.self, from: Array(texts.nodes.utf8)))
+                    #expect(health.nodes.filter(\.inPlan).map(\.name) == ["alpha", "bravo", "charlie"], "\(texts.nodes)")
+                    #expect(health.nodes.allSatisfy { $0.status == "online" && $0.lastHeard != nil && $0.devices >= 1 }, "\(texts.nodes)")
+
+                    // The tag walks into the kitchen: the marker follows it there.
+                    _ = try await boxes.control("MoveBox", [.string("tag"), .double(8.5), .double(1.5), .double(1)])
+                    try await page.waitUntil(Self.markerIn(device, "kitchen"), timeout: .seconds(90))
+                    let kitchen = try await page.evaluate(Self.marker(device), as: Marker.self)
+                    #expect(kitchen.x > 5 && kitchen.x - living.x > 2.5 && kitchen.row == "kitchen", "\(living) → \(kitchen)")
+                    #expect(kitchen.screenX > living.screenX, "\(living) → \(kitchen)")
+                    try (try await page.screenshot()).write(to: Self.artifacts.appendingPathComponent("fleet-map-kitchen.png"))
+                } catch {
+                    await browser.close()
+                    throw error
+                }
+                await browser.close()
+                await fleet.stop()
+                #expect(fleet.exitStatus == 0, "\(fleet.stderr)")
+                for node in nodes { _ = await node.stop() }
+                _ = await tag.stop()
+            }
+        }
+    }
+}
