@@ -33,13 +33,13 @@ enum MapPage {
           <section>
             <h2>Devices</h2>
             <table id="devices">
-              <thead><tr><th>Name</th><th>Room</th><th>x, y (m)</th><th>Floor</th><th>± m</th><th>Heard by</th><th>Identifier</th></tr></thead>
+              <thead><tr><th>Name</th><th>Room</th><th>x, y (m)</th><th>Floor</th><th>± m</th><th>Heard by (m)</th><th>Identifier</th></tr></thead>
               <tbody></tbody>
             </table>
             <h2>Nodes</h2>
             <p id="calibration"></p>
             <table id="nodes">
-              <thead><tr><th>Node</th><th>Status</th><th>Last heard</th><th>Devices</th><th>Rx offset dB</th><th>Tx power dBm</th><th>Residual dB</th><th>Drift</th></tr></thead>
+              <thead><tr><th>Node</th><th>Status</th><th>Heard</th><th>Devices</th><th title="fitted receive offset">Rx dB</th><th title="fitted transmit power at 1 m">Tx dBm</th><th title="calibration residual">Resid. dB</th><th>Drift</th></tr></thead>
               <tbody></tbody>
             </table>
           </section>
@@ -60,12 +60,13 @@ enum MapPage {
         #clock { font-size: 0.9em; opacity: 0.8; }
         nav button { margin-right: 0.3em; }
         nav button.current { font-weight: bold; }
-        main { display: grid; grid-template-columns: minmax(300px, 3fr) minmax(300px, 2fr); gap: 1em; padding: 1em; }
+        main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1em; padding: 1em; }
+        main > section { min-width: 0; overflow-x: auto; }
         @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
-        #map { width: 100%; height: auto; max-height: 80vh; background: #fff; border: 1px solid #ccd; }
+        #map { box-sizing: border-box; display: block; width: 100%; height: auto; max-height: 80vh; background: #fff; border: 1px solid #ccd; }
         .room { fill: #e8eef3; stroke: #5b6b78; stroke-width: 0.05; }
         .room.occupied { fill: #d4ecd9; }
-        .room-label { font-size: 0.45px; fill: #5b6b78; text-anchor: middle; pointer-events: none; }
+        .room-label { font-size: 0.45px; fill: #5b6b78; fill-opacity: 0.7; text-anchor: middle; pointer-events: none; }
         .node rect { fill: #23313a; }
         .node.stale rect { fill: #c98a1b; }
         .node.offline rect { fill: #b23b3b; }
@@ -223,8 +224,8 @@ enum MapPage {
             cell(row, p ? `${fixed(p.x, 1)}, ${fixed(p.y, 1)}` : "–", "num");
             cell(row, p ? (p.floor ?? "") : "–");
             cell(row, p ? fixed(p.uncertainty, 1) : "–", "num");
-            cell(row, d.readings.map(r => `${r.node} ${fixed(r.distance, 1)} m`).join(", "));
-            cell(row, d.id);
+            cell(row, d.readings.map(r => `${r.node} ${fixed(r.distance, 1)}`).join(", "));
+            cell(row, d.id.length > 13 ? d.id.slice(0, 8) + "…" : d.id).title = d.id;
           }
           // The nodes' health.
           const nodes = document.querySelector("#nodes tbody");
