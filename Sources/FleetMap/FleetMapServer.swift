@@ -107,6 +107,7 @@ public struct FleetMapServer: Service {
                 try await app.run()
             } onGracefulShutdown: {
                 // The live streams end, so that the server's own shutdown need not wait for them.
+                logger.debug("map: ending the live streams", metadata: ["streams": "\(views.subscribers)"])
                 views.finish()
             }
         } catch let error as IOError {

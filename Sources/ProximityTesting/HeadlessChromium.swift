@@ -85,45 +85,22 @@ public final class HeadlessChromium: Sendable {
             throw error
         }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, devNull, 0)
-        posix_spawn_file_actions_adddup2(&actions, errors.theirs, 1)
-        posix_spawn_file_actions_adddup2(&actions, errors.theirs, 2)
-        posix_spawn_file_actions_adddup2(&actions, commands.theirs, 3)
-        posix_spawn_file_actions_adddup2(&actions, replies.theirs, 4)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         var environment = ProcessInfo.processInfo.environment
         environment["TMPDIR"] = temporary.path
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        // Under the test kit's spawn lock: a ManagedProcess starting meanwhile has pipes not yet
+        // close-on-exec, which the browser must not inherit.
+        spawnLock.lock()
+        let spawned = spawnChild(executable, arguments, environment: environment,
+                                 descriptors: [(devNull, 0), (errors.theirs, 1), (errors.theirs, 2), (commands.theirs, 3), (replies.theirs, 4)])
+        spawnLock.unlock()
         // Only our ends stay open here.
         for fd in opened where fd != commands.ours && fd != replies.ours && fd != errors.ours { Glibc.close(fd) }
-        guard status == 0 else {
+        guard case .success(let child) = spawned else {
             Glibc.close(commands.ours)
             Glibc.close(replies.ours)
             Glibc.close(errors.ours)
             try? FileManager.default.removeItem(at: profile)
-            throw TestKitError("cannot start \(executable): \(String(cString: strerror(status)))")
+            throw TestKitError("cannot start \(executable): \(String(cString: strerror(spawned.errorNumber)))")
         }
 
         let connection = DevToolsConnection(pid: child, commandFD: commands.ours, profile: profile)

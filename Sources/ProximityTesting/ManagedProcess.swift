@@ -62,43 +62,17 @@ public final class ManagedProcess: Sendable {
             input = (open("/dev/null", O_RDONLY | O_CLOEXEC), -1)
         }
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input.read, 0)
-        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
-        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        let spawned = spawnChild(executable, arguments, environment: env, descriptors: [(input.read, 0), (out.write, 1), (err.write, 2)])
         close(out.write)
         close(err.write)
         close(input.read)
-        guard status == 0 else {
+        guard case .success(let child) = spawned else {
             close(out.read)
             close(err.read)
             if input.write >= 0 { close(input.write) }
-            throw TestKitError("cannot start \(executable): \(String(cString: strerror(status)))")
+            throw TestKitError("cannot start \(executable): \(String(cString: strerror(spawned.errorNumber)))")
         }
         self.pid = child
         self.stdinWriteFD = input.write
@@ -270,7 +244,9 @@ public final class ManagedProcess: Sendable {
     }
 }
 
-private let spawnLock = NSLock()
+/// Held from making a child's pipes to spawning it (pipe(2), then FD_CLOEXEC), so that no other
+/// child of the test kit inherits them meanwhile.
+let spawnLock = NSLock()
 
 /// The result of a command run to completion.
 public struct CommandResult: Sendable, CustomStringConvertible {
@@ -302,4 +278,46 @@ public func resolveExecutable(_ name: String) -> String {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
     }
     return "/usr/bin/\(name)"
+}
+
+/// What ``spawnChild(_:_:environment:descriptors:)`` gives: the child, or `posix_spawn`'s error.
+enum SpawnResult {
+    case success(pid_t)
+    case failure(Int32)
+
+    var errorNumber: Int32 { if case .failure(let e) = self { e } else { 0 } }
+}
+
+/// Starts `executable` with `posix_spawn(3)` as a shell would (signal mask emptied; SIGTERM,
+/// SIGINT, SIGPIPE, SIGHUP and SIGCHLD at their defaults), with the whole `environment`, and each
+/// `descriptors` pair's first descriptor on the second in the child (`posix_spawn_file_actions_adddup2`;
+/// the first must not already be the second, whose close-on-exec flag would then stay).
+func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String],
+                descriptors: [(ours: Int32, theirs: Int32)]) -> SpawnResult {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for (ours, theirs) in descriptors { posix_spawn_file_actions_adddup2(&actions, ours, theirs) }
+
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t()
+    sigemptyset(&emptyMask)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        for p in argv { free(p) }
+        for p in envp { free(p) }
+    }
+    var child: pid_t = 0
+    let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+    return status == 0 ? .success(child) : .failure(status)
 }
