@@ -68,6 +68,15 @@ let package = Package(
         ),
         // The pure domain: no I/O, time passed in.
         .target(name: "ProximityCore"),
+        // libcrypto (OpenSSL 3), reached only through ProximityTrust.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // The trusted fleet's cryptography on libcrypto's primitives: the fleet key, the trusted
+        // identification's messages, identity resolving keys (ah). No I/O.
+        .target(name: "ProximityTrust", dependencies: ["COpenSSL"]),
         // The release version, generated from the VERSION file (the one place it is written).
         .target(name: "ProximityVersion", plugins: ["VersionFile"]),
         .plugin(name: "VersionFile", capability: .buildTool(), dependencies: ["version-source"]),
@@ -155,6 +164,7 @@ let package = Package(
             name: "proximityctl",
             dependencies: [
                 "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityMQTT", "ProximityCommandLine", "ProximityVersion",
+                "ProximityTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -264,6 +274,10 @@ let package = Package(
         .testTarget(
             name: "ProximityCoreTests",
             dependencies: ["ProximityCore"]
+        ),
+        .testTarget(
+            name: "ProximityTrustTests",
+            dependencies: ["ProximityTrust", "ProximityTesting"]
         ),
         .testTarget(
             name: "ProximityFleetTests",

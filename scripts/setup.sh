@@ -10,6 +10,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   pkg-config libdbus-1-dev libbluetooth-dev   # build: libdbus-1 (CDBus), libbluetooth (doctor)
   libxml2-dev                                 # build: FoundationXML, linked statically into the package's binaries
   zlib1g-dev                                  # build: zlib (CZlib), the test kit's PNG reader of screenshots
+  libssl-dev                                  # build: libcrypto (COpenSSL), the trusted fleet's primitives
   dbus-daemon dbus-bin                        # private buses, dbus-send
   libglib2.0-bin                              # gdbus, an independent client in the interop tests
   bluez                                       # bluetoothctl, a real BlueZ client

@@ -9,7 +9,7 @@ struct Proximityctl: AsyncParsableCommand {
         commandName: "proximityctl",
         abstract: "Query and control a proximityd node over D-Bus.",
         discussion: """
-            Which node: every subcommand but fleet takes --bus BUS (system, session, or a D-Bus \
+            Which node: every subcommand but fleet and fleet-key takes --bus BUS (system, session, or a D-Bus \
             address), --system, --session, -H/--host [USER@]HOST[:PORT] (the system bus of \
             another box, over ssh, as busctl -H) and --bus-name NAME, after the subcommand or \
             before it \
@@ -35,7 +35,7 @@ struct Proximityctl: AsyncParsableCommand {
             """,
         version: ProximitydVersion.string,
         subcommands: [Status.self, Peers.self, Watch.self, Names.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
-                      Events.self, Record.self, Calibrate.self, FleetCommand.self, Doctor.self]
+                      Events.self, Record.self, Calibrate.self, FleetCommand.self, FleetKeyCommand.self, Doctor.self]
     )
 
     /// The node's options may come before the subcommand: ``NodeOptionPlacement``. Errors in the

@@ -1,0 +1,130 @@
+import Foundation
+
+/// A device's identity resolving key (IRK, 16 bytes): the key with which it makes its resolvable
+/// private addresses, and with which anyone who has it recognises them (Bluetooth Core, Vol 6
+/// Part B 1.3.2.2, and Vol 3 Part H 2.2.2, the `ah` function). Written as 32 hexadecimal digits,
+/// most significant byte first, as the Core specification's sample data, Home Assistant's Private
+/// BLE Device and ESPresense take it (colons, spaces and dashes between pairs are allowed).
+public struct IdentityResolvingKey: Sendable, Hashable {
+    public let bytes: [UInt8]
+    let cipher: AES128Block
+
+    public init(bytes: [UInt8]) throws(IRKError) {
+        guard bytes.count == 16 else { throw IRKError("an IRK is 16 bytes (32 hexadecimal digits), not \(bytes.count)") }
+        self.bytes = bytes
+        cipher = try! AES128Block(key: bytes)
+    }
+
+    public init(hex text: String) throws(IRKError) {
+        let digits = text.filter { !":- ".contains($0) }
+        guard digits.count == 32, digits.allSatisfy(\.isHexDigit) else {
+            throw IRKError("an IRK is 32 hexadecimal digits (16 bytes), e.g. ec0234a357c8ad05341010a60a397d9b")
+        }
+        var bytes: [UInt8] = []
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            bytes.append(UInt8(digits[index ..< next], radix: 16)!)
+            index = next
+        }
+        try self.init(bytes: bytes)
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.bytes == b.bytes }
+    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+
+    /// `ah(k, r)`: the 24-bit hash of `prand` (3 bytes, most significant first): AES-128 of
+    /// `prand` padded with 13 zero bytes in front, its last 3 bytes.
+    public func ah(_ prand: [UInt8]) -> [UInt8] {
+        precondition(prand.count == 3)
+        // The key is 16 bytes and the block 16: the encryption cannot fail.
+        let block = try! cipher.encrypt([UInt8](repeating: 0, count: 13) + prand)
+        return Array(block[13...])
+    }
+
+    /// Whether `address` (6 bytes, most significant first, as written AA:BB:…) is a resolvable
+    /// private address made with this key: its top two bits 01, and its low half the hash of its
+    /// high half.
+    public func resolves(_ address: [UInt8]) -> Bool {
+        guard address.count == 6, Self.isResolvable(address) else { return false }
+        let hash = ah(Array(address[0 ..< 3]))
+        // Not secret: anyone sees the address, and the hash is in it.
+        return hash == Array(address[3 ..< 6])
+    }
+
+    /// A resolvable private address made with this key from `prand`'s low 22 bits (the top two
+    /// set to 01), as bluez-sim's rotating devices and the tests make them.
+    public func address(prand: UInt32) -> [UInt8] {
+        let r = [UInt8(0x40 | (prand >> 16) & 0x3F), UInt8((prand >> 8) & 0xFF), UInt8(prand & 0xFF)]
+        return r + ah(r)
+    }
+
+    /// Whether `address` has the form of a resolvable private address (its top two bits 01).
+    public static func isResolvable(_ address: [UInt8]) -> Bool {
+        address.count == 6 && address[0] & 0xC0 == 0x40
+    }
+
+    /// `AA:BB:CC:DD:EE:FF` → its 6 bytes, most significant first; nil for anything else.
+    public static func addressBytes(_ text: String) -> [UInt8]? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 6 else { return nil }
+        var bytes: [UInt8] = []
+        for part in parts {
+            guard part.count == 2, let byte = UInt8(part, radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    /// 6 bytes as `AA:BB:CC:DD:EE:FF`.
+    public static func addressText(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
+    }
+}
+
+public struct IRKError: Error, CustomStringConvertible, Sendable, Hashable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The IRKs a node knows (`irks:`), by name, and which of them each address it hears resolves to.
+/// An address is tried against every key once; its answer is remembered (a device keeps an
+/// address for minutes, and is heard many times a second), up to ``cacheLimit`` addresses, the
+/// oldest forgotten first.
+public struct AddressResolver: Sendable {
+    public private(set) var keys: [(name: String, key: IdentityResolvingKey)]
+    private var cache: [String: String?] = [:]
+    private var order: [String] = []
+    private var orderStart = 0
+    /// The most addresses remembered.
+    public static let cacheLimit = 4096
+
+    public init(keys: [String: IdentityResolvingKey]) {
+        self.keys = keys.sorted { $0.key < $1.key }.map { (name: $0.key, key: $0.value) }
+    }
+
+    /// The name of the IRK that made `address` (`AA:BB:…`), or nil (not a resolvable private
+    /// address, or none of the keys made it).
+    public mutating func resolve(_ address: String) -> String? {
+        if let known = cache[address] { return known }
+        var name: String?
+        if let bytes = IdentityResolvingKey.addressBytes(address), IdentityResolvingKey.isResolvable(bytes) {
+            name = keys.first { $0.key.resolves(bytes) }?.name
+        }
+        remember(address, name)
+        return name
+    }
+
+    private mutating func remember(_ address: String, _ name: String?) {
+        if order.count - orderStart >= Self.cacheLimit {
+            cache[order[orderStart]] = nil
+            orderStart += 1
+            if orderStart > Self.cacheLimit {
+                order.removeFirst(orderStart)
+                orderStart = 0
+            }
+        }
+        cache[address] = .some(name)
+        order.append(address)
+    }
+}

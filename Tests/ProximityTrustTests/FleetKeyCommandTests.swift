@@ -1,0 +1,40 @@
+import Foundation
+import ProximityTesting
+import ProximityTrust
+import Testing
+
+/// `proximityctl fleet-key new`: a fresh key each time, on standard output or in a new file of
+/// mode 0600, never over an existing one.
+@Suite("proximityctl fleet-key new")
+struct FleetKeyCommandTests {
+    @Test("standard output: a key the node reads, a different one each time")
+    func standardOutput() async throws {
+        let first = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new"])
+        let second = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new"])
+        #expect(first.status == 0 && second.status == 0, "\(first) \(second)")
+        let a = try FleetKey(parsing: first.stdout), b = try FleetKey(parsing: second.stdout)
+        #expect(a != b)
+        #expect(first.stdout.hasPrefix("# proximityd fleet key") && first.stdout.split(separator: "\n").last?.count == 64, "\(first.stdout)")
+    }
+
+    @Test("--output: a new file of mode 0600 holding the key; an existing file is left alone (73); a bad argument is 64")
+    func outputFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-key-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("fleet.key").path
+        let made = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new", "--output", file])
+        #expect(made.status == 0 && made.stdout.isEmpty, "\(made)")
+        var info = stat()
+        #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        let key = try FleetKey(parsing: String(contentsOfFile: file, encoding: .utf8))
+        let again = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new", "-o", file])
+        #expect(again.status == 73, "\(again)")
+        #expect(again.stderr == "proximityctl: error: --output \(file): File exists\n", "\(again)")
+        #expect(try FleetKey(parsing: String(contentsOfFile: file, encoding: .utf8)) == key)
+        let nowhere = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new", "--output", directory.path + "/none/fleet.key"])
+        #expect(nowhere.status == 73 && nowhere.stderr.contains("No such file or directory"), "\(nowhere)")
+        let bad = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new", "--output", ""])
+        #expect(bad.status == 64 && bad.stderr.hasPrefix("proximityctl: error: --output: must not be empty"), "\(bad)")
+    }
+}

@@ -1,0 +1,126 @@
+import Foundation
+import ProximityTrust
+import Testing
+
+@Suite("identity resolving keys: ah, resolvable private addresses, the resolver")
+struct IdentityResolvingKeyTests {
+    /// Bluetooth Core specification, Vol 3 Part H, Appendix D.7 (ah random address hash function).
+    static let sample = try! IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")
+
+    @Test("ah on the Core specification's sample data: prand 708194 hashes to 0dfbaa")
+    func specificationSample() throws {
+        #expect(Self.sample.ah([0x70, 0x81, 0x94]) == [0x0D, 0xFB, 0xAA])
+        #expect(Self.sample.resolves(IdentityResolvingKey.addressBytes("70:81:94:0D:FB:AA")!))
+        // One bit off in the hash, or in prand: not this key's.
+        #expect(!Self.sample.resolves(IdentityResolvingKey.addressBytes("70:81:94:0D:FB:AB")!))
+        #expect(!Self.sample.resolves(IdentityResolvingKey.addressBytes("70:81:95:0D:FB:AA")!))
+        // A static random address (top bits 11) is never resolvable, whatever its halves.
+        #expect(!IdentityResolvingKey.isResolvable(IdentityResolvingKey.addressBytes("F0:81:94:0D:FB:AA")!))
+    }
+
+    @Test("the key's written forms: 32 hex digits with or without separators; anything else is refused with the form")
+    func forms() throws {
+        #expect(try IdentityResolvingKey(hex: "EC:02:34:A3:57:C8:AD:05:34:10:10:A6:0A:39:7D:9B") == Self.sample)
+        #expect(try IdentityResolvingKey(hex: "ec0234a3-57c8-ad05-3410-10a60a397d9b") == Self.sample)
+        for bad in ["", "ec0234", "zz0234a357c8ad05341010a60a397d9b", "ec0234a357c8ad05341010a60a397d9b00"] {
+            #expect(throws: IRKError.self) { try IdentityResolvingKey(hex: bad) }
+        }
+        #expect(IdentityResolvingKey.addressBytes("70:81:94:0D:FB") == nil && IdentityResolvingKey.addressBytes("70:81:94:0D:FB:GG") == nil)
+        #expect(IdentityResolvingKey.addressText([0x70, 0x81, 0x94, 0x0D, 0xFB, 0xAA]) == "70:81:94:0D:FB:AA")
+    }
+
+    @Test("addresses a key makes resolve to it and to no other of 100 keys; the resolver names the key, and remembers a bounded number of addresses")
+    func resolver() throws {
+        var generator = SystemRandomNumberGenerator()
+        var keys: [String: IdentityResolvingKey] = [:]
+        for i in 0 ..< 100 { keys["phone-\(i)"] = try IdentityResolvingKey(bytes: (0 ..< 16).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }) }
+        var resolver = AddressResolver(keys: keys)
+        for i in [0, 42, 99] {
+            let key = keys["phone-\(i)"]!
+            for _ in 0 ..< 20 {
+                let address = key.address(prand: UInt32.random(in: 0 ... 0x3F_FFFF))
+                #expect(IdentityResolvingKey.isResolvable(address) && key.resolves(address))
+                #expect(resolver.resolve(IdentityResolvingKey.addressText(address)) == "phone-\(i)")
+            }
+        }
+        // A public address, and a resolvable one of no known key (one chance in 2^24 per key of a
+        // false match, so a fixed one is checked against the keys first).
+        #expect(resolver.resolve("00:1A:7D:DA:71:13") == nil)
+        let stranger = try IdentityResolvingKey(bytes: Array(repeating: 7, count: 16)).address(prand: 0x12345)
+        let strangerText = IdentityResolvingKey.addressText(stranger)
+        if !keys.values.contains(where: { $0.resolves(stranger) }) { #expect(resolver.resolve(strangerText) == nil) }
+        // Bounded: more addresses than the cache holds still resolve right.
+        let key = keys["phone-7"]!
+        for prand in 0 ..< UInt32(AddressResolver.cacheLimit + 100) {
+            #expect(resolver.resolve(IdentityResolvingKey.addressText(key.address(prand: prand))) == "phone-7")
+        }
+    }
+}
+
+@Suite("the fleet key and the trusted identification's messages")
+struct TrustedIdentificationTests {
+    @Test("a key file: 64 hex digits, comments and blank lines aside; a new key's file reads back; problems at LINE:COLUMN")
+    func keyFile() throws {
+        let key = FleetKey.generate()
+        #expect(try FleetKey(parsing: key.fileText) == key)
+        #expect(FleetKey.generate() != key && FleetKey.generate().fingerprint != key.fingerprint && key.fingerprint.count == 8)
+        let hex = String(repeating: "ab", count: 32)
+        #expect(try FleetKey(parsing: "# mine\n\n  \(hex)  \n") == FleetKey(bytes: Array(repeating: 0xAB, count: 32)))
+        for (text, line, column, says) in [("", 1, 1, "no key"), ("# only a comment\n", 1, 1, "no key"),
+                                           ("\(hex)\n\(hex)\n", 2, 1, "a second key"), ("# x\n  abcd\n", 2, 3, "64 hexadecimal digits"),
+                                           (String(repeating: "ab", count: 31) + "zz", 1, 63, "not a hexadecimal digit pair: zz")] {
+            do {
+                _ = try FleetKey(parsing: text)
+                Issue.record("accepted \(text)")
+            } catch {
+                #expect(error.line == line && error.column == column && error.message.contains(says), "\(text): \(error)")
+            }
+        }
+    }
+
+    static let a = UUID(uuidString: "0a0a0a0a-0000-4000-8000-000000000001")!
+    static let b = UUID(uuidString: "0b0b0b0b-0000-4000-8000-000000000002")!
+
+    @Test("two members identify each other in one exchange; each message is fresh, holds no identity, and opens only for its own challenges and direction")
+    func exchange() throws {
+        let key = FleetKey.generate()
+        let alice = TrustedIdentification(key), bob = TrustedIdentification(key)
+        // B's challenge (read), A's hello (written), B's answer (read).
+        let nb = TrustedIdentification.challenge(), na = TrustedIdentification.challenge()
+        #expect(nb != na && nb.count == 16)
+        let hello = try alice.hello(identity: Self.a, challenge: nb, ownChallenge: na)
+        #expect(hello.count == TrustedIdentification.helloLength)
+        let opened = try #require(bob.openHello(hello, challenge: nb))
+        #expect(opened.identity == Self.a && opened.challenge == na)
+        let answer = try bob.answer(identity: Self.b, challenge: opened.challenge, ownChallenge: nb)
+        #expect(alice.openAnswer(answer, ownChallenge: na, challenge: nb) == Self.b)
+
+        // Nothing stays the same between two exchanges, and no identity is in the clear.
+        let again = try alice.hello(identity: Self.a, challenge: nb, ownChallenge: na)
+        #expect(Array(again[16...]) != Array(hello[16...]))
+        for message in [hello, again, answer] {
+            for id in [Self.a, Self.b] {
+                let raw = withUnsafeBytes(of: id.uuid) { Array($0) }
+                #expect(!message.indices.contains { i in i + 16 <= message.count && Array(message[i ..< i + 16]) == raw })
+                #expect(!String(decoding: message, as: UTF8.self).contains(id.uuidString.lowercased()))
+            }
+        }
+
+        // Replayed to a later link (another challenge), or relayed to another member: refused.
+        #expect(bob.openHello(hello, challenge: TrustedIdentification.challenge()) == nil)
+        // An answer recorded for one hello does not answer another.
+        #expect(alice.openAnswer(answer, ownChallenge: TrustedIdentification.challenge(), challenge: nb) == nil)
+        // A hello's sealed part is not an answer, nor an answer a hello.
+        #expect(alice.openAnswer(Array(hello[16...]), ownChallenge: nb, challenge: na) == nil)
+        #expect(bob.openHello(na + answer, challenge: nb) == nil)
+        // Another fleet's key, or one byte changed: refused.
+        #expect(TrustedIdentification(FleetKey.generate()).openHello(hello, challenge: nb) == nil)
+        for i in [0, 16, 30, hello.count - 1] {
+            var tampered = hello
+            tampered[i] ^= 0x01
+            #expect(bob.openHello(tampered, challenge: nb) == nil, "byte \(i)")
+        }
+        #expect(bob.openHello(Array(hello.dropLast()), challenge: nb) == nil)
+        #expect(bob.openHello(hello, challenge: Array(nb.dropLast())) == nil)
+    }
+}
