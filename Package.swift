@@ -84,7 +84,7 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit", "ProximityMQTT",
+                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit", "ProximityMQTT", "ProximityTrust",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
