@@ -240,7 +240,7 @@ let package = Package(
         .target(
             name: "BlueZSim",
             dependencies: [
-                "DBusKit", "StrictYAML",
+                "DBusKit", "StrictYAML", "ProximityTrust",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/BlueZSim"
@@ -297,7 +297,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit", "ProximityMQTT"]
+            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit", "ProximityMQTT",
+                           "ProximityTrust"]
         ),
     ]
 )

@@ -33,4 +33,8 @@ public enum ProximityUUIDs {
     /// to identify a peer introduces itself in the same connection: it writes its own identity,
     /// the UUID's 16 bytes, so one link identifies both nodes (the peer need not connect back).
     public static let helloCharacteristic = "5830b12a-79a9-4a7e-be31-5d76f8856c51"
+    /// The read-only characteristic, beside the identity, that gives a reader a fresh challenge
+    /// (16 random bytes, for this link only) in the trusted protocol (docs/security.md); the open
+    /// protocol answers it with `NotSupported`.
+    public static let challengeCharacteristic = "5830b12b-79a9-4a7e-be31-5d76f8856c51"
 }

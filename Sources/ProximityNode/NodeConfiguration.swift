@@ -61,6 +61,8 @@ public struct NodeConfiguration: Sendable {
     public var rules: [Rule] = []
     /// `mqtt:`: the broker the node publishes to, and how (``MQTTPublisher``); nil: none.
     public var mqtt: MQTTSettings?
+    /// `fleet-key:` and `accept-unverified:`: the trusted protocol, or the open one (no key).
+    public var trust = TrustSettings()
     /// The config file this configuration was read from, if any (`--config`).
     public var configFile: String?
     /// `--log-level`: the least severe messages logged (``LogLevelSwitch`` applies it).

@@ -38,7 +38,7 @@ extension BlueZBusTests {
             try await withSimBoxes(twoBoxes(seed: 7)) { rig in
                 try await rig.control("Configure", [.vardict(["MTU": .double(23)])])
                 let beta = try await rig.client("beta")
-                let app = try await GattApplication.export(on: beta, serviceUUID: generalUUID, identity: Self.identity)
+                let app = try await GattApplication.export(on: beta, serviceUUID: generalUUID, service: OpenIdentityService(identity: Self.identity))
                 try await app.register(with: Adapter(connection: beta, path: adapterPath).gattManager)
                 try await advertise(beta)
                 let betaAdapter = try await beta.getProperty(destination: BlueZService.name, path: adapterPath,

@@ -825,7 +825,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
     @Test("the keys of tracking and of a rule")
     func ruleKeys() {
-        #expect(ConfigFile.keys.suffix(3) == ["tracking", "rules", "mqtt"])
+        #expect(ConfigFile.keys.suffix(5) == ["tracking", "rules", "mqtt", "fleet-key", "accept-unverified"])
         #expect(ConfigFile.ruleKeys == ["identifier"] + Rule.keys)
         #expect(YAMLKeys.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
         #expect(YAMLKeys.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")

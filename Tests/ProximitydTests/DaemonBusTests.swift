@@ -31,10 +31,11 @@ struct DaemonBusTests {
             let managed = try await box.busctl(["call", "org.proximityd", "/org/proximityd",
                                                 "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"])
             // Without BlueZ: no peers, only the advertisement and the GATT application (its service,
-            // the identity and the hello characteristics), exported at start, registered once
-            // BlueZ appears.
-            #expect(managed.stdout.trimmed.hasPrefix("a{oa{sa{sv}}} 4 \"/org/proximityd/advertisement0\""), "\(managed)")
+            // the identity, hello and challenge characteristics), exported at start, registered
+            // once BlueZ appears.
+            #expect(managed.stdout.trimmed.hasPrefix("a{oa{sa{sv}}} 5 \"/org/proximityd/advertisement0\""), "\(managed)")
             #expect(managed.stdout.contains("\"/org/proximityd/gatt/service0/char1\""), "\(managed)")
+            #expect(managed.stdout.contains("\"/org/proximityd/gatt/service0/char2\""), "\(managed)")
             #expect(!managed.stdout.contains("org.proximityd.Peer1"), "\(managed)")
             let tree = try await box.busctl(["tree", "org.proximityd"])
             #expect(tree.stdout.contains("/org/proximityd"), "\(tree)")

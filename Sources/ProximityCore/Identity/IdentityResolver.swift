@@ -57,6 +57,8 @@ public struct IdentityResolver: Sendable {
     public struct Remembered: Sendable, Hashable {
         public var identity: UUID
         public var seen: Timestamp
+        /// Whether the node proved its identity with the fleet's key (the trusted protocol).
+        public var verified = false
         public init(identity: UUID, seen: Timestamp) {
             self.identity = identity
             self.seen = seen
@@ -151,17 +153,25 @@ public struct IdentityResolver: Sendable {
     /// The identity of the node at `address`, if known.
     public func identity(at address: String) -> UUID? { nodes[address]?.identity }
 
+    /// Whether the node at `address` proved its identity with the fleet's key.
+    public func isVerified(at address: String) -> Bool { nodes[address]?.verified == true }
+
+    /// Whether `identity` is known at some address as proved with the fleet's key.
+    public func isVerified(_ identity: UUID) -> Bool { nodes.values.contains { $0.identity == identity && $0.verified } }
+
     /// Records that `address` is the node `identity` (read over GATT, or the node's own hello).
-    public mutating func learn(_ identity: UUID, at address: String, time t: Timestamp) -> Learnt {
+    public mutating func learn(_ identity: UUID, at address: String, verified: Bool = false, time t: Timestamp) -> Learnt {
         if identity == configuration.ownIdentity {
             own.insert(address)
             nodes[address] = nil
             return Learnt(isNew: false, isOwn: true, previousAddresses: [], evicted: [])
         }
-        let isNew = nodes[address]?.identity != identity
+        let isNew = nodes[address]?.identity != identity || nodes[address]?.verified != verified
         let previous = nodes.filter { $0.key != address && $0.value.identity == identity }.map(\.key).sorted()
         for old in previous { nodes[old] = nil }
-        nodes[address] = Remembered(identity: identity, seen: t)
+        var remembered = Remembered(identity: identity, seen: t)
+        remembered.verified = verified
+        nodes[address] = remembered
         var evicted: [String] = []
         if nodes.count > configuration.maxRememberedAddresses {
             let excess = nodes.count - configuration.maxRememberedAddresses

@@ -23,6 +23,10 @@ struct ConfigDecoder {
     var tracking = Tracker.Configuration()
     var rules: [Rule] = []
     var mqtt: MQTTSettings?
+    var trust = TrustSettings()
+    /// `fleet-key:`'s file and where its value is: read after the tree (``ConfigFile/parse(_:path:)``).
+    var fleetKeyFile: String?
+    var fleetKeyPosition: ConfigPosition?
 
     /// Decodes the document's root; nil (an empty document) is an empty config.
     mutating func decode(_ root: ConfigNode?) {
@@ -49,6 +53,8 @@ struct ConfigDecoder {
                 }
             case "tracking": decodeTracking(entry.value)
             case "mqtt": decodeMQTT(entry)
+            case "fleet-key": decodeFleetKey(entry)
+            case "accept-unverified": decodeAcceptUnverified(entry)
             case "rules":
                 if let count = decodeRules(entry.value), count > ConfigFile.maxRules {
                     report(entry.keyPosition, "rules: \(count) rules are more than a config file may define (\(ConfigFile.maxRules))")

@@ -24,7 +24,8 @@ public struct ConfigFile: Sendable, Hashable {
     /// The top-level keys: the `run` options' long names (``RunOption/all``), then the sections.
     public static let keys = RunOption.all.map(\.key) + sections
     /// The sections: the top-level keys that are not `run` options. A reload applies them all.
-    public static let sections = ["names", "zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt"]
+    public static let sections = ["names", "zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt", "fleet-key",
+                                  "accept-unverified"]
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
@@ -70,6 +71,8 @@ public struct ConfigFile: Sendable, Hashable {
     public var rules: [Rule]
     /// `mqtt:`; nil when the file has none.
     public var mqtt: MQTTSettings?
+    /// `fleet-key:` (its key read and checked) and `accept-unverified:`.
+    public var trust = TrustSettings()
 
     public init(path: String, options: RunOptions = RunOptions(), names: [PeerID: String] = [:], zones: ZoneThresholds = .init(),
                 regionMonitor: RegionMonitor.Configuration = .init(),
@@ -131,15 +134,33 @@ public struct ConfigFile: Sendable, Hashable {
         if yamlProblems.isEmpty || root != nil {
             decoder.decode(root)
         }
+        // The fleet key's file, read and checked now: check-config and a reload say what is wrong
+        // with it before the node would run on it.
+        var keyFileLines: [String] = []
+        if let keyFile = decoder.fleetKeyFile {
+            decoder.trust.keyFile = keyFile
+            do throws(FleetKeyFile.Problem) {
+                decoder.trust.key = try FleetKeyFile.load(path: keyFile)
+            } catch {
+                switch error {
+                case .file(let message): decoder.report(decoder.fleetKeyPosition, "fleet-key: \(message)")
+                case .content(let problem):
+                    decoder.report(decoder.fleetKeyPosition, "fleet-key: \(keyFile) is not a fleet key (below)")
+                    keyFileLines.append("\(keyFile):\(problem.line):\(problem.column): \(problem.message)")
+                }
+            }
+        }
         let problems = (yamlProblems + decoder.problems).enumerated().sorted {
             let a = $0.element.position ?? ConfigPosition(line: 0, column: 0), b = $1.element.position ?? ConfigPosition(line: 0, column: 0)
             return a != b ? a < b : $0.offset < $1.offset
         }.map(\.element)
         guard problems.isEmpty else {
-            throw ConfigurationError(problems: problems.map { $0.line(file: path) })
+            throw ConfigurationError(problems: problems.map { $0.line(file: path) } + keyFileLines)
         }
-        return ConfigFile(path: path, options: decoder.options, names: decoder.names, zones: decoder.zones, regionMonitor: decoder.regionMonitor, regions: decoder.regions,
-                          alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
+        var file = ConfigFile(path: path, options: decoder.options, names: decoder.names, zones: decoder.zones, regionMonitor: decoder.regionMonitor,
+                              regions: decoder.regions, alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
+        file.trust = decoder.trust
+        return file
     }
 }
 
@@ -164,6 +185,7 @@ extension NodeConfiguration {
             tracking = file.tracking
             rules = file.rules
             mqtt = file.mqtt
+            trust = file.trust
             configFile = file.path
         }
     }

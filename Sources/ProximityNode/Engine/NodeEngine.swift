@@ -173,6 +173,9 @@ public actor NodeEngine {
         case .ask(let question): ask(question)
         case .release(let client): release(client)
         case .watch(let client): watch(client)
+        case .trust(let settings):
+            let bluez = self.bluez
+            enqueue { await bluez.reconfigure(trust: settings) }
         }
     }
 

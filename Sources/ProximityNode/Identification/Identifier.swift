@@ -2,6 +2,7 @@ import BlueZ
 import DBusKit
 import Foundation
 import Logging
+import ProximityTrust
 
 /// Why a peer could not be identified.
 struct IdentificationError: Error, CustomStringConvertible {
@@ -10,7 +11,8 @@ struct IdentificationError: Error, CustomStringConvertible {
 
 /// What one identification attempt came to.
 public enum IdentificationResult: Sendable {
-    case identified(UUID)
+    /// Its identity: `verified` when it proved it with the fleet's key (the trusted protocol).
+    case identified(UUID, verified: Bool = false)
     /// The peer answered with something that is not an identity: not worth asking again soon.
     case rejected
     /// The attempt failed (connection, timeout, BlueZ error): worth trying again.
@@ -29,6 +31,8 @@ struct Identifier: Sendable {
     let serviceUUID: String
     /// This node's identity, written to the peer's hello characteristic.
     let identity: UUID
+    /// With the fleet's key: the trusted protocol's messages (docs/security.md).
+    let trust: TrustedIdentification?
     let logger: Logger
     /// The most bytes read from a peer's identity characteristic.
     var maxLength = 64
@@ -46,10 +50,10 @@ struct Identifier: Sendable {
     func identify(_ device: ObjectPath, address: String, attempt: Int) async -> IdentificationResult {
         logger.debug("connecting to identify a peer", metadata: ["peer.address": "\(address)", "attempt": "\(attempt)"])
         do {
-            let identity = try await identifyOnce(device)
+            let (identity, verified) = try await identifyOnce(device)
             logger.info("identified a peer", metadata: ["peer.address": "\(address)", "peer.id": "\(identity.lowercased)",
-                                                        "attempt": "\(attempt)"])
-            return .identified(identity)
+                                                        "attempt": "\(attempt)", "verified": "\(verified)"])
+            return .identified(identity, verified: verified)
         } catch let error as IdentificationError {
             logger.warning("rejected a peer's identity", metadata: ["peer.address": "\(address)", "error": "\(error)"])
             return .rejected
@@ -60,7 +64,7 @@ struct Identifier: Sendable {
         }
     }
 
-    private func identifyOnce(_ path: ObjectPath) async throws -> UUID {
+    private func identifyOnce(_ path: ObjectPath) async throws -> (UUID, verified: Bool) {
         // A peer identifying this node holds a link to it as central; BlueZ then reports the
         // device connected but without services, and Connect succeeds at once without
         // resolving them. Let that link end first. Never connect over it: a second link between
@@ -108,10 +112,19 @@ struct Identifier: Sendable {
         await Task { _ = try? await device.disconnect() }.value
     }
 
-    private func readIdentity(_ path: ObjectPath) async throws -> UUID {
+    private func readIdentity(_ path: ObjectPath) async throws -> (UUID, verified: Bool) {
         // ServicesResolved is a Device1 property: the mirror wakes us when it changes.
         guard await mirror.waitForDevice(at: path, timeout: resolveTimeout, until: { $0?.servicesResolved == true }) else {
             throw BlueZTimeout(what: "ServicesResolved")
+        }
+        if let trust {
+            // A node of a trusted fleet: the challenge, the hello sealed to it, the answer sealed to
+            // ours. A peer without a challenge (an open node) is read the open way, and this node's
+            // identity is not given to it.
+            if let challenge = try await challenge(path) {
+                return (try await trustedExchange(path, trust: trust, challenge: challenge), true)
+            }
+            return (try await readOpenIdentity(path), false)
         }
         // Introduce this node first: the peer then knows it even if the read below fails. A peer
         // without the hello characteristic (an older node) connects back instead.
@@ -128,20 +141,73 @@ struct Identifier: Sendable {
                 logger.notice("could not introduce this node to the peer", metadata: ["error": "\(error)"])
             }
         }
+        return (try await readOpenIdentity(path), false)
+    }
+
+    /// The identity characteristic's whole value.
+    private func readIdentityValue(_ path: ObjectPath) async throws -> [UInt8] {
         guard let info = await mirror.characteristic(ProximityUUIDs.identityCharacteristic, inService: serviceUUID, of: path) else {
             throw IdentificationError(description: "no identity characteristic in the general service")
         }
-        let bytes: [UInt8]
         do {
             var characteristic = GattCharacteristic(connection: connection, info)
             characteristic.timeout = gattTimeout
-            bytes = try await characteristic.readAll(maxLength: maxLength)
+            return try await characteristic.readAll(maxLength: maxLength)
         } catch let error as GattReadError {
             throw IdentificationError(description: "\(error)")
         }
+    }
+
+    /// The open protocol's identity: a UUID in text.
+    private func readOpenIdentity(_ path: ObjectPath) async throws -> UUID {
+        let bytes = try await readIdentityValue(path)
         guard let text = String(validating: bytes, as: UTF8.self),
               let uuid = UUID(uuidString: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw IdentificationError(description: "the identity characteristic holds \(bytes.count) bytes that are not a UUID")
+        }
+        return uuid
+    }
+
+    /// The peer's challenge for this link; nil when it has none (an open node: no challenge
+    /// characteristic, or one that answers `NotSupported`).
+    private func challenge(_ path: ObjectPath) async throws -> [UInt8]? {
+        guard let info = await mirror.characteristic(ProximityUUIDs.challengeCharacteristic, inService: serviceUUID, of: path) else { return nil }
+        var characteristic = GattCharacteristic(connection: connection, info)
+        characteristic.timeout = gattTimeout
+        let bytes: [UInt8]
+        do {
+            bytes = try await characteristic.readAll(maxLength: TrustedIdentification.challengeLength + 1)
+        } catch let error as BlueZCallError where error.isTimeout {
+            throw error
+        } catch {
+            // The open protocol answers NotSupported (ATT Request Not Supported, as BlueZ reports it).
+            logger.debug("the peer has no challenge: identifying it the open way", metadata: ["error": "\(error)"])
+            return nil
+        }
+        guard bytes.count == TrustedIdentification.challengeLength else {
+            throw IdentificationError(description: "the peer's challenge is \(bytes.count) bytes, not \(TrustedIdentification.challengeLength)")
+        }
+        return bytes
+    }
+
+    /// The trusted protocol's hello and answer: the peer's identity, proved.
+    private func trustedExchange(_ path: ObjectPath, trust: TrustedIdentification, challenge: [UInt8]) async throws -> UUID {
+        guard let helloInfo = await mirror.characteristic(ProximityUUIDs.helloCharacteristic, inService: serviceUUID, of: path) else {
+            throw IdentificationError(description: "the peer has a challenge but no hello characteristic")
+        }
+        let own = TrustedIdentification.challenge()
+        var hello = GattCharacteristic(connection: connection, helloInfo)
+        hello.timeout = gattTimeout
+        do {
+            try await hello.writeValue(try trust.hello(identity: identity, challenge: challenge, ownChallenge: own))
+        } catch let error as BlueZCallError where error.isTimeout {
+            throw error
+        } catch {
+            throw IdentificationError(description: "the peer refused this node's hello: it is not of this fleet (another key) (\(error))")
+        }
+        let answer = try await readIdentityValue(path)
+        guard let uuid = trust.openAnswer(answer, ownChallenge: own, challenge: challenge) else {
+            throw IdentificationError(description: "the peer's answer does not prove membership of this fleet (another key, or a replay)")
         }
         return uuid
     }

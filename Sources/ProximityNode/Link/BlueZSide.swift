@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import ProximityAPI
 import ProximityCore
+import ProximityTrust
 
 /// The node's side of BlueZ: it exports the advertisement and the GATT application, turns what
 /// BlueZ reports into the step's ``NodeInput``s, and makes the BlueZ calls the step asks for
@@ -21,6 +22,11 @@ actor BlueZSide {
     nonisolated let howToCheck: String
     private var advertisement: Advertisement?
     private var application: GattApplication?
+    /// What the GATT characteristics answer: the open protocol, or the trusted one (a reload can
+    /// change the key).
+    nonisolated let identityService: NodeIdentityService
+    /// The fleet key the identifications use (a reload can change it).
+    private var trust: TrustSettings
 
     init(connection: DBusConnection, mirror: BlueZObjectMirror, configuration: NodeConfiguration, identity: UUID, logger: Logger) {
         self.connection = connection
@@ -28,6 +34,8 @@ actor BlueZSide {
         self.configuration = configuration
         self.identity = identity
         self.logger = logger
+        trust = configuration.trust
+        identityService = NodeIdentityService(identity: identity, key: configuration.trust.key, logger: logger)
         adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
         serviceUUID = configuration.serviceUUID.lowercased
         howToCheck = switch configuration.bus {
@@ -39,11 +47,21 @@ actor BlueZSide {
 
     /// What the node advertises: the general service UUID, its name, its measured power
     /// (``NodePowerFrame``, for peers to range it with) and its identity (when it fits: with a
-    /// 128-bit service UUID it does not).
+    /// 128-bit service UUID it does not). In a trusted fleet neither the name nor the identity:
+    /// nothing per node that outlives the address.
     static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID) -> AdvertisementContent {
-        AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: configuration.name,
-                             manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
-                             identity: identity)
+        let trusted = configuration.trust.isTrusted
+        return AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: trusted ? nil : configuration.name,
+                                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
+                                    identity: trusted ? nil : identity)
+    }
+
+    /// A reload: the new fleet key (or none) for what the characteristics answer and for the
+    /// identifications from now on.
+    func reconfigure(trust: TrustSettings) {
+        guard trust != self.trust else { return }
+        self.trust = trust
+        identityService.update(key: trust.key)
     }
 
     /// BlueZ's objects and signals, in order.
@@ -59,7 +77,7 @@ actor BlueZSide {
             if advertisement?.plan.carriesManufacturerData == false {
                 logger.warning("the advertisement has no room for the measured power: peers will assume their own")
             }
-            application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, identity: identity, callers: callers)
+            application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, service: identityService, callers: callers)
         } catch {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
@@ -124,11 +142,8 @@ actor BlueZSide {
 
     /// A peer that connected to this node wrote its identity to the hello characteristic.
     static func input(for hello: GattHello, adapter: ObjectPath) -> NodeInput? {
-        guard hello.device.rawValue.hasPrefix(adapter.rawValue + "/"), let address = DeviceInfo.address(fromPath: hello.device),
-              hello.value.count == 16 else { return nil }
-        let b = hello.value
-        let uuid = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
-        return .introduced(uuid, address: address)
+        guard hello.device.rawValue.hasPrefix(adapter.rawValue + "/"), let address = DeviceInfo.address(fromPath: hello.device) else { return nil }
+        return .introduced(hello.identity, address: address, verified: hello.verified)
     }
 
     // MARK: - Calls the step asks for
@@ -182,7 +197,8 @@ actor BlueZSide {
         guard let path = try? ObjectPath(adapterPath.rawValue + "/dev_" + connect.address.replacingOccurrences(of: ":", with: "_")) else {
             return .identificationRejected(address: connect.address)
         }
-        let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, identity: identity, logger: logger)
+        let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, identity: identity,
+                                    trust: trust.key.map(TrustedIdentification.init), logger: logger)
         return .identified(address: connect.address, await identifier.identify(path, address: connect.address, attempt: connect.attempt))
     }
 }

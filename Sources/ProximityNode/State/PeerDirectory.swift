@@ -11,6 +11,8 @@ struct PeerDirectory: Sendable {
     private struct Entry: Codable {
         var identity: String
         var seen: Double
+        /// Proved with the fleet's key; absent (false) in files from before trusted fleets.
+        var verified: Bool?
     }
     private struct File: Codable {
         var version: Int
@@ -37,7 +39,9 @@ struct PeerDirectory: Sendable {
             case 2:
                 return (file.peers ?? [:]).compactMapValues { e in
                     UUID(uuidString: e.identity).map {
-                        IdentityResolver.Remembered(identity: $0, seen: clock.timestamp(fromEpoch: e.seen))
+                        var remembered = IdentityResolver.Remembered(identity: $0, seen: clock.timestamp(fromEpoch: e.seen))
+                        remembered.verified = e.verified ?? false
+                        return remembered
                     }
                 }
             default:
@@ -53,7 +57,8 @@ struct PeerDirectory: Sendable {
 
     func save(_ peers: [String: IdentityResolver.Remembered]) throws(StateError) {
         let entries = peers.mapValues {
-            Entry(identity: $0.identity.uuidString.lowercased(), seen: (clock.epoch($0.seen) * 1000).rounded() / 1000)
+            Entry(identity: $0.identity.uuidString.lowercased(), seen: (clock.epoch($0.seen) * 1000).rounded() / 1000,
+                  verified: $0.verified ? true : nil)
         }
         try state.writeJSON(Self.fileName, File(version: 2, peers: entries, identities: nil))
     }

@@ -162,6 +162,14 @@ extension NodeStep {
             outcome.effects.append(.log(LogLine(.notice, "the peer names changed", ["names": "\(configuration.names.count)"])))
             outcome.effects.append(.publish(.peerNames(names.all, sequence: nextSequence())))
         }
+        if configuration.trust != trust {
+            let was = trust
+            trust = configuration.trust
+            outcome.effects.append(.log(LogLine(.notice, trust.isTrusted ? "the fleet key changed: the trusted protocol from now on" : "no fleet key: the open protocol from now on", [
+                "fleet.key": "\(trust.key?.fingerprint ?? "none")", "was": "\(was.key?.fingerprint ?? "none")",
+                "accept-unverified": "\(trust.acceptUnverified)"])))
+            outcome.effects.append(.trust(trust))
+        }
         if configuration.rssiOffset != rssiOffset {
             rssiOffset = configuration.rssiOffset
             outcome.effects.append(.log(LogLine(.notice, "the RSSI offset changed", ["rssi.offset": "\(rssiOffset)"])))

@@ -29,6 +29,8 @@ public struct NodeStep: Sendable {
     var configuredNames: [PeerID: String]
     /// dB added to every RSSI sample before ranging (`--rssi-offset`; a reload changes it).
     var rssiOffset: Double
+    /// The fleet key and accept-unverified in force (reloaded).
+    var trust: TrustSettings
     var regions: RegionStage
     var alerts: AlertStage
     var profile: ProfileStage
@@ -58,6 +60,7 @@ public struct NodeStep: Sendable {
         settings = saved.settings
         configuredNames = configuration.names
         rssiOffset = configuration.rssiOffset
+        trust = configuration.trust
         link = AdapterLink(powerOn: configuration.powerOn)
         resolver = IdentityResolver(
             configuration: .init(serviceUUID: serviceUUID, ownIdentity: identity, rangeBeacons: configuration.trackBeacons,
@@ -180,8 +183,8 @@ public struct NodeStep: Sendable {
             return observe(observation, frame: frame, alias: alias, at: time)
         case .identified(let address, let result):
             return identified(address, result, at: time)
-        case .introduced(let uuid, let address):
-            return learn(uuid, at: address, introduced: true, time: time)
+        case .introduced(let uuid, let address, let verified):
+            return learn(uuid, at: address, introduced: true, verified: verified, time: time)
         case .identificationRejected(let address):
             _ = scheduler.finished(address, .rejected, at: t)
             return []
@@ -275,9 +278,16 @@ public struct NodeStep: Sendable {
         var effects: [NodeEffect] = []
         let outcome: IdentificationScheduler.Outcome
         switch result {
-        case .identified(let uuid):
-            effects = learn(uuid, at: address, introduced: false, time: time)
-            outcome = .identified
+        case .identified(let uuid, let verified):
+            if !verified, trust.isTrusted, !trust.acceptUnverified {
+                // accept-unverified: false: an open peer is not one of ours; left alone a while.
+                effects = [.log(LogLine(.info, "ignoring a peer identified without the fleet's key (accept-unverified: false)",
+                                        ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]))]
+                outcome = .rejected
+            } else {
+                effects = learn(uuid, at: address, introduced: false, verified: verified, time: time)
+                outcome = .identified
+            }
         case .rejected: outcome = .rejected
         case .failed: outcome = .failed
         }
@@ -290,8 +300,15 @@ public struct NodeStep: Sendable {
     }
 
     /// An identity learnt at `address`: saved (`peers.json`) before it is published.
-    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, time: NodeTime) -> [NodeEffect] {
-        let learnt = resolver.learn(uuid, at: address, time: time.now)
+    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
+        if !verified, trust.isTrusted, !trust.acceptUnverified { return [] }
+        // An identity proved with the fleet's key is not taken over by one that only says it (a
+        // cloner of an open identity).
+        if !verified, trust.isTrusted, resolver.isVerified(uuid), resolver.identity(at: address) != uuid {
+            return [.log(LogLine(.warning, "a peer says it is a node of this fleet without proving it: left unidentified",
+                                 ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]))]
+        }
+        let learnt = resolver.learn(uuid, at: address, verified: verified, time: time.now)
         scheduler.resolved(address)
         guard !learnt.isOwn, learnt.isNew else { return [] }
         var effects: [NodeEffect] = []

@@ -144,6 +144,9 @@ public enum NodeEffect: Sendable {
     case release(StrategyClient)
     /// Watch a client (a unique name) leave the bus: ``NodeCommand/clientLeft(_:because:)``.
     case watch(client: String)
+    /// The fleet key changed (a reload): the GATT characteristics and the identifications from
+    /// now on use these settings.
+    case trust(TrustSettings)
 }
 
 /// What BlueZ and the adapter told the node.
@@ -162,7 +165,7 @@ public enum NodeInput: Sendable {
     /// A connection to identify a peer ended.
     case identified(address: String, IdentificationResult)
     /// A peer wrote its identity to this node's hello characteristic.
-    case introduced(UUID, address: String)
+    case introduced(UUID, address: String, verified: Bool = false)
     /// A connection could not even be started (no BlueZ path for the address).
     case identificationRejected(address: String)
 }
