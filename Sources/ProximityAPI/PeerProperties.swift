@@ -34,6 +34,8 @@ public struct PeerProperties: Sendable, Hashable {
     public var firstSeen: UInt64
     /// The last sample, microseconds since the Unix epoch.
     public var lastSeen: UInt64
+    /// A node that proved its identity with the fleet's key (docs/security.md); false otherwise.
+    public var verified: Bool
     /// iBeacon major, AltBeacon id2. Only on peers of those kinds.
     public var major: UInt16?
     /// iBeacon minor, AltBeacon id3. Only on peers of those kinds.
@@ -47,7 +49,7 @@ public struct PeerProperties: Sendable, Hashable {
 
     public init(identifier: String, kind: String = "node", address: String = "", name: String = "", rssi: Int16 = 0,
                 smoothedRSSI: Double = 0, measuredPower: Int16 = 0, distance: Double = 0, proximity: String = "unknown",
-                firstSeen: UInt64 = 0, lastSeen: UInt64 = 0, major: UInt16? = nil, minor: UInt16? = nil,
+                firstSeen: UInt64 = 0, lastSeen: UInt64 = 0, verified: Bool = false, major: UInt16? = nil, minor: UInt16? = nil,
                 namespace: String? = nil, instance: String? = nil, url: String? = nil) {
         self.identifier = identifier
         self.kind = kind
@@ -60,6 +62,7 @@ public struct PeerProperties: Sendable, Hashable {
         self.proximity = proximity
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
+        self.verified = verified
         self.major = major
         self.minor = minor
         self.namespace = namespace
@@ -81,6 +84,7 @@ public struct PeerProperties: Sendable, Hashable {
         case proximity = "Proximity"
         case firstSeen = "FirstSeen"
         case lastSeen = "LastSeen"
+        case verified = "Verified"
         case major = "Major"
         case minor = "Minor"
         case namespace = "Namespace"
@@ -95,6 +99,7 @@ public struct PeerProperties: Sendable, Hashable {
             case .smoothedRSSI, .distance: PropertyDescriptor(rawValue, .double)
             case .firstSeen: PropertyDescriptor(rawValue, .uint64, const: true)
             case .lastSeen: PropertyDescriptor(rawValue, .uint64)
+            case .verified: PropertyDescriptor(rawValue, .boolean)
             case .major, .minor: PropertyDescriptor(rawValue, .uint16, const: true)
             case .namespace, .instance, .url: PropertyDescriptor(rawValue, .string, const: true)
             }
@@ -123,6 +128,7 @@ public struct PeerProperties: Sendable, Hashable {
         proximity = Lenient.string(v(.proximity)) ?? "unknown"
         firstSeen = Lenient.integer(v(.firstSeen)) ?? 0
         lastSeen = Lenient.integer(v(.lastSeen)) ?? 0
+        verified = v(.verified)?.unwrapped.bool ?? false
         major = Lenient.integer(v(.major))
         minor = Lenient.integer(v(.minor))
         namespace = Lenient.string(v(.namespace))
@@ -154,6 +160,7 @@ public struct PeerProperties: Sendable, Hashable {
         case .proximity: .string(proximity)
         case .firstSeen: .uint64(firstSeen)
         case .lastSeen: .uint64(lastSeen)
+        case .verified: .boolean(verified)
         case .major: major.map { .uint16($0) }
         case .minor: minor.map { .uint16($0) }
         case .namespace: namespace.map { .string($0) }

@@ -72,6 +72,12 @@ struct TrustedFleetTests {
                 }
                 let connected = boxes.flatMap { Self.identified(daemons[$0]!).values }
                 #expect(!connected.isEmpty && connected.allSatisfy { $0 }, "\(connected)")
+                // Peer1.Verified on the bus, for every peer of every node.
+                for box in boxes {
+                    for other in boxes where other != box {
+                        #expect(try await sim.peerProperty(box, ids[other]!, ["Verified"]) == "b true", "\(box) sees \(other)")
+                    }
+                }
                 // The advertisements carry no name (bluetoothd's Device1 Name of a node is empty).
                 let objects = try await sim.busctl("alpha", ["--json=short", "call", "org.bluez", "/", "org.freedesktop.DBus.ObjectManager", "GetManagedObjects"])
                 for box in boxes.dropFirst() { #expect(!objects.stdout.contains("\"\(box)\""), "\(box)'s name is on the air") }
@@ -95,6 +101,7 @@ struct TrustedFleetTests {
                     if accept {
                         try await sim.waitRanging("bravo", "bravo ranges the open alpha", timeout: .seconds(90)) { $0.keys.contains(alpha) }
                         #expect(daemons["bravo"]!.stderr.contains("a peer introduced itself"), "\(daemons["bravo"]!.stderr)")
+                        #expect(try await sim.peerProperty("bravo", alpha, ["Verified"]) == "b false")
                     } else {
                         try await daemons["bravo"]!.waitForOutput(containing: "ignoring a peer identified without the fleet's key", inStderr: true,
                                                                   timeout: .seconds(90))

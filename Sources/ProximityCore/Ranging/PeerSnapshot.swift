@@ -23,6 +23,9 @@ public struct PeerSnapshot: Sendable, Hashable {
     /// When it entered the table, and when it was last heard.
     public var firstSeen: Timestamp
     public var lastSeen: Timestamp
+    /// A node that proved its identity with the fleet's key (trusted fleets, docs/security.md);
+    /// false for every other peer.
+    public var verified = false
 
     public init(identifier: PeerID, kind: PeerKind, address: String, name: String = "", beacon: BeaconIdentity? = nil,
                 proximity: Proximity, distance: Double, rssi: Int16, smoothedRSSI: Double? = nil, measuredPower: Int16 = -59,

@@ -351,6 +351,7 @@ public struct NodeStep: Sendable {
                 rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
                 measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())), firstSeen: peer.firstSeen, lastSeen: peer.lastSeen,
                 spread: peer.spread, samples: peer.recentSamples))
+            if details.kind == .node, resolver.isVerified(at: details.address) { peers[peers.count - 1].verified = true }
         }
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         effects.append(.publish(.report(NodeReport(time: t, epoch: time.epoch, peers: peers, silenced: report.silenced,
