@@ -18,12 +18,9 @@ struct FidelityBleakTests {
     static let characteristic = "8e0d1bd0-4a4b-4c4c-9d9d-1f1f1f1f1f1f"
 
     func bleak(_ script: String, _ arguments: [String], bus: String) async throws -> [String: Any] {
-        let python = try #require(await BleakEnvironment.shared.python())
-        let result = try await runCommand(python, [BleakEnvironment.scripts.appendingPathComponent(script).path] + arguments,
-                                          environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus], timeout: .seconds(60))
+        let (result, json) = try await BleakEnvironment.shared.run(script, arguments, bus: bus)
         #expect(result.status == 0, "\(result)")
-        let line = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
-        return (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? ["error": "\(result)"]
+        return json
     }
 
     @Test func scannerSeesTheOtherBox() async throws {
@@ -55,52 +52,5 @@ struct FidelityBleakTests {
             #expect((read["characteristics"] as? [String])?.contains(Self.characteristic) == true, "\(read)")
             await beta.close()
         }
-    }
-}
-
-/// Where bleak lives: `$BLEAK_PYTHON`, or the virtual environment `.venv-tests` at the package
-/// root, created with `python3 -m venv` and `pip install -r tests/python/requirements.txt` when
-/// it is missing (once per test run).
-actor BleakEnvironment {
-    static let shared = BleakEnvironment()
-    nonisolated static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    nonisolated static let scripts = root.appendingPathComponent("tests/python")
-    nonisolated static let venv = root.appendingPathComponent(".venv-tests")
-
-    private var checked = false
-    private var found: String?
-
-    func python() async -> String? {
-        if checked { return found }
-        checked = true
-        found = await locate()
-        return found
-    }
-
-    private func locate() async -> String? {
-        if let given = ProcessInfo.processInfo.environment["BLEAK_PYTHON"], !given.isEmpty { return given }
-        let python = Self.venv.appendingPathComponent("bin/python").path
-        if await hasBleak(python) { return python }
-        guard await run("python3", ["-m", "venv", Self.venv.path]) else {
-            print("FidelityBleakTests skipped: cannot create \(Self.venv.path) with `python3 -m venv`")
-            return nil
-        }
-        guard await run(Self.venv.appendingPathComponent("bin/pip").path,
-                        ["install", "--quiet", "-r", Self.scripts.appendingPathComponent("requirements.txt").path]),
-              await hasBleak(python) else {
-            print("FidelityBleakTests skipped: cannot install bleak into \(Self.venv.path) with pip (is PyPI reachable?)")
-            return nil
-        }
-        return python
-    }
-
-    private func hasBleak(_ python: String) async -> Bool {
-        guard FileManager.default.isExecutableFile(atPath: python) else { return false }
-        return await run(python, ["-c", "import bleak"])
-    }
-
-    private func run(_ executable: String, _ arguments: [String]) async -> Bool {
-        (try? await runCommand(executable, arguments, timeout: .seconds(300)))?.status == 0
     }
 }

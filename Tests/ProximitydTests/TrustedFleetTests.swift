@@ -166,3 +166,70 @@ struct TrustedFleetTests {
         }
     }
 }
+
+/// The attacks of issue 25 item 5 with a client that is not the node's own code: bleak, on a box
+/// of bluez-sim that runs no node, against a keyed node.
+@Suite("trusted fleets against an outsider with bleak", .serialized, .enabled("bleak is not available: scripts/setup.sh creates .venv-tests") {
+    await BleakEnvironment.shared.python() != nil
+})
+struct TrustedFleetAttackTests {
+    static func bytes(_ hex: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+            out.append(UInt8(hex[index ..< next], radix: 16) ?? 0)
+            index = next
+        }
+        return out
+    }
+
+    @Test("a reader without the key reads twice: two different answers, neither holding the identity; a hello recorded on an earlier link and played on a new one is refused, and logged once")
+    func outsider() async throws {
+        try await TrustedFleetTests.withDirectory { directory in
+            let key = FleetKey.generate()
+            let keyFile = try TrustedFleetTests.keyFile(key, "fleet.key", in: directory)
+            // alpha runs a keyed node; bravo only a bluetoothd, for the outsider's client.
+            let scenario = NodeAcceptanceTests.scenario(seed: 35, [(0, 0), (1.5, 0)])
+            try await withNodes(scenario) { sim, daemons in
+                let config = try TrustedFleetTests.config("alpha", "fleet-key: \(keyFile)\n", in: directory)
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", config])
+                let identity = try await sim.identifier("alpha")
+                let raw = withUnsafeBytes(of: UUID(uuidString: identity)!.uuid) { Array($0) }
+                let address = scenario.boxes[0].address
+
+                let (readRun, reads) = try await BleakEnvironment.shared.run("outsider.py", [address, "read-twice", "20"], bus: sim.address("bravo"))
+                #expect(readRun.status == 0, "\(readRun)")
+                let values = (reads["reads"] as? [String] ?? []).map(Self.bytes)
+                #expect(values.count == 2 && values[0] != values[1], "\(reads)")
+                for value in values {
+                    #expect(value.count == TrustedIdentification.sealedLength, "\(reads)")
+                    #expect(!value.indices.contains { $0 + 16 <= value.count && Array(value[$0 ..< $0 + 16]) == raw }, "\(reads)")
+                    #expect(!String(decoding: value, as: UTF8.self).contains(identity), "\(reads)")
+                }
+
+                // A member's hello, made on an earlier link for the challenge of that link, as a
+                // recorder would have it; played twice on new links.
+                let (_, earlier) = try await BleakEnvironment.shared.run("outsider.py", [address, "challenge", "20"], bus: sim.address("bravo"))
+                let old = Self.bytes(earlier["challenge"] as? String ?? "")
+                #expect(old.count == TrustedIdentification.challengeLength, "\(earlier)")
+                let member = UUID()
+                let hello = try TrustedIdentification(key).hello(identity: member, challenge: old, ownChallenge: TrustedIdentification.challenge())
+                let hex = hello.map { String(format: "%02x", $0) }.joined()
+                for _ in 0 ..< 2 {
+                    let (replayRun, replay) = try await BleakEnvironment.shared.run("outsider.py", [address, "replay", hex, "20"], bus: sim.address("bravo"))
+                    #expect(replayRun.status == 0, "\(replayRun)")
+                    #expect((replay["write_error"] as? String)?.contains("NotAuthorized") == true || (replay["write_error"] as? String)?.contains("uthoriz") == true,
+                            "\(replay)")
+                    #expect(Self.bytes(replay["challenge"] as? String ?? "") != old, "\(replay)")
+                    let answer = Self.bytes(replay["identity"] as? String ?? "")
+                    #expect(TrustedIdentification(key).openAnswer(answer, ownChallenge: Array(hello[0 ..< 16]),
+                                                                  challenge: Self.bytes(replay["challenge"] as? String ?? "")) == nil, "\(replay)")
+                }
+                let refusals = daemons["alpha"]!.stderr.components(separatedBy: "refused a hello that does not prove membership").count - 1
+                #expect(refusals == 1, "\(daemons["alpha"]!.stderr)")
+                // Nothing was identified from any of it.
+                #expect(!daemons["alpha"]!.stderr.contains(member.uuidString.lowercased()), "\(daemons["alpha"]!.stderr)")
+            }
+        }
+    }
+}
