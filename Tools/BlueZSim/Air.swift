@@ -1,6 +1,7 @@
 import DBusKit
 import Foundation
 import Logging
+import ProximityTrust
 
 /// The air between the boxes, and the state of every box's "bluetoothd".
 ///
@@ -21,6 +22,7 @@ public actor Air {
 
     var boxes: [String: Box] = [:]
     var boxOrder: [String] = []
+    /// The beacons and the private devices, by name, and in the order they came.
     var beacons: [String: Beacon] = [:]
     var beaconOrder: [String] = []
     var linkRNG: [String: SeededGenerator] = [:]
@@ -99,6 +101,7 @@ public actor Air {
     /// A report the controller received and bluetoothd has not taken in yet.
     struct PendingReport {
         var address: String
+        var addressType: String
         var report: AdvertisingReport
         var rssi: Int16
     }
@@ -113,11 +116,93 @@ public actor Air {
         var expires: SimTime?
     }
 
+    /// An advertiser that is not a box: a beacon (``BeaconSpec``, its fixed public address) or a
+    /// private device (``PrivateDeviceSpec``, a resolvable private address it changes every
+    /// `rotation` seconds). Both go on the air the same way; only where the address comes from
+    /// differs.
     struct Beacon {
-        var spec: BeaconSpec
+        /// The address it advertises from now.
+        var address: String
+        /// What BlueZ shows as the device's `AddressType`: "public", or "random" for a private
+        /// device's addresses.
+        var addressType: String
         var report: AdvertisingReport
+        var trajectory: Trajectory
+        /// Seconds between advertising events; nil means the radio's.
+        var advertisingInterval: Double?
+        /// Mean RSSI at 1 m (a beacon's frame calibration); nil means the radio's measured power.
+        var measuredPower: Double?
+        var txOffset: Double
         var nextEvent: SimTime
         var rng: SeededGenerator
+        /// A private device's: how its address changes. Nil for a beacon.
+        var rotation: AddressRotation?
+
+        /// A beacon; its advertising stream is `derived("beacon:<name>")`.
+        init(_ spec: BeaconSpec, seed: UInt64, defaultInterval: Double, now: SimTime) {
+            address = spec.address
+            addressType = "public"
+            report = Air.report(for: spec.frame)
+            trajectory = spec.trajectory
+            advertisingInterval = spec.advertisingInterval
+            measuredPower = spec.frame.measuredPowerAt1m
+            txOffset = spec.txOffset
+            rng = SeededGenerator(seed: seed).derived("beacon:\(spec.name)")
+            nextEvent = now + rng.uniform(0...(spec.advertisingInterval ?? defaultInterval))
+        }
+
+        /// A private device, with its first address made now; its advertising stream is
+        /// `derived("device:<name>")`, its addresses' random parts `derived("rpa:<name>")`.
+        init(_ spec: PrivateDeviceSpec, seed: UInt64, defaultInterval: Double, now: SimTime) {
+            var rotation = AddressRotation(irk: spec.irk, period: spec.rotation, next: now,
+                                           rng: SeededGenerator(seed: seed).derived("rpa:\(spec.name)"))
+            address = rotation.rotate(from: nil)
+            addressType = "random"
+            self.rotation = rotation
+            var report = AdvertisingReport()
+            report.manufacturerData = PrivateDeviceSpec.manufacturerData
+            report.flags = 0x1A  // LE General Discoverable, LE and BR/EDR capable: a phone's
+            report.connectable = false
+            self.report = report
+            trajectory = spec.trajectory
+            advertisingInterval = spec.advertisingInterval
+            measuredPower = nil
+            txOffset = spec.txOffset
+            rng = SeededGenerator(seed: seed).derived("device:\(spec.name)")
+            nextEvent = now + rng.uniform(0...(spec.advertisingInterval ?? defaultInterval))
+        }
+
+        /// Takes the addresses due by `time`: a private device changes address at every multiple
+        /// of its rotation since the start, whether or not it advertised in between (so its
+        /// addresses do not depend on its advertising interval).
+        mutating func rotate(until time: SimTime) {
+            guard var r = rotation, r.next <= time else { return }
+            while r.next <= time { address = r.rotate(from: address) }
+            rotation = r
+        }
+    }
+
+    /// How a private device's resolvable private address changes: a new one every `period`
+    /// seconds, made with its IRK from 22 random bits of its own stream.
+    struct AddressRotation {
+        var irk: IdentityResolvingKey
+        var period: Double
+        /// When the next address is due.
+        var next: SimTime
+        var rng: SeededGenerator
+
+        /// The next address (`AA:BB:…`), and the change after it scheduled. The random part is
+        /// neither all zeros nor all ones (Core Vol 6 Part B 1.3.2.2) and the address differs from
+        /// `previous`; a draw that breaks either is drawn again.
+        mutating func rotate(from previous: String?) -> String {
+            next += period
+            while true {
+                let prand = UInt32(truncatingIfNeeded: rng.next() >> 42)  // the top 22 bits
+                guard prand != 0, prand != 0x3F_FFFF else { continue }
+                let address = IdentityResolvingKey.addressText(irk.address(prand: prand))
+                if address != previous { return address }
+            }
+        }
     }
 
     struct ConnectionKey: Hashable, Sendable {
@@ -156,10 +241,11 @@ public actor Air {
         }
         let now = clock.now
         for spec in scenario.beacons {
-            var rng = root.derived("beacon:\(spec.name)")
-            let interval = spec.advertisingInterval ?? scenario.radio.advertisingInterval
-            let first = now + rng.uniform(0...interval)
-            beacons[spec.name] = Beacon(spec: spec, report: Self.report(for: spec.frame), nextEvent: first, rng: rng)
+            beacons[spec.name] = Beacon(spec, seed: scenario.seed, defaultInterval: scenario.radio.advertisingInterval, now: now)
+            beaconOrder.append(spec.name)
+        }
+        for spec in scenario.privateDevices {
+            beacons[spec.name] = Beacon(spec, seed: scenario.seed, defaultInterval: scenario.radio.advertisingInterval, now: now)
             beaconOrder.append(spec.name)
         }
     }
@@ -245,12 +331,13 @@ public actor Air {
 
     private func beaconEvent(_ name: String, at time: SimTime) {
         guard var b = beacons[name] else { return }
-        let interval = b.spec.advertisingInterval ?? radio.parameters.advertisingInterval
+        let interval = b.advertisingInterval ?? radio.parameters.advertisingInterval
         b.nextEvent = radio.nextAdvertisement(after: time, interval: interval, using: &b.rng)
+        b.rotate(until: time)
         beacons[name] = b
-        transmit(address: b.spec.address, report: b.report, from: b.spec.trajectory.position(at: time),
-                 measuredPower: b.spec.frame.measuredPowerAt1m, txOffset: b.spec.txOffset, transmitter: name, link: "beacon:" + name,
-                 at: time)
+        transmit(address: b.address, addressType: b.addressType, report: b.report, from: b.trajectory.position(at: time),
+                 measuredPower: b.measuredPower, txOffset: b.txOffset, transmitter: name,
+                 link: (b.rotation == nil ? "beacon:" : "device:") + name, at: time)
     }
 
     private func advertisementEvent(_ box: String, index: Int, at time: SimTime) {
@@ -259,8 +346,8 @@ public actor Air {
         boxes[box]!.advertisements[index].nextEvent = radio.nextAdvertisement(
             after: time, interval: interval, using: &boxes[box]!.advertisements[index].rng)
         guard let (address, report, position, instance) = advertised(box, index: index, at: time) else { return }
-        transmit(address: address, report: report, from: position, measuredPower: nil, txOffset: boxes[box]?.spec.txOffset ?? 0,
-                 transmitter: box, link: "box:\(box):\(instance)", at: time)
+        transmit(address: address, addressType: "public", report: report, from: position, measuredPower: nil,
+                 txOffset: boxes[box]?.spec.txOffset ?? 0, transmitter: box, link: "box:\(box):\(instance)", at: time)
     }
 
     private func advertised(_ box: String, index: Int, at time: SimTime) -> (String, AdvertisingReport, Position, Int)? {
@@ -271,12 +358,14 @@ public actor Air {
     }
 
     /// One advertising event, heard (or not) by every discovering adapter. `link` names the
-    /// advertiser (a box's advertisement instance, or a beacon) for its RSSI stream; `transmitter`
-    /// names the device (the box or beacon, by name: names are unique across both) for the burst
-    /// process, which all of a box's advertisements share on the way to one listener. `txOffset`
-    /// (the transmitter's `tx_offset`) is added to every sample's mean.
-    private func transmit(address: String, report: AdvertisingReport, from position: Position, measuredPower: Double?,
-                          txOffset: Double, transmitter: String, link: String, at time: SimTime) {
+    /// advertiser (a box's advertisement instance, a beacon or a private device) for its RSSI
+    /// stream; `transmitter` names the device (the box, beacon or private device, by name: names
+    /// are unique across them all) for the burst process, which all of a box's advertisements
+    /// share on the way to one listener. `txOffset` (the transmitter's `tx_offset`) is added to
+    /// every sample's mean. `addressType` is the advertiser's address's, as the controller reports
+    /// it ("public" or "random").
+    private func transmit(address: String, addressType: String, report: AdvertisingReport, from position: Position,
+                          measuredPower: Double?, txOffset: Double, transmitter: String, link: String, at time: SimTime) {
         stats.transmissions += 1
         for name in boxOrder {
             guard let (merged, listenerPosition) = listening(name, notAt: address, at: time), merged.scansLE else { continue }
@@ -298,7 +387,7 @@ public actor Air {
             guard let rssi = sample else { continue }
             if let threshold = merged.rssiThreshold, rssi < threshold { continue }
             if !merged.uuids.isEmpty && merged.uuids.isDisjoint(with: report.serviceUUIDs) { continue }
-            receive(box: name, address: address, report: report, rssi: rssi, at: time)
+            receive(box: name, address: address, addressType: addressType, report: report, rssi: rssi, at: time)
         }
     }
 
@@ -306,16 +395,17 @@ public actor Air {
     /// now, or, with `report_batching` W, at the end of the box's current window (the box's
     /// windows are W long, shifted by its own phase), together with the others received in it
     /// and in the order received.
-    private func receive(box name: String, address: String, report: AdvertisingReport, rssi: Int16, at time: SimTime) {
+    private func receive(box name: String, address: String, addressType: String, report: AdvertisingReport, rssi: Int16,
+                         at time: SimTime) {
         let window = radio.parameters.reportBatching
         if let batch = boxes[name]?.batchDue, batch <= time || window == 0 {
             takeInReports(name, at: min(batch, time))  // an ended window, or batching turned off
         }
         guard window > 0, var b = boxes[name] else {
-            found(box: name, address: address, report: report, rssi: rssi, at: time)
+            found(box: name, address: address, addressType: addressType, report: report, rssi: rssi, at: time)
             return
         }
-        b.pendingReports.append(PendingReport(address: address, report: report, rssi: rssi))
+        b.pendingReports.append(PendingReport(address: address, addressType: addressType, report: report, rssi: rssi))
         if b.batchDue == nil {
             let offset = b.batchPhase * window
             b.batchDue = offset + ((time - offset) / window).rounded(.down) * window + window
@@ -328,7 +418,7 @@ public actor Air {
         guard let pending = boxes[name]?.pendingReports else { return }
         boxes[name]?.pendingReports = []
         boxes[name]?.batchDue = nil
-        for r in pending { found(box: name, address: r.address, report: r.report, rssi: r.rssi, at: time) }
+        for r in pending { found(box: name, address: r.address, addressType: r.addressType, report: r.report, rssi: r.rssi, at: time) }
     }
 
     /// A box that hears advertisements now: its merged discovery and position. (No copy of the
@@ -340,8 +430,9 @@ public actor Air {
         return (b.adapter.merged, b.trajectory.position(at: time))
     }
 
-    /// `btd_adapter_update_found_device`.
-    private func found(box name: String, address: String, report: AdvertisingReport, rssi: Int16, at time: SimTime) {
+    /// `btd_adapter_update_found_device`. A new device takes `addressType` (its `AddressType`).
+    private func found(box name: String, address: String, addressType: String, report: AdvertisingReport, rssi: Int16,
+                       at time: SimTime) {
         guard let adapter = boxes[name]?.adapter, let adapterName = boxes[name]?.spec.adapter else { return }
         let merged = adapter.merged
         var discoverable = merged.filtered || report.isDiscoverable
@@ -357,6 +448,7 @@ public actor Air {
         } else {
             guard discoverable else { return }
             dev = DeviceState(address: address, adapter: adapterName, now: time)
+            dev.addressType = addressType
             isNew = true
         }
         dev.lastSeen = time

@@ -103,7 +103,7 @@ extension Air {
             throw .invalidArguments(error.message)
         }
         if boxes.contains(where: { $0.key != name && $0.value.spec.address == address })
-            || beacons.values.contains(where: { $0.spec.address == address }) {
+            || beacons.values.contains(where: { $0.address == address }) {
             throw .invalidArguments("the address \(address) is taken")
         }
         dropConnections(involving: name)
@@ -139,20 +139,18 @@ extension Air {
         if beacons[spec.name] != nil || boxes[spec.name] != nil {
             throw .invalidArguments("the name \"\(spec.name)\" is taken")
         }
-        if boxes.values.contains(where: { $0.spec.address == spec.address }) || beacons.values.contains(where: { $0.spec.address == spec.address }) {
+        if boxes.values.contains(where: { $0.spec.address == spec.address }) || beacons.values.contains(where: { $0.address == spec.address }) {
             throw .invalidArguments("the address \(spec.address) is taken")
         }
-        var rng = SeededGenerator(seed: seed).derived("beacon:\(spec.name)")
-        let interval = spec.advertisingInterval ?? radio.parameters.advertisingInterval
-        let first = clock.now + rng.uniform(0...interval)
-        beacons[spec.name] = Beacon(spec: spec, report: Self.report(for: spec.frame), nextEvent: first, rng: rng)
+        beacons[spec.name] = Beacon(spec, seed: seed, defaultInterval: radio.parameters.advertisingInterval, now: clock.now)
         beaconOrder.append(spec.name)
     }
 
     /// Takes a beacon off the air. Scanners stop hearing it; BlueZ drops it after its temporary
-    /// timeout.
+    /// timeout. (Private devices are not beacons: they stay.)
     public func removeBeacon(_ name: String) throws(ControlError) {
-        guard beacons.removeValue(forKey: name) != nil else { throw .unknownBeacon(name) }
+        guard let beacon = beacons[name], beacon.rotation == nil else { throw .unknownBeacon(name) }
+        beacons[name] = nil
         beaconOrder.removeAll { $0 == name }
     }
 
@@ -224,14 +222,23 @@ extension Air {
             ])
         }
         let beaconList: [[String: Any]] = beaconOrder.compactMap { name in
-            guard let b = beacons[name] else { return nil }
-            return ["name": name, "address": b.spec.address, "position": position(b.spec.trajectory.position(at: now))]
+            guard let b = beacons[name], b.rotation == nil else { return nil }
+            return ["name": name, "address": b.address, "position": position(b.trajectory.position(at: now))]
+        }
+        // The address a private device advertises from now, though it may not have advertised
+        // from it yet.
+        let privateList: [[String: Any]] = beaconOrder.compactMap { name in
+            guard var b = beacons[name], let rotation = b.rotation else { return nil }
+            b.rotate(until: now)
+            return ["name": name, "address": b.address, "rotation": rotation.period,
+                    "position": position(b.trajectory.position(at: now))]
         }
         let r = radio.parameters
         let document: [String: Any] = [
             "time": now,
             "boxes": boxList,
             "beacons": beaconList,
+            "private_devices": privateList,
             "radio": [
                 "path_loss_exponent": r.pathLossExponent, "measured_power": r.measuredPower, "shadowing_sigma": r.shadowingSigma,
                 "advertising_interval": r.advertisingInterval, "packet_loss": r.packetLoss,

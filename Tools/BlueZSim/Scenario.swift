@@ -1,8 +1,9 @@
 import Foundation
+import ProximityTrust
 import StrictYAML
 
-/// A simulation: which boxes and beacons exist, where they are over time, the radio between
-/// them, and the seed every random number is derived from.
+/// A simulation: which boxes, beacons and private devices exist, where they are over time, the
+/// radio between them, and the seed every random number is derived from.
 ///
 /// Read from a JSON or YAML file (format in docs/simulator.md). A scenario built in code should
 /// pass ``validate()``, which the parser always runs.
@@ -12,12 +13,17 @@ public struct Scenario: Sendable, Hashable {
     public var radio: RadioParameters
     public var boxes: [BoxSpec]
     public var beacons: [BeaconSpec]
+    /// Phones and the like: advertisers whose address is a resolvable private address they change
+    /// every ``PrivateDeviceSpec/rotation`` seconds.
+    public var privateDevices: [PrivateDeviceSpec]
 
-    public init(seed: UInt64 = 0, radio: RadioParameters = RadioParameters(), boxes: [BoxSpec], beacons: [BeaconSpec] = []) {
+    public init(seed: UInt64 = 0, radio: RadioParameters = RadioParameters(), boxes: [BoxSpec], beacons: [BeaconSpec] = [],
+                privateDevices: [PrivateDeviceSpec] = []) {
         self.seed = seed
         self.radio = radio
         self.boxes = boxes
         self.beacons = beacons
+        self.privateDevices = privateDevices
     }
 
     /// The radio model for ``radio``.
@@ -28,6 +34,7 @@ public struct Scenario: Sendable, Hashable {
 
     public func box(named name: String) -> BoxSpec? { boxes.first { $0.name == name } }
     public func beacon(named name: String) -> BeaconSpec? { beacons.first { $0.name == name } }
+    public func privateDevice(named name: String) -> PrivateDeviceSpec? { privateDevices.first { $0.name == name } }
 
     /// Reads a scenario file; the format follows the extension: `.json`, `.yaml` or `.yml`.
     /// Errors carry the file's path and, where known, the line and column. A file larger than
@@ -84,8 +91,9 @@ public struct Scenario: Sendable, Hashable {
     }
 
     /// Checks what the types cannot: at least one box; names, addresses and adapters well formed;
-    /// names and addresses unique across boxes and beacons; the radio and beacon parameters in
-    /// range; beacon frames encodable. Paths are the scenario file's.
+    /// names unique across boxes, beacons and private devices, addresses across boxes and beacons,
+    /// IRKs across private devices; the radio, beacon and private device parameters in range;
+    /// beacon frames encodable. Paths are the scenario file's.
     public func validate() throws(ScenarioError) {
         do {
             try radio.validate()
@@ -124,6 +132,25 @@ public struct Scenario: Sendable, Hashable {
                 throw error.prefixed(path)
             }
             try claim(name: beacon.name, address: beacon.address, at: path)
+        }
+        // A private device has no fixed address (its addresses are random, 2⁻²² apart from each
+        // other's), so only its name and its key are claimed.
+        var keys: [IdentityResolvingKey: String] = [:]
+        for (i, device) in privateDevices.enumerated() {
+            let path = "private_devices[\(i)]"
+            do {
+                try device.validate()
+            } catch {
+                throw error.prefixed(path)
+            }
+            if let other = names[device.name] {
+                throw ScenarioError(path: path + ".name", message: "duplicate name \"\(device.name)\" (also \(other))")
+            }
+            if let other = keys[device.irk] {
+                throw ScenarioError(path: path + ".irk", message: "duplicate irk (also \(other)): one key is one device")
+            }
+            names[device.name] = path
+            keys[device.irk] = path
         }
     }
 }
@@ -227,13 +254,18 @@ public struct BoxSpec: Sendable, Hashable {
 
     /// The rules boxes and beacons share.
     static func validate(name: String, address: String) throws(ScenarioError) {
+        try validate(name: name)
+        guard normalizedAddress(address) == address else {
+            throw ScenarioError(path: "address", message: "\"\(address)\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF")
+        }
+    }
+
+    /// The rule of every name: boxes', beacons' and private devices'.
+    static func validate(name: String) throws(ScenarioError) {
         guard isValidName(name) else {
             throw ScenarioError(
                 path: "name",
                 message: "\"\(name)\" is not a valid name: 1–32 letters, digits, '_' or '-', starting with a letter or digit")
-        }
-        guard normalizedAddress(address) == address else {
-            throw ScenarioError(path: "address", message: "\"\(address)\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF")
         }
     }
 
@@ -296,11 +328,16 @@ public struct BeaconSpec: Sendable, Hashable {
         } catch {
             throw ScenarioError(path: frame.scenarioKey, message: error.message)
         }
+        try Self.validate(advertisingInterval: advertisingInterval)
+        try BoxSpec.validate(txOffset: txOffset)
+    }
+
+    /// The rule of a beacon's and a private device's own `advertising_interval`.
+    static func validate(advertisingInterval: Double?) throws(ScenarioError) {
         if let interval = advertisingInterval, !RadioParameters.advertisingIntervalRange.contains(interval) {
             throw ScenarioError(path: "advertising_interval",
                                 message: "must be 0.02...10.24 s (Bluetooth's advertising interval range), not \(ScenarioError.show(interval))")
         }
-        try BoxSpec.validate(txOffset: txOffset)
     }
 
     /// Parses one entry of a scenario's `beacons` list on its own (for the control interface).
@@ -321,6 +358,57 @@ public struct BeaconSpec: Sendable, Hashable {
             throw error.at(decoder.place(for: error.path))
         }
         return beacon
+    }
+}
+
+/// A device that advertises from resolvable private addresses, as a phone does: at the start, and
+/// then every ``rotation`` seconds, it makes a new one from its identity resolving key (the
+/// Bluetooth `ah` function, ``IdentityResolvingKey/address(prand:)``), so only someone who has the
+/// key can tell that two addresses are the same device's. Nobody connects to it. What it advertises
+/// is not its own either: every private device sends the same ``manufacturerData``, so nothing in
+/// the air is stable but through the key.
+public struct PrivateDeviceSpec: Sendable, Hashable {
+    /// As a box's or beacon's; unique across boxes, beacons and private devices.
+    public var name: String
+    /// The key its addresses are made with (`irk`, 32 hex digits); unique across private devices.
+    public var irk: IdentityResolvingKey
+    /// Seconds between address changes (`rotation`), ``rotationRange``: the first address from
+    /// the start, a new one at every multiple of this.
+    public var rotation: Double
+    public var trajectory: Trajectory
+    /// Seconds between advertising events; nil means the scenario radio's.
+    public var advertisingInterval: Double?
+    /// A fixed offset of what the device transmits, dB (`tx_offset`): its RSSI at 1 m is the
+    /// radio's measured power plus this. 0: none.
+    public var txOffset: Double
+
+    /// The rotation when none is given: 15 minutes, about what phones do.
+    public static let defaultRotation: Double = 900
+    /// The range of `rotation`, seconds.
+    public static let rotationRange: ClosedRange<Double> = 1...3600
+    /// What every private device advertises: under Apple's company id (0x004C), a constant
+    /// 7-byte payload in the shape of Apple's "Nearby Info" (type 0x10, length 5, status, flags,
+    /// a 3-byte tag, here zeros), the same for every device. Not an iBeacon (those start 02 15).
+    public static let manufacturerData: [UInt16: [UInt8]] = [0x004C: [0x10, 0x05, 0x01, 0x18, 0x00, 0x00, 0x00]]
+
+    public init(name: String, irk: IdentityResolvingKey, rotation: Double = PrivateDeviceSpec.defaultRotation,
+                trajectory: Trajectory, advertisingInterval: Double? = nil, txOffset: Double = 0) {
+        self.name = name
+        self.irk = irk
+        self.rotation = rotation
+        self.trajectory = trajectory
+        self.advertisingInterval = advertisingInterval
+        self.txOffset = txOffset
+    }
+
+    /// Checks the name, rotation, interval and TX offset; paths are relative (`rotation`).
+    public func validate() throws(ScenarioError) {
+        try BoxSpec.validate(name: name)
+        guard rotation.isFinite, Self.rotationRange.contains(rotation) else {
+            throw ScenarioError(path: "rotation", message: "must be 1...3600 s, not \(ScenarioError.show(rotation))")
+        }
+        try BeaconSpec.validate(advertisingInterval: advertisingInterval)
+        try BoxSpec.validate(txOffset: txOffset)
     }
 }
 
@@ -453,7 +541,7 @@ private struct ScenarioDecoder {
     // MARK: The scenario
 
     mutating func scenario(_ root: ScenarioTree) throws(ScenarioError) -> Scenario {
-        let fields = try object(root, "", keys: ["seed", "radio", "boxes", "beacons"])
+        let fields = try object(root, "", keys: ["seed", "radio", "boxes", "beacons", "private_devices"])
         var seed: UInt64 = 0
         if let tree = fields["seed"] { seed = try integer(tree, "seed", as: UInt64.self) }
         var radio = RadioParameters()
@@ -474,7 +562,13 @@ private struct ScenarioDecoder {
                 beacons.append(try beacon(item, "beacons[\(i)]", radio: radio))
             }
         }
-        return Scenario(seed: seed, radio: radio, boxes: boxes, beacons: beacons)
+        var privateDevices: [PrivateDeviceSpec] = []
+        if let tree = fields["private_devices"] {
+            for (i, item) in try list(tree, "private_devices").enumerated() {
+                privateDevices.append(try privateDevice(item, "private_devices[\(i)]"))
+            }
+        }
+        return Scenario(seed: seed, radio: radio, boxes: boxes, beacons: beacons, privateDevices: privateDevices)
     }
 
     private mutating func radioParameters(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> RadioParameters {
@@ -552,6 +646,30 @@ private struct ScenarioDecoder {
         if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
         return BeaconSpec(name: name, address: address, frame: frame, trajectory: trajectory, advertisingInterval: interval,
                           txOffset: txOffset)
+    }
+
+    private mutating func privateDevice(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> PrivateDeviceSpec {
+        let fields = try object(
+            tree, path, keys: ["name", "irk", "rotation", "position", "waypoints", "advertising_interval", "tx_offset"])
+        let name = try string(try required(fields, "name", in: path, tree), Self.join(path, "name"))
+        let irkTree = try required(fields, "irk", in: path, tree)
+        let irkText = try string(irkTree, Self.join(path, "irk"))
+        let irk: IdentityResolvingKey
+        do {
+            irk = try IdentityResolvingKey(hex: irkText)
+        } catch {
+            // The key is not repeated: in life it is a secret.
+            throw self.error(Self.join(path, "irk"), error.description, irkTree)
+        }
+        var rotation = PrivateDeviceSpec.defaultRotation
+        if let value = fields["rotation"] { rotation = try number(value, Self.join(path, "rotation")) }
+        let trajectory = try trajectory(fields, path, tree)
+        var interval: Double?
+        if let value = fields["advertising_interval"] { interval = try number(value, Self.join(path, "advertising_interval")) }
+        var txOffset = 0.0
+        if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
+        return PrivateDeviceSpec(name: name, irk: irk, rotation: rotation, trajectory: trajectory, advertisingInterval: interval,
+                                 txOffset: txOffset)
     }
 
     private func address(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> String {
