@@ -285,7 +285,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BlueZSimTests",
-            dependencies: ["BlueZSim", "DBusKit", "ProximityTesting"]
+            dependencies: ["BlueZSim", "DBusKit", "ProximityTesting", "ProximityTrust"]
         ),
         .testTarget(
             name: "MQTTKitTests",

@@ -23,7 +23,7 @@ public struct FleetKey: Sendable, Hashable {
     /// The file's form: a comment saying what it is, and the key.
     public var fileText: String {
         "# proximityd fleet key: every node of the fleet has this file (mode 0600). Keep it secret.\n"
-            + secret.map { String(format: "%02x", $0) }.joined() + "\n"
+            + Hex.text(secret) + "\n"
     }
 
     /// Reads the file's text: one line of 64 hexadecimal digits, comments and blank lines aside.
@@ -41,14 +41,10 @@ public struct FleetKey: Sendable, Hashable {
             guard digits.count == Self.length * 2 else {
                 throw FleetKeyError(line: line, column: column, "a fleet key is \(Self.length * 2) hexadecimal digits, not \(digits.count) characters")
             }
-            var bytes: [UInt8] = []
-            for pair in stride(from: 0, to: digits.count, by: 2) {
-                let start = digits.index(digits.startIndex, offsetBy: pair)
-                guard let byte = UInt8(digits[start ..< digits.index(start, offsetBy: 2)], radix: 16),
-                      digits[start ..< digits.index(start, offsetBy: 2)].allSatisfy(\.isHexDigit) else {
-                    throw FleetKeyError(line: line, column: column + pair, "not a hexadecimal digit pair: \(digits[start ..< digits.index(start, offsetBy: 2)])")
-                }
-                bytes.append(byte)
+            guard let bytes = Hex.bytes(digits) else {
+                let offset = (Hex.firstNonDigit(digits) ?? 0) / 2 * 2
+                let pair = digits.dropFirst(offset).prefix(2)
+                throw FleetKeyError(line: line, column: column + offset, "not a hexadecimal digit pair: \(pair)")
             }
             found = (line, bytes)
         }
@@ -66,7 +62,7 @@ public struct FleetKey: Sendable, Hashable {
     /// hexadecimal digits of a derived value.
     public var fingerprint: String {
         let value = HMACSHA256.authenticationCode(key: derived("proximityd fingerprint v1"), data: Array("fingerprint".utf8))
-        return value.prefix(4).map { String(format: "%02x", $0) }.joined()
+        return Hex.text(value.prefix(4))
     }
 }
 

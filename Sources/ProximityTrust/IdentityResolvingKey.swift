@@ -16,16 +16,8 @@ public struct IdentityResolvingKey: Sendable, Hashable {
     }
 
     public init(hex text: String) throws(IRKError) {
-        let digits = text.filter { !":- ".contains($0) }
-        guard digits.count == 32, digits.allSatisfy(\.isHexDigit) else {
+        guard let bytes = Hex.bytes(text.filter { !":- ".contains($0) }), bytes.count == 16 else {
             throw IRKError("an IRK is 32 hexadecimal digits (16 bytes), e.g. ec0234a357c8ad05341010a60a397d9b")
-        }
-        var bytes: [UInt8] = []
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            bytes.append(UInt8(digits[index ..< next], radix: 16)!)
-            index = next
         }
         try self.init(bytes: bytes)
     }
@@ -78,7 +70,7 @@ public struct IdentityResolvingKey: Sendable, Hashable {
 
     /// 6 bytes as `AA:BB:CC:DD:EE:FF`.
     public static func addressText(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02X", $0) }.joined(separator: ":")
+        bytes.map { Hex.text([$0]).uppercased() }.joined(separator: ":")
     }
 }
 

@@ -4,16 +4,7 @@ import Testing
 /// The libcrypto wrappers against the standards' published test vectors.
 @Suite("libcrypto's primitives, on their standards' test vectors")
 struct LibCryptoTests {
-    static func hex(_ text: String) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            bytes.append(UInt8(text[index ..< next], radix: 16)!)
-            index = next
-        }
-        return bytes
-    }
+    static func hex(_ text: String) -> [UInt8] { Hex.bytes(text)! }
 
     @Test("AES-128 on one block: FIPS-197 appendix C.1")
     func aes128() throws {

@@ -173,15 +173,7 @@ struct TrustedFleetTests {
     await BleakEnvironment.shared.python() != nil
 })
 struct TrustedFleetAttackTests {
-    static func bytes(_ hex: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var index = hex.startIndex
-        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
-            out.append(UInt8(hex[index ..< next], radix: 16) ?? 0)
-            index = next
-        }
-        return out
-    }
+    static func bytes(_ hex: String) -> [UInt8] { Hex.bytes(hex) ?? [] }
 
     @Test("a reader without the key reads twice: two different answers, neither holding the identity; a hello recorded on an earlier link and played on a new one is refused, and logged once")
     func outsider() async throws {
@@ -214,7 +206,7 @@ struct TrustedFleetAttackTests {
                 #expect(old.count == TrustedIdentification.challengeLength, "\(earlier)")
                 let member = UUID()
                 let hello = try TrustedIdentification(key).hello(identity: member, challenge: old, ownChallenge: TrustedIdentification.challenge())
-                let hex = hello.map { String(format: "%02x", $0) }.joined()
+                let hex = Hex.text(hello)
                 for _ in 0 ..< 2 {
                     let (replayRun, replay) = try await BleakEnvironment.shared.run("outsider.py", [address, "replay", hex, "20"], bus: sim.address("bravo"))
                     #expect(replayRun.status == 0, "\(replayRun)")
