@@ -16,11 +16,15 @@ public struct Doctor: Sendable {
     public var busName: BusName
     /// The adapter proximityd uses, `hciN`.
     public var adapter: String
+    /// bluetoothd's configuration file, for its `Privacy` setting.
+    public var bluezConfig: String
 
-    public init(bus: BusAddress = .system, busName: BusName = ProximityBus.defaultBusName, adapter: String = "hci0") {
+    public init(bus: BusAddress = .system, busName: BusName = ProximityBus.defaultBusName, adapter: String = "hci0",
+                bluezConfig: String = BlueZMainConf.defaultPath) {
         self.bus = bus
         self.busName = busName
         self.adapter = adapter
+        self.bluezConfig = bluezConfig
     }
 
     /// N of an adapter name `hciN` (N below 1024), nil for anything else.
@@ -132,6 +136,7 @@ struct DoctorRun {
             return
         }
         add("bluetoothd", .ok, "org.bluez is \(bluez)\(await bluetoothdVersion(connection, owner: bluez).map { ", version \($0)" } ?? "")")
+        privacy()
 
         // The adapter, from BlueZ's objects.
         let snapshot: BlueZSnapshot
@@ -169,6 +174,25 @@ struct DoctorRun {
         } else {
             add("advertising", .fail, "\(adapter) has no LEAdvertisingManager1",
                 fix: "use an LE adapter; with BlueZ older than 5.48 start bluetoothd with --experimental")
+        }
+    }
+
+    /// BlueZ's privacy (`Privacy=` in main.conf): with it on, the adapter advertises from a
+    /// resolvable private address that changes, so a node of a trusted fleet carries nothing
+    /// stable on the air (docs/security.md). Off is a warning: an open node does not need it.
+    private mutating func privacy() {
+        let file = doctor.bluezConfig
+        let fix = "set Privacy = device under [General] in \(file), then systemctl restart bluetooth (BlueZ uses it where the controller supports privacy)"
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            add("privacy", .warn, "cannot read \(file): BlueZ's default, Privacy off, is assumed; the adapter advertises from its public address, a stable identifier", fix: fix)
+            return
+        }
+        let value = BlueZMainConf.privacy(text)
+        if BlueZMainConf.isOn(value) {
+            add("privacy", .ok, "Privacy = \(value!) in \(file): the adapter advertises from resolvable private addresses")
+        } else {
+            add("privacy", .warn, "Privacy is \(value ?? "not set (off)") in \(file): the adapter advertises from its public address, a stable identifier (it matters for a trusted fleet: docs/security.md)",
+                fix: fix)
         }
     }
 

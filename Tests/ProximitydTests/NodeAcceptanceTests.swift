@@ -334,6 +334,15 @@ struct NodeAcceptanceTests {
             #expect(lines.contains { $0.hasPrefix("ok      advertising: 4 instances free, 1 in use") }, "\(healthy)")
             #expect(lines.contains { $0.hasPrefix("ok      proximityd: org.proximityd runs: advertising yes, discovering yes") }, "\(healthy)")
             #expect(lines.contains("skipped policy: the bus policy matters on the system bus only"), "\(healthy)")
+            // BlueZ's privacy, from the main.conf named: off (the default, commented out), then on.
+            let conf = sim.buses["alpha"]!.directory.appendingPathComponent("main.conf").path
+            try "[General]\n#Privacy = off\n".write(toFile: conf, atomically: true, encoding: .utf8)
+            let privacyOff = try await doctor(["--bluez-config", conf])
+            #expect(privacyOff.stdout.contains("warn    privacy: Privacy is not set (off) in \(conf): the adapter advertises from its public address"), "\(privacyOff)")
+            #expect(privacyOff.stdout.contains("fix: set Privacy = device under [General] in \(conf), then systemctl restart bluetooth"), "\(privacyOff)")
+            try "[Policy]\nPrivacy = off\n[General]\nName = box\nPrivacy = device\n".write(toFile: conf, atomically: true, encoding: .utf8)
+            let privacyOn = try await doctor(["--bluez-config", conf])
+            #expect(privacyOn.stdout.contains("ok      privacy: Privacy = device in \(conf): the adapter advertises from resolvable private addresses"), "\(privacyOn)")
             let json = try await doctor(["--json"])
             let checks = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json)")
             #expect(checks.first { $0["check"] as? String == "adapter hci0" }?["status"] as? String == "ok")
