@@ -77,7 +77,7 @@ public struct OpenIdentityService: GattIdentityService {
 ///
 /// `ReadValue` honours `offset`: 36 bytes do not fit one ATT read on a 23-byte MTU (22 bytes),
 /// so the peer's BlueZ reads on with offsets 22 and 36 … An offset past the end is refused with
-/// `org.bluez.Error.InvalidOffset`, which BlueZ turns into the ATT error Invalid Offset. Both
+/// `org.bluez.Error.InvalidOffset`, which BlueZ turns into the ATT error Invalid Offset. All three
 /// characteristics answer only the owner of `org.bluez` (``BlueZCallers``).
 public final class GattApplication: Sendable {
     public static let defaultRoot: ObjectPath = "/org/proximityd/gatt"

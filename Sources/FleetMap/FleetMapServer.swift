@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ProximityFleet
+import ProximityMQTT
 import ServiceLifecycle
 
 /// Where the map listens (`--http ADDRESS:PORT`): an address always given (no wildcard by
@@ -133,8 +134,7 @@ public struct FleetMapServer: Service {
 
     static func json(_ text: String?, missing: String) -> Response {
         guard let text else {
-            let body = "{\"error\":\(JSONText.quoted(missing))}"
-            return response(body, type: "application/json", status: .notFound)
+            return response(MQTTJSON.encode(["error": missing]), type: "application/json", status: .notFound)
         }
         return response(text, type: "application/json")
     }
@@ -143,7 +143,7 @@ public struct FleetMapServer: Service {
     /// client goes or the service stops; 503 when ``FleetViews/maximumSubscribers`` are live.
     static func events(_ views: FleetViews) -> Response {
         guard let stream = views.subscribe() else {
-            return response("{\"error\":\"too many live maps: at most \(FleetViews.maximumSubscribers)\"}", type: "application/json",
+            return response(MQTTJSON.encode(["error": "too many live maps: at most \(FleetViews.maximumSubscribers)"]), type: "application/json",
                             status: .serviceUnavailable)
         }
         return Response(status: .ok, headers: headers(type: "text/event-stream"), body: ResponseBody { writer in
@@ -154,12 +154,5 @@ public struct FleetMapServer: Service {
             }
             try await writer.finish(nil)
         })
-    }
-}
-
-/// A JSON string literal.
-enum JSONText {
-    static func quoted(_ text: String) -> String {
-        String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
     }
 }

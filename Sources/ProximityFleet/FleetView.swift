@@ -129,8 +129,8 @@ public struct FleetMapState: Codable, Hashable, Sendable {
 }
 
 /// The fleet service's views for the map (events out): the service shows its plan and, once a
-/// second, its state; the map's server reads the latest, encoded once, and each of its live
-/// streams gets every state that follows. A stream keeps only the newest state it has not sent
+/// second, its state; each live stream gets every state that follows, encoded once for all of
+/// them, and the API's answers are encoded from the latest when asked. A stream keeps only the newest state it has not sent
 /// (each is whole), so a slow client never holds the service up or grows its memory.
 public final class FleetViews: Sendable {
     /// The most live streams at once; ``subscribe()`` refuses more.
@@ -139,8 +139,8 @@ public final class FleetViews: Sendable {
     private struct State {
         var planVersion = 0
         var plan: String?
-        var devices: String?
-        var nodes: String?
+        var latest: FleetMapState?
+        /// `latest`, encoded: what a new stream starts with.
         var state: String?
         var subscribers: [UInt64: AsyncStream<String>.Continuation] = [:]
         var next: UInt64 = 0
@@ -162,11 +162,10 @@ public final class FleetViews: Sendable {
     /// The fleet's state, each second: encoded once, sent to every live stream.
     public func show(devices: FleetTable, nodes: FleetNodes) {
         let version = mutex.withLock { $0.planVersion }
-        let whole = MQTTJSON.encode(FleetMapState(planVersion: version, devices: devices, nodes: nodes))
-        let devicesJSON = MQTTJSON.encode(devices), nodesJSON = MQTTJSON.encode(nodes)
+        let latest = FleetMapState(planVersion: version, devices: devices, nodes: nodes)
+        let whole = MQTTJSON.encode(latest)
         let subscribers = mutex.withLock { state -> [AsyncStream<String>.Continuation] in
-            state.devices = devicesJSON
-            state.nodes = nodesJSON
+            state.latest = latest
             state.state = whole
             return Array(state.subscribers.values)
         }
@@ -176,9 +175,9 @@ public final class FleetViews: Sendable {
     /// `GET /api/plan`: nil without a plan.
     public var planJSON: String? { mutex.withLock { $0.plan } }
     /// `GET /api/devices`: nil before the first state.
-    public var devicesJSON: String? { mutex.withLock { $0.devices } }
+    public var devicesJSON: String? { mutex.withLock { $0.latest }.map { MQTTJSON.encode($0.devices) } }
     /// `GET /api/nodes`: nil before the first state.
-    public var nodesJSON: String? { mutex.withLock { $0.nodes } }
+    public var nodesJSON: String? { mutex.withLock { $0.latest }.map { MQTTJSON.encode($0.nodes) } }
 
     /// A live stream of whole states (``FleetMapState`` as JSON), starting with the latest; nil
     /// when ``maximumSubscribers`` are live already or the views are finished.
