@@ -76,7 +76,7 @@ let package = Package(
         ),
         // The trusted fleet's cryptography on libcrypto's primitives: the fleet key, the trusted
         // identification's messages, identity resolving keys (ah). No I/O.
-        .target(name: "ProximityTrust", dependencies: ["COpenSSL"]),
+        .target(name: "ProximityTrust", dependencies: ["COpenSSL", "ProximityCore"]),
         // The release version, generated from the VERSION file (the one place it is written).
         .target(name: "ProximityVersion", plugins: ["VersionFile"]),
         .plugin(name: "VersionFile", capability: .buildTool(), dependencies: ["version-source"]),

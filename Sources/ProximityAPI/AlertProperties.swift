@@ -198,6 +198,7 @@ extension Alert {
                     switch v.unwrapped {
                     case .string(let s): matcherParts[k] = .text(s)
                     case .double(let d): matcherParts[k] = .number(d)
+                    case .boolean(let b): matcherParts[k] = .boolean(b)
                     case let n: matcherParts[k] = .integer(n.integer ?? Int64.max)
                     }
                 }

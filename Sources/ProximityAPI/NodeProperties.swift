@@ -33,11 +33,15 @@ public struct NodeProperties: Sendable, Hashable {
     /// Peer identifier → display name: the config file's `names:` and those given with
     /// `SetPeerName` (``NodeProxy/setPeerName(_:for:)``).
     public var peerNames: [String: String]
+    /// The IRKs the node recognises devices by, name → where it was given: `config` (the config
+    /// file's `irks:`) or `bus` (``NodeProxy/addIRK(_:key:)``). Never the keys themselves.
+    public var irks: [String: String]
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
                 clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0,
-                zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0], peerNames: [String: String] = [:]) {
+                zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0], peerNames: [String: String] = [:],
+                irks: [String: String] = [:]) {
         self.identifier = identifier
         self.serviceUUID = serviceUUID
         self.name = name
@@ -50,6 +54,7 @@ public struct NodeProperties: Sendable, Hashable {
         self.rssiOffset = rssiOffset
         self.zoneDistances = zoneDistances
         self.peerNames = peerNames
+        self.irks = irks
     }
 
     /// The properties, in the order of the interface's declaration.
@@ -66,6 +71,7 @@ public struct NodeProperties: Sendable, Hashable {
         case rssiOffset = "RSSIOffset"
         case zoneDistances = "ZoneDistances"
         case peerNames = "PeerNames"
+        case irks = "IRKs"
 
         public var descriptor: PropertyDescriptor {
             switch self {
@@ -76,7 +82,7 @@ public struct NodeProperties: Sendable, Hashable {
             case .pathLossExponent: PropertyDescriptor(rawValue, .double, const: true)
             case .rssiOffset: PropertyDescriptor(rawValue, .double)
             case .zoneDistances: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .double))
-            case .peerNames: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .string))
+            case .peerNames, .irks: PropertyDescriptor(rawValue, .dictionary(key: .string, value: .string))
             }
         }
     }
@@ -99,11 +105,8 @@ public struct NodeProperties: Sendable, Hashable {
             if let key = entry.key.string, let metres = Lenient.double(entry.value) { zones[key] = metres }
         }
         zoneDistances = zones
-        var names: [String: String] = [:]
-        for entry in v(.peerNames)?.unwrapped.dictEntries ?? [] {
-            if let key = entry.key.string, let name = entry.value.unwrapped.string { names[key] = name }
-        }
-        peerNames = names
+        peerNames = Lenient.stringMap(v(.peerNames))
+        irks = Lenient.stringMap(v(.irks))
     }
 
     /// Every property with exactly the type `dbus/org.proximityd.Node1.xml` declares.
@@ -125,6 +128,7 @@ public struct NodeProperties: Sendable, Hashable {
         case .rssiOffset: .double(rssiOffset)
         case .zoneDistances: Self.zoneDistances(zoneDistances)
         case .peerNames: Self.peerNames(peerNames)
+        case .irks: Self.peerNames(irks)
         }
     }
 
@@ -133,7 +137,7 @@ public struct NodeProperties: Sendable, Hashable {
         zoneDistances(["immediate": immediate, "near": near])
     }
 
-    /// `PeerNames`' value, in identifier order.
+    /// `PeerNames`' (and `IRKs`') value, in key order.
     public static func peerNames(_ names: [String: String]) -> DBusValue {
         .dictionary(key: .string, value: .string, names.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })
     }

@@ -123,6 +123,19 @@ public struct NodeProxy: Sendable {
         _ = try await call(ProximityBus.Node1.setPeerName, [.string(identifier), .string(name)])
     }
 
+    /// `AddIRK`: recognise the device whose identity resolving key is `key` (32 hexadecimal
+    /// digits) as the peer `irk:<name>` (root and group `proximityd`). Replaces a key of the same
+    /// name given over the bus; `org.proximityd.Error.NotPermitted` when the config file's `irks:`
+    /// has the name.
+    public func addIRK(_ name: String, key: String) async throws {
+        _ = try await call(ProximityBus.Node1.addIRK, [.string(name), .string(key)])
+    }
+
+    /// `RemoveIRK`: `org.proximityd.Error.DoesNotExist` if no IRK of that name was added over the bus.
+    public func removeIRK(_ name: String) async throws {
+        _ = try await call(ProximityBus.Node1.removeIRK, [.string(name)])
+    }
+
     /// `ResetMeasuredPower`: `org.proximityd.Error.DoesNotExist` if none was set.
     public func resetMeasuredPower(for identifier: String) async throws {
         _ = try await call(ProximityBus.Node1.resetMeasuredPower, [.string(identifier)])

@@ -68,6 +68,10 @@ public enum ProximityBus {
         public static let setMeasuredPower: MemberName = "SetMeasuredPower"
         /// `ResetMeasuredPower(s)`
         public static let resetMeasuredPower: MemberName = "ResetMeasuredPower"
+        /// `AddIRK(s name, s key)`: a device to recognise by its identity resolving key.
+        public static let addIRK: MemberName = "AddIRK"
+        /// `RemoveIRK(s name)`: one added with `AddIRK`.
+        public static let removeIRK: MemberName = "RemoveIRK"
         /// `Reload()`: reads the config file again, as `SIGHUP` does.
         public static let reload: MemberName = "Reload"
         /// The signal `FoundDevices(a{ss})`, once a second.

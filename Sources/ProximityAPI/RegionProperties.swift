@@ -84,7 +84,7 @@ public struct RegionProperties: Sendable, Hashable {
 /// A matcher on the bus: `StartMonitoring`'s `a{sv}` and `Region1.Matcher`.
 extension RegionMatcher {
     /// The matcher as `a{sv}` entries: text as `s`, `Major`/`Minor`/`ID2`/`ID3` as `q`,
-    /// `ExitPeriod` as `d`.
+    /// `ExitPeriod` as `d`, `Verified` as `b`.
     public var busValues: [String: DBusValue] {
         var out: [String: DBusValue] = [:]
         for (key, value) in parts {
@@ -92,6 +92,7 @@ extension RegionMatcher {
             case .text(let s): out[key.busName] = .string(s)
             case .integer(let n): out[key.busName] = .uint16(UInt16(clamping: n))
             case .number(let d): out[key.busName] = .double(d)
+            case .boolean(let b): out[key.busName] = .boolean(b)
             }
         }
         return out
@@ -109,6 +110,7 @@ extension RegionMatcher {
             switch value {
             case .string(let s): parts.append((key, .text(s)))
             case .double(let d): parts.append((key, .number(d)))
+            case .boolean(let b): parts.append((key, .boolean(b)))
             case .byte, .int16, .uint16, .int32, .uint32, .int64: parts.append((key, .integer(value.integer!)))
             case .uint64(let u):
                 parts.append((key, .integer(Int64(clamping: u))))

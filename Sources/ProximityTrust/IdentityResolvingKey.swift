@@ -1,4 +1,5 @@
 import Foundation
+import ProximityCore
 
 /// A device's identity resolving key (IRK, 16 bytes): the key with which it makes its resolvable
 /// private addresses, and with which anyone who has it recognises them (Bluetooth Core, Vol 6
@@ -83,7 +84,7 @@ public struct IRKError: Error, CustomStringConvertible, Sendable, Hashable {
 /// An address is tried against every key once; its answer is remembered (a device keeps an
 /// address for minutes, and is heard many times a second), up to ``cacheLimit`` addresses, the
 /// oldest forgotten first.
-public struct AddressResolver: Sendable {
+public struct AddressResolver: PrivateAddressResolving {
     public private(set) var keys: [(name: String, key: IdentityResolvingKey)]
     private var cache: [String: String?] = [:]
     private var order: [String] = []

@@ -37,22 +37,9 @@ enum AlertDefinitionText {
         return fields
     }
 
-    /// A matcher part given on the command line as text, typed by its key (integers for `Major`,
-    /// `Minor`, `ID2`, `ID3`, text otherwise).
+    /// A matcher part given on the command line as text, typed by its key (``RegionText/value(_:_:)``).
     static func matcherValue(_ key: RegionMatcher.Key, _ text: String) throws(AlertDefinitionError) -> RegionMatcher.Value {
-        switch key.valueType {
-        case .text: return .text(text)
-        case .unsigned16:
-            guard let n = Int64(text) else {
-                throw AlertDefinitionError(.match, "\(MatcherError(key, "must be \(key.valueType.description), not \(text.debugDescription)"))")
-            }
-            return .integer(n)
-        case .seconds:
-            guard let d = Double(text) else {
-                throw AlertDefinitionError(.match, "\(MatcherError(key, "must be \(key.valueType.description), not \(text.debugDescription)"))")
-            }
-            return .number(d)
-        }
+        do { return try RegionText.value(key, text) } catch { throw AlertDefinitionError(.match, "\(error)") }
     }
 
     /// The alert part a key names: its bus name (`MaxTimeBeforeReset`) or its config name
@@ -96,7 +83,8 @@ enum AlertDefinitionText {
                 case .string(let s): value = .text(s)
                 case .integer(let n): value = .integer(n)
                 case .number(let d): value = .number(d)
-                default: throw AlertDefinitionError(key, "\(busName) must be a string or a number, not \(entry.summary)")
+                case .bool(let b): value = .boolean(b)
+                default: throw AlertDefinitionError(key, "\(busName) must be a string, a number or a boolean, not \(entry.summary)")
                 }
                 guard matcher.updateValue(value, forKey: busName) == nil else { throw AlertDefinitionError(key, "\(busName.debugDescription) is given twice") }
             }

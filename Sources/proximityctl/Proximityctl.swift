@@ -34,7 +34,7 @@ struct Proximityctl: AsyncParsableCommand {
                 What regions can do.
             """,
         version: ProximitydVersion.string,
-        subcommands: [Status.self, Peers.self, Watch.self, Names.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
+        subcommands: [Status.self, Peers.self, Watch.self, Names.self, IRKs.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
                       Events.self, Record.self, Calibrate.self, FleetCommand.self, FleetKeyCommand.self, Doctor.self]
     )
 

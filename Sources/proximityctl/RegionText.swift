@@ -43,19 +43,29 @@ enum RegionText {
             let name = String(argument[..<equals])
             let text = String(argument[argument.index(after: equals)...])
             guard let key = key(named: name) else { throw .refused(.unknownKey(name)) }
-            let wrongType = MatcherError(key, "must be \(key.valueType.description), not \(text.debugDescription)")
-            switch key.valueType {
-            case .text:
-                parts.append((key, .text(text)))
-            case .unsigned16:
-                guard let n = Int64(text) else { throw .refused(.matcher(wrongType)) }
-                parts.append((key, .integer(n)))
-            case .seconds:
-                guard let seconds = Double(text) else { throw .refused(.matcher(wrongType)) }
-                parts.append((key, .number(seconds)))
-            }
+            do { parts.append((key, try value(key, text))) } catch { throw .refused(.matcher(error)) }
         }
         do { return try RegionMatcher.parse(parts) } catch { throw .refused(.matcher(error)) }
+    }
+
+    /// A matcher part given on the command line as text, typed by its key: integers for `Major`,
+    /// `Minor`, `ID2`, `ID3`; seconds for `ExitPeriod`; `true` or `false` for `Verified`; text
+    /// otherwise.
+    static func value(_ key: RegionMatcher.Key, _ text: String) throws(MatcherError) -> RegionMatcher.Value {
+        let wrongType = MatcherError(key, "must be \(key.valueType.description), not \(text.debugDescription)")
+        switch key.valueType {
+        case .text:
+            return .text(text)
+        case .unsigned16:
+            guard let n = Int64(text) else { throw wrongType }
+            return .integer(n)
+        case .seconds:
+            guard let seconds = Double(text) else { throw wrongType }
+            return .number(seconds)
+        case .boolean:
+            guard let b = Bool(text.lowercased()) else { throw wrongType }
+            return .boolean(b)
+        }
     }
 
     /// A matcher as `add` takes it back: `UUID=… Major=7 Within=near`, in the order of
@@ -75,6 +85,7 @@ enum RegionText {
         }
         if let d = value.double { return seconds(d) }
         if let n = value.integer { return "\(n)" }
+        if case .boolean(let b) = value { return "\(b)" }
         return "\(value)"
     }
 
@@ -89,6 +100,7 @@ enum RegionText {
         if let s = value.string { return s }
         if let d = value.double { return d }
         if let n = value.integer { return n }
+        if case .boolean(let b) = value { return b }
         return "\(value)"
     }
 

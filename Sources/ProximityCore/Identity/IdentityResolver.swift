@@ -8,6 +8,9 @@ import Foundation
 /// - A beacon's identity is in its frame. The frame is parsed when an observation carries one
 ///   (new or changed advertising data) and the result kept by address, so samples are not parsed.
 ///
+/// - A device whose resolvable private address one of the node's IRKs made (``privateAddresses``)
+///   is the peer `irk:<name>`, at every address it rotates to.
+///
 /// Pure: times are passed in. ``nodes`` is what the node persists (`peers.json`).
 public struct IdentityResolver: Sendable {
     public struct Configuration: Sendable {
@@ -85,6 +88,9 @@ public struct IdentityResolver: Sendable {
     /// not parsed again.
     private var frames: [String: (frame: Frame, source: AdvertisedFrame, seen: Timestamp)] = [:]
     private var own: Set<String> = []
+    /// The IRKs the node knows (`irks:`, `Node1.AddIRK`), nil when it knows none: no address is
+    /// then tried.
+    public var privateAddresses: (any PrivateAddressResolving)?
 
     public init(configuration: Configuration, nodes: [String: Remembered] = [:]) {
         self.configuration = configuration
@@ -101,6 +107,10 @@ public struct IdentityResolver: Sendable {
             return .range(.node(nodes[address]!.identity), .node, beacon: nil)
         }
         if own.contains(address) { return .ignore }
+        if let name = privateAddresses?.resolve(address) {
+            guard observation.rssi != nil else { return .ignore }
+            return .range(.irk(name), .irk, beacon: nil)
+        }
         let frame: Frame
         if let advertised = observation.frame {
             if let known = frames[address], known.source == advertised {
@@ -183,4 +193,11 @@ public struct IdentityResolver: Sendable {
 
     /// Identity by address of every identified node, lowercase (`Node1.GetIdentities`).
     public var identities: [String: String] { nodes.mapValues { $0.identity.uuidString.lowercased() } }
+}
+
+/// Who made a resolvable private address: the name of the identity resolving key whose `ah` hash
+/// the address holds, or nil (ProximityTrust's `AddressResolver`; the core does no cryptography).
+public protocol PrivateAddressResolving: Sendable {
+    /// The name of the key that made `address` (`AA:BB:CC:DD:EE:FF`), or nil.
+    mutating func resolve(_ address: String) -> String?
 }

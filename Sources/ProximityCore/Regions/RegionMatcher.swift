@@ -16,6 +16,7 @@ import Foundation
 /// | url | `URL` | `url` | Eddystone-URL, exactly |
 /// | url domain | `URLDomain` | `url-domain` | Eddystone-URL whose host is the domain or under it |
 /// | address | `Address` | `address` | the address the peer was last heard with |
+/// | verified | `Verified` | `verified` | true: nodes that proved their identity with the fleet's key; false: every other peer |
 /// | within | `Within` | `within` | peers at this zone or nearer (`immediate`, `near`, `far`) |
 /// | exit period | `ExitPeriod` | `exit-period` | seconds without a matching peer before an exit |
 public struct RegionMatcher: Sendable, Hashable {
@@ -37,6 +38,9 @@ public struct RegionMatcher: Sendable, Hashable {
     public var urlDomain: String?
     /// `AA:BB:CC:DD:EE:FF`, uppercase.
     public var address: String?
+    /// True: only nodes that proved their identity with the fleet's key (`Peer1.Verified`); false:
+    /// only peers that did not (open nodes, beacons, devices known by their IRK).
+    public var verified: Bool?
     /// `immediate`, `near` or `far` (never `unknown`).
     public var within: Proximity?
     /// Seconds; nil for the monitor's default.
@@ -48,7 +52,8 @@ public struct RegionMatcher: Sendable, Hashable {
     public enum Key: String, Sendable, CaseIterable, Hashable {
         case kind = "Kind", identifier = "Identifier", uuid = "UUID", major = "Major", minor = "Minor"
         case id1 = "ID1", id2 = "ID2", id3 = "ID3", namespace = "Namespace", instance = "Instance"
-        case url = "URL", urlDomain = "URLDomain", address = "Address", within = "Within", exitPeriod = "ExitPeriod"
+        case url = "URL", urlDomain = "URLDomain", address = "Address", verified = "Verified", within = "Within"
+        case exitPeriod = "ExitPeriod"
 
         /// The name on the bus (`URLDomain`).
         public var busName: String { rawValue }
@@ -70,21 +75,24 @@ public struct RegionMatcher: Sendable, Hashable {
             switch self {
             case .major, .minor, .id2, .id3: .unsigned16
             case .exitPeriod: .seconds
+            case .verified: .boolean
             default: .text
             }
         }
     }
 
     /// The type of a part's value: text (`s` on the bus), a 16-bit unsigned integer (`q`; any
-    /// integer type that holds the value is taken), or seconds (`d`; integers are taken too).
+    /// integer type that holds the value is taken), seconds (`d`; integers are taken too), or a
+    /// boolean (`b`).
     public enum ValueType: Sendable {
-        case text, unsigned16, seconds
+        case text, unsigned16, seconds, boolean
 
         public var description: String {
             switch self {
             case .text: "a string"
             case .unsigned16: "an integer in 0...65535"
             case .seconds: "a number of seconds"
+            case .boolean: "true or false"
             }
         }
     }
@@ -95,10 +103,12 @@ public struct RegionMatcher: Sendable, Hashable {
         case text(String)
         case integer(Int64)
         case number(Double)
+        case boolean(Bool)
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
-            if let n = try? c.decode(Int64.self) { self = .integer(n) }
+            if let b = try? c.decode(Bool.self) { self = .boolean(b) }
+            else if let n = try? c.decode(Int64.self) { self = .integer(n) }
             else if let d = try? c.decode(Double.self) { self = .number(d) }
             else { self = .text(try c.decode(String.self)) }
         }
@@ -109,6 +119,7 @@ public struct RegionMatcher: Sendable, Hashable {
             case .text(let s): "the string \(s.debugDescription)"
             case .integer(let n): "the integer \(n)"
             case .number(let d): "the number \(d)"
+            case .boolean(let b): "the boolean \(b)"
             }
         }
 
@@ -118,6 +129,7 @@ public struct RegionMatcher: Sendable, Hashable {
             case .text(let s): try c.encode(s)
             case .integer(let n): try c.encode(n)
             case .number(let d): try c.encode(d)
+            case .boolean(let b): try c.encode(b)
             }
         }
     }
@@ -162,6 +174,8 @@ public struct RegionMatcher: Sendable, Hashable {
                 throw MatcherError(key, "must be a number of seconds in \(Int(Self.exitPeriodRange.lowerBound))...\(Int(Self.exitPeriodRange.upperBound)), not \(seconds)")
             }
             exitPeriod = seconds
+        case (.boolean, .boolean(let b)):
+            verified = b
         default:
             throw MatcherError(key, "must be \(key.valueType.description), not \(value.summary)")
         }
@@ -261,6 +275,7 @@ public struct RegionMatcher: Sendable, Hashable {
         if let url { out.append((.url, .text(url))) }
         if let urlDomain { out.append((.urlDomain, .text(urlDomain))) }
         if let address { out.append((.address, .text(address))) }
+        if let verified { out.append((.verified, .boolean(verified))) }
         if let within { out.append((.within, .text(within.rawValue))) }
         if let exitPeriod { out.append((.exitPeriod, .number(exitPeriod))) }
         return out
@@ -304,6 +319,7 @@ public struct RegionMatcher: Sendable, Hashable {
         if let kind, peer.kind != kind { return false }
         if let identifier, peer.identifier.rawValue != identifier { return false }
         if let address, peer.address != address { return false }
+        if let verified, peer.verified != verified { return false }
         if uuid != nil || id1 != nil || namespace != nil || url != nil || urlDomain != nil {
             guard let beacon = peer.beacon else { return false }
             switch beacon {

@@ -125,6 +125,8 @@ extension ConfigDecoder {
             return seconds(entry, path, in: RegionMatcher.exitPeriodRange).map(RegionMatcher.Value.number)
         case (.text, _):
             if let s = string(node) { return .text(s) }
+        case (.boolean, _):
+            return boolean(entry, path: path).map(RegionMatcher.Value.boolean)
         default:
             break
         }

@@ -1,3 +1,6 @@
+import ProximityCore
+import ProximityTrust
+
 /// `fleet-key:` and `accept-unverified:`.
 extension ConfigDecoder {
     /// `fleet-key: FILE`: an absolute path; the file itself is read by ``ConfigFile/parse(_:path:)``
@@ -13,5 +16,51 @@ extension ConfigDecoder {
 
     mutating func decodeAcceptUnverified(_ entry: ConfigEntry) {
         if let value = boolean(entry, path: "accept-unverified") { trust.acceptUnverified = value }
+    }
+}
+
+/// `irks:`: inline, a mapping of names to IRKs; or the absolute path of an IRK file holding that
+/// mapping (``IRKFile``), read by ``ConfigFile/parse(_:path:)`` after the tree.
+extension ConfigDecoder {
+    static let irksExpected = "a mapping of names to IRKs (32 hexadecimal digits), or the absolute path of a file holding one"
+
+    mutating func decodeIRKs(_ entry: ConfigEntry) {
+        guard !isNull(entry.value) else { return }
+        if case .mapping = entry.value.kind {
+            trust.irks = irkMapping(entry.value, path: "irks") ?? [:]
+            return
+        }
+        guard string(entry.value) != nil else {
+            report(at: entry.value, fallback: entry.keyPosition, "irks: must be \(Self.irksExpected), not \(entry.value.summary)")
+            return
+        }
+        irkFile = text(entry, path: "irks") { (path: String) throws(OptionProblem) -> String in
+            guard path.hasPrefix("/") else { throw OptionProblem("must be an absolute path, not '\(path)'") }
+            return path
+        }
+        if irkFile != nil { irkFilePosition = entry.value.position }
+    }
+
+    /// A mapping of IRK names (``PeerID/irkNameProblem(_:)``) to keys, at most
+    /// ``TrustSettings/maxIRKs``; each problem reported at its key or value.
+    mutating func irkMapping(_ node: ConfigNode, path: String) -> [String: IdentityResolvingKey]? {
+        guard let entries = mapping(node, path: path, keys: nil, expected: Self.irksExpected) else { return nil }
+        if entries.count > TrustSettings.maxIRKs {
+            report(at: node, "\(path): \(entries.count) IRKs are more than a node may hold (\(TrustSettings.maxIRKs))")
+            return nil
+        }
+        var keys: [String: IdentityResolvingKey] = [:]
+        for entry in entries {
+            let at = "\(path).\(entry.key)"
+            if let problem = PeerID.irkNameProblem(entry.key) {
+                report(entry.keyPosition, "\(at): \(problem)")
+                continue
+            }
+            let key = text(entry, path: at) { (hex: String) throws(OptionProblem) -> IdentityResolvingKey in
+                do throws(IRKError) { return try IdentityResolvingKey(hex: hex) } catch { throw OptionProblem(error.description) }
+            }
+            if let key { keys[entry.key] = key }
+        }
+        return keys
     }
 }

@@ -27,6 +27,9 @@ struct ConfigDecoder {
     /// `fleet-key:`'s file and where its value is: read after the tree (``ConfigFile/parse(_:path:)``).
     var fleetKeyFile: String?
     var fleetKeyPosition: ConfigPosition?
+    /// `irks:`'s file and where its value is, when it names one: read after the tree.
+    var irkFile: String?
+    var irkFilePosition: ConfigPosition?
 
     /// Decodes the document's root; nil (an empty document) is an empty config.
     mutating func decode(_ root: ConfigNode?) {
@@ -55,6 +58,7 @@ struct ConfigDecoder {
             case "mqtt": decodeMQTT(entry)
             case "fleet-key": decodeFleetKey(entry)
             case "accept-unverified": decodeAcceptUnverified(entry)
+            case "irks": decodeIRKs(entry)
             case "rules":
                 if let count = decodeRules(entry.value), count > ConfigFile.maxRules {
                     report(entry.keyPosition, "rules: \(count) rules are more than a config file may define (\(ConfigFile.maxRules))")

@@ -25,7 +25,7 @@ public struct ConfigFile: Sendable, Hashable {
     public static let keys = RunOption.all.map(\.key) + sections
     /// The sections: the top-level keys that are not `run` options. A reload applies them all.
     public static let sections = ["names", "zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt", "fleet-key",
-                                  "accept-unverified"]
+                                  "accept-unverified", "irks"]
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
@@ -150,6 +150,9 @@ public struct ConfigFile: Sendable, Hashable {
                 }
             }
         }
+        if let irkFile = decoder.irkFile {
+            keyFileLines += readIRKFile(irkFile, into: &decoder)
+        }
         let problems = (yamlProblems + decoder.problems).enumerated().sorted {
             let a = $0.element.position ?? ConfigPosition(line: 0, column: 0), b = $1.element.position ?? ConfigPosition(line: 0, column: 0)
             return a != b ? a < b : $0.offset < $1.offset
@@ -161,6 +164,30 @@ public struct ConfigFile: Sendable, Hashable {
                               regions: decoder.regions, alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
         file.trust = decoder.trust
         return file
+    }
+}
+
+extension ConfigFile {
+    /// Reads `irks: FILE` into `decoder.trust`: the file's own problems as `FILE:LINE:COLUMN`
+    /// lines (returned), the file's access problems at the config's `irks:` value.
+    static func readIRKFile(_ path: String, into decoder: inout ConfigDecoder) -> [String] {
+        decoder.trust.irkFile = path
+        let text: String
+        do { text = try SecretFile.read(path: path, maxSize: IRKFile.maxSize, what: "an IRK") } catch {
+            decoder.report(decoder.irkFilePosition, "irks: \(error.description)")
+            return []
+        }
+        let (root, yamlProblems) = ConfigYAML.parse(Array(text.utf8))
+        var fileDecoder = ConfigDecoder()
+        if let root, !fileDecoder.isNull(root) {
+            decoder.trust.irks = fileDecoder.irkMapping(root, path: "irks") ?? [:]
+        }
+        let problems = (yamlProblems + fileDecoder.problems).sorted {
+            ($0.position ?? ConfigPosition(line: 0, column: 0)) < ($1.position ?? ConfigPosition(line: 0, column: 0))
+        }
+        guard !problems.isEmpty else { return [] }
+        decoder.report(decoder.irkFilePosition, "irks: \(path) is not an IRK file (below)")
+        return problems.map { $0.line(file: path) }
     }
 }
 

@@ -134,7 +134,8 @@ public final class NodeDaemon: Service, Sendable {
                                         measuredPower: configuration.measuredPower,
                                         pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset,
                                         zoneDistances: ["immediate": configuration.zones.immediate, "near": configuration.zones.near],
-                                        peerNames: Dictionary(uniqueKeysWithValues: await engine.read { $0.peerNames }.map { ($0.key.rawValue, $0.value) }))
+                                        peerNames: Dictionary(uniqueKeysWithValues: await engine.read { $0.peerNames }.map { ($0.key.rawValue, $0.value) }),
+                                        irks: await engine.read { $0.irkSources })
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
             let commands = NodeCommands(engine: engine, exporter: exporter)

@@ -70,6 +70,9 @@ public actor BusExporter {
         case .peerNames(let names, let sequence):
             show(.peerNames, NodeProperties.peerNames(Dictionary(uniqueKeysWithValues: names.map { ($0.key.rawValue, $0.value) })))
             shown(sequence)
+        case .irks(let sources, let sequence):
+            show(.irks, NodeProperties.peerNames(sources))
+            shown(sequence)
         case .peerIdentified(let peer, let address, let introduced):
             announce(peer, address: address, introduced: introduced)
         case .regions(let changes):

@@ -2,6 +2,7 @@ import DBusKit
 import Foundation
 import ProximityAPI
 import ProximityCore
+import ProximityTrust
 
 /// The daemon's side of `org.proximityd.Node1`: the declaration exported at `/org/proximityd`,
 /// with its handlers. Names, property types and the introspection (`dbus/org.proximityd.Node1.xml`,
@@ -40,6 +41,18 @@ enum NodeInterface {
                     throw DBusError(Errors.invalidArguments, problem)
                 }
                 try await commands.run(.setPeerName(name, peer: PeerID(peer)))
+                return []
+            },
+            DBusMethod(Node1.addIRK, DBusIn("name", String.self), DBusIn("key", String.self)) { _, name, hex in
+                if let problem = PeerID.irkNameProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
+                let key: IdentityResolvingKey
+                do throws(IRKError) { key = try IdentityResolvingKey(hex: hex) } catch { throw DBusError(Errors.invalidArguments, error.description) }
+                try await commands.run(.addIRK(name, key: key))
+                return []
+            },
+            DBusMethod(Node1.removeIRK, DBusIn("name", String.self)) { _, name in
+                if let problem = PeerID.irkNameProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
+                try await commands.run(.removeIRK(name))
                 return []
             },
             DBusMethod(Node1.setMeasuredPower, DBusIn("identifier", String.self), DBusIn("power", Int16.self)) { _, identifier, power in

@@ -335,7 +335,7 @@ public actor MQTTPublisher {
                 offered = true
             }
             if offered, connected, !delivering { Task { await deliver() } }
-        case .peerIdentified, .clearInterval, .zoneDistances, .peerNames, .alerts, .recording:
+        case .peerIdentified, .clearInterval, .zoneDistances, .peerNames, .irks, .alerts, .recording:
             break
         }
     }

@@ -1,8 +1,10 @@
 import Foundation
 import ProximityCore
+import ProximityTrust
 
 /// What a client changed over D-Bus and the node keeps across restarts, in the state directory's
-/// `settings.json`: the clear interval, the per-peer measured-power overrides and the peers' names.
+/// `settings.json`: the clear interval, the per-peer measured-power overrides, the peers' names and
+/// the IRKs given over the bus. The file is its owner's alone (mode 0600): IRKs are secrets.
 ///
 /// A change is written (atomically) before the method or `Set` call that made it returns, so a
 /// reply means the setting survives a crash. A file that cannot be parsed stops the start with a
@@ -18,6 +20,8 @@ public struct NodeSettings: Codable, Sendable, Equatable {
     public var measuredPower: [String: Int16] = [:]
     /// Peer identifier → display name, as given with `SetPeerName` (``PeerNames/given``).
     public var names: [String: String] = [:]
+    /// IRK name → key (32 lowercase hexadecimal digits), as given with `AddIRK`.
+    public var irks: [String: String] = [:]
 
     public init(clearInterval: Double? = nil, measuredPower: [String: Int16] = [:], names: [String: String] = [:]) {
         self.clearInterval = clearInterval
@@ -25,7 +29,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         self.names = names
     }
 
-    enum CodingKeys: String, CodingKey { case version, clearInterval, measuredPower, names }
+    enum CodingKeys: String, CodingKey { case version, clearInterval, measuredPower, names, irks }
 
     /// Every key may be missing (a hand-written file may hold only what it changes).
     public init(from decoder: any Decoder) throws {
@@ -34,6 +38,22 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         clearInterval = try c.decodeIfPresent(Double.self, forKey: .clearInterval)
         measuredPower = try c.decodeIfPresent([String: Int16].self, forKey: .measuredPower) ?? [:]
         names = try c.decodeIfPresent([String: String].self, forKey: .names) ?? [:]
+        irks = try c.decodeIfPresent([String: String].self, forKey: .irks) ?? [:]
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(version, forKey: .version)
+        try c.encodeIfPresent(clearInterval, forKey: .clearInterval)
+        try c.encode(measuredPower, forKey: .measuredPower)
+        try c.encode(names, forKey: .names)
+        if !irks.isEmpty { try c.encode(irks, forKey: .irks) }
+    }
+
+    /// The IRKs given over the bus, as keys.
+    public var givenIRKs: [String: IdentityResolvingKey] {
+        // Checked at load and when given.
+        irks.compactMapValues { try? IdentityResolvingKey(hex: $0) }
     }
 
 
@@ -65,11 +85,22 @@ public struct NodeSettings: Codable, Sendable, Equatable {
                 throw StateError(kind: .corrupt, path: path, detail: "names[\(identifier.debugDescription)]: \(problem)")
             }
         }
+        guard settings.irks.count <= TrustSettings.maxIRKs else {
+            throw StateError(kind: .corrupt, path: path, detail: "\(settings.irks.count) IRKs are more than \(TrustSettings.maxIRKs)")
+        }
+        for (name, key) in settings.irks {
+            if let problem = PeerID.irkNameProblem(name) {
+                throw StateError(kind: .corrupt, path: path, detail: "irks[\(name.debugDescription)]: \(problem)")
+            }
+            do { _ = try IdentityResolvingKey(hex: key) } catch {
+                throw StateError(kind: .corrupt, path: path, detail: "irks[\(name.debugDescription)]: \(error)")
+            }
+        }
         return settings
     }
 
     public func save(to state: StateDirectory) throws(StateError) {
-        try state.writeJSON(Self.fileName, self)
+        try state.writeJSON(Self.fileName, self, mode: 0o600)
     }
 
     // MARK: - What may be set

@@ -86,21 +86,22 @@ public struct StateDirectory: Sendable {
     }
 
     /// Writes `value` as sorted, indented JSON (what the node's state files are), atomically.
-    public func writeJSON<T: Encodable>(_ name: String, _ value: T) throws(StateError) {
+    /// `mode`: the file's permissions (0640: the group may read it; 0600 for secrets).
+    public func writeJSON<T: Encodable>(_ name: String, _ value: T, mode: mode_t = 0o640) throws(StateError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let data: Data
         do { data = try encoder.encode(value) } catch {
             throw StateError(kind: .cannotWrite, path: file(name).path, detail: "\(error)")
         }
-        try write(name, data + Data("\n".utf8))
+        try write(name, data + Data("\n".utf8), mode: mode)
     }
 
     /// Replaces the file's content atomically and durably.
-    public func write(_ name: String, _ data: Data) throws(StateError) {
+    public func write(_ name: String, _ data: Data, mode: mode_t = 0o640) throws(StateError) {
         let target = file(name)
         let temporary = url.appendingPathComponent(".\(name).tmp-\(getpid())")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else {
             throw StateError(kind: .cannotWrite, path: temporary.path, detail: String(cString: strerror(errno)))
         }

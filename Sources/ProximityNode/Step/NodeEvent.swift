@@ -50,6 +50,9 @@ public enum NodeEvent: Sendable, Hashable {
     /// `PeerNames` changed (`SetPeerName`, or a reload): every display name now, numbered in the
     /// change series so the call waits until the bus shows it.
     case peerNames([PeerID: String], sequence: UInt64)
+    /// `IRKs` changed (`AddIRK`, `RemoveIRK`, or a reload): each IRK's name and source, numbered
+    /// in the change series.
+    case irks([String: String], sequence: UInt64)
     /// Region monitoring changed: regions defined or removed, states determined, entered and
     /// exited, and with each report the ranging per region. One event per step of the engine, so
     /// thousands of regions changing at once are one event in a subscriber's buffer.
@@ -233,7 +236,7 @@ public final class NodeEvents: Sendable {
 extension NodeEvent {
     /// What a whole event is the whole of: a newer event of the same kind replaces an older one.
     enum Kind: Hashable {
-        case report, peerIdentified, link, clearInterval, rssiOffset, zoneDistances, peerNames, regionRanging, alerts, profile, recording
+        case report, peerIdentified, link, clearInterval, rssiOffset, zoneDistances, peerNames, irks, regionRanging, alerts, profile, recording
     }
 
     var kind: Kind {
@@ -245,6 +248,7 @@ extension NodeEvent {
         case .rssiOffset: .rssiOffset
         case .zoneDistances: .zoneDistances
         case .peerNames: .peerNames
+        case .irks: .irks
         case .regions: .regionRanging
         case .alerts: .alerts
         case .profile: .profile

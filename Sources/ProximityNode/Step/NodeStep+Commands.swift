@@ -12,6 +12,8 @@ extension NodeStep {
         case .setMeasuredPower(let power, let peer): try setMeasuredPower(power, for: peer, into: &outcome, at: time)
         case .resetMeasuredPower(let peer): try resetMeasuredPower(for: peer, into: &outcome, at: time)
         case .setPeerName(let name, let peer): try setPeerName(name, for: peer, into: &outcome, at: time)
+        case .addIRK(let name, let key): try addIRK(name, key, into: &outcome, at: time)
+        case .removeIRK(let name): try removeIRK(name, into: &outcome, at: time)
         case .startRecording(let peers, let client, let uid, let privileged):
             try startRecording(peers, for: client, uid: uid, privileged: privileged, into: &outcome, at: time)
         case .stopRecording(let client): try stopRecording(for: client, into: &outcome)
@@ -162,14 +164,15 @@ extension NodeStep {
             outcome.effects.append(.log(LogLine(.notice, "the peer names changed", ["names": "\(configuration.names.count)"])))
             outcome.effects.append(.publish(.peerNames(names.all, sequence: nextSequence())))
         }
-        if configuration.trust != trust {
-            let was = trust
-            trust = configuration.trust
+        let was = trust
+        trust = configuration.trust
+        if trust.key != was.key || trust.acceptUnverified != was.acceptUnverified {
             outcome.effects.append(.log(LogLine(.notice, trust.isTrusted ? "the fleet key changed: the trusted protocol from now on" : "no fleet key: the open protocol from now on", [
                 "fleet.key": "\(trust.key?.fingerprint ?? "none")", "was": "\(was.key?.fingerprint ?? "none")",
                 "accept-unverified": "\(trust.acceptUnverified)"])))
             outcome.effects.append(.trust(trust))
         }
+        outcome.effects += reconfigureIRKs(trust.irks, was: was.irks)
         if configuration.rssiOffset != rssiOffset {
             rssiOffset = configuration.rssiOffset
             outcome.effects.append(.log(LogLine(.notice, "the RSSI offset changed", ["rssi.offset": "\(rssiOffset)"])))

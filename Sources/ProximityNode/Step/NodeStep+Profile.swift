@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ProximityAPI
 import ProximityCore
@@ -120,6 +121,11 @@ extension NodeStep {
                          rules: RuleEvent(trigger: .profile, fields: fields), signal: nil)
     }
 
+    /// Whether `peer` is a node that proved its identity with the fleet's key.
+    func isVerified(_ peer: PeerID) -> Bool {
+        UUID(uuidString: peer.rawValue).map(resolver.isVerified) ?? false
+    }
+
     /// `ranging`: the report's peers per region, nearest first; an event's peer (for
     /// `offer-alert`) is its region's nearest present peer.
     static func regionHappenings(_ events: [RegionEvent], ranging: [RegionRanging]?, at epoch: Double) -> [Happening] {
@@ -180,7 +186,10 @@ extension NodeStep {
             for happening in queue {
                 add(happening)
                 let on = "\(happening.rules.trigger.rawValue).\(happening.rules.fields["type"] ?? "")"
-                for firing in profile.rules.evaluate(happening.rules, profile: profile.profile, at: t) {
+                // `event.verified`, for the conditions only (the log entry's data is the event's own).
+                var event = happening.rules
+                if let peer = event.peer { event.fields["verified"] = String(isVerified(peer)) }
+                for firing in profile.rules.evaluate(event, profile: profile.profile, at: t) {
                     firedAny = true
                     effects.append(.log(LogLine(.info, "rule fired", ["rule": "\(firing.rule)", "on": "\(on)"])))
                     items.append(.log(LogEntryValue(time: time.epoch, source: "rule", type: "fired", data: ["rule": firing.rule, "on": on])))

@@ -72,6 +72,7 @@ public struct NodeStep: Sendable {
         regions = RegionStage(configuration, saved.regions, at: time.now)
         alerts = AlertStage(configuration, saved.alerts, at: time.now)
         profile = ProfileStage(configuration, saved.profile, at: time.now)
+        applyIRKs()
     }
 
     /// The table's ranging model, for the node's configuration.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProximityAPI
 import ProximityCore
+import ProximityTrust
 
 // What goes into ``NodeStep`` (time, BlueZ's news, commands) and what comes out (effects): plain
 // values, so the step is tested without a bus, a disk or a clock.
@@ -178,6 +179,9 @@ public enum NodeCommand: Sendable {
     case resetMeasuredPower(peer: String)
     /// `SetPeerName`: an empty name removes the one given.
     case setPeerName(String, peer: PeerID)
+    /// `AddIRK`: the name checked (``PeerID/irkNameProblem(_:)``), the key parsed.
+    case addIRK(String, key: IdentityResolvingKey)
+    case removeIRK(String)
     case startRecording([PeerID], client: String, uid: UInt32, privileged: Bool)
     case stopRecording(client: String)
 
