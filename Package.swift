@@ -248,7 +248,7 @@ let package = Package(
         .executableTarget(
             name: "bluez-sim",
             dependencies: [
-                "BlueZSim", "DBusKit", "ProximityTesting", "ProximityVersion",
+                "BlueZSim", "DBusKit", "ProximityTesting", "ProximityVersion", "ProximityTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

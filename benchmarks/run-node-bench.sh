@@ -7,8 +7,15 @@
 #
 # Usage: benchmarks/run-node-bench.sh [--json] [bluez-sim bench options...]
 #        benchmarks/run-node-bench.sh --baseline REF [--rounds N] [--json] [bluez-sim bench options...]
+#        benchmarks/run-node-bench.sh --irk-comparison N [--rotation S] [--rounds N]
 #   e.g. benchmarks/run-node-bench.sh --devices 400 --interval 0.02 --seconds 30 --max-peers 200
 #        benchmarks/run-node-bench.sh --baseline 8965b2f --rounds 3
+#        benchmarks/run-node-bench.sh --irk-comparison 100 --rotation 10
+#
+# --irk-comparison N measures this tree's proximityd twice per round at the same 5,000 updates/s:
+# on the 200 iBeacons (the baseline), and on 200 phones advertising from resolvable private
+# addresses that change every --rotation seconds (default 60), the node knowing the IRKs of N of
+# them (bluez-sim bench --irks N): the cost of resolving every new address against N keys.
 #
 # --baseline REF (a commit or ref) also measures REF's proximityd. REF is checked out in a detached
 # git worktree outside the repository, ${XDG_CACHE_HOME:-~/.cache}/proximityd-bench/SHA, and its
@@ -23,11 +30,11 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-case "${1:-}" in -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 die() { echo "run-node-bench.sh: $*" >&2; exit 64; }
 
-baseline="" rounds=2 rounds_given=0 json=0
+baseline="" rounds=2 rounds_given=0 json=0 irk_comparison="" rotation=60
 bench_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -36,10 +43,14 @@ while [ $# -gt 0 ]; do
         --rounds) [ $# -ge 2 ] || die "--rounds needs a number"; rounds="$2"; rounds_given=1; shift 2 ;;
         --rounds=*) rounds="${1#*=}"; rounds_given=1; shift ;;
         --json) json=1; shift ;;
+        --irk-comparison) [ $# -ge 2 ] || die "--irk-comparison needs a number of IRKs"; irk_comparison="$2"; shift 2 ;;
+        --rotation) [ $# -ge 2 ] || die "--rotation needs seconds"; rotation="$2"; shift 2 ;;
         *) bench_args+=("$1"); shift ;;
     esac
 done
-[ -n "$baseline" ] || [ "$rounds_given" = 0 ] || die "--rounds needs --baseline"
+[ -n "$baseline" ] || [ -n "$irk_comparison" ] || [ "$rounds_given" = 0 ] || die "--rounds needs --baseline or --irk-comparison"
+[ -z "$baseline" ] || [ -z "$irk_comparison" ] || die "--irk-comparison and --baseline are separate runs"
+[ -z "$irk_comparison" ] || case "$irk_comparison" in ''|*[!0-9]*|0) die "--irk-comparison must be a positive integer" ;; esac
 [ -z "$baseline" ] || case "$rounds" in ''|*[!0-9]*|0) die "--rounds must be a positive integer" ;; esac
 
 if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
@@ -73,6 +84,32 @@ bin="$(swift build -c release --scratch-path .build-release --show-bin-path)"
 
 defaults=(--devices 200 --interval 0.035 --seconds 20 --warm-up 3 --max-peers 100)
 echo "== 200 devices, 5,000 RSSI updates/s offered, table capped at 100, 3 s warm-up, 20 s measured" >&2
+if [ -n "$irk_comparison" ]; then
+    field() { sed -n "s/.*\"$2\": \(-\{0,1\}[0-9.]*\).*/\1/p" <<<"$1"; }
+    declare -A cpu_sum=() rss_max=()
+    for ((round = 1; round <= rounds; round++)); do
+        for side in beacons irks; do
+            extra=()
+            [ "$side" = irks ] && extra=(--irks "$irk_comparison" --rotation "$rotation")
+            echo "== round $round of $rounds: $side" >&2
+            out="$(tail -n 1 <<<"$("$bin/bluez-sim" bench --proximityd "$bin/proximityd" "${defaults[@]}" "${extra[@]}" ${bench_args[@]+"${bench_args[@]}"} --json)")"
+            cpu="$(field "$out" proximityd_cpu_percent)" rss="$(field "$out" proximityd_peak_rss_mb)"
+            [ -n "$cpu" ] && [ -n "$rss" ] || die "no proximityd figures in bluez-sim's output: $out"
+            echo "round $round, $side: proximityd CPU $cpu% of one core, peak RSS $rss MB, table $(field "$out" proximityd_table) peers," \
+                 "$(field "$out" updates_per_second) updates/s delivered"
+            cpu_sum[$side]="$(awk -v a="${cpu_sum[$side]:-0}" -v b="$cpu" 'BEGIN { print a + b }')"
+            rss_max[$side]="$(awk -v a="${rss_max[$side]:-0}" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')"
+        done
+    done
+    echo
+    echo "mean CPU and highest peak RSS of $rounds runs each (targets: CPU < 25% of one core, peak RSS < 50 MB):"
+    for side in beacons irks; do
+        label="200 iBeacons (baseline)"
+        [ "$side" = irks ] && label="200 phones, $irk_comparison IRKs, rotation ${rotation} s"
+        printf '  %-45s CPU %6.2f%%   peak RSS %6s MB\n' "$label" "$(awk -v s="${cpu_sum[$side]}" -v n="$rounds" 'BEGIN { print s / n }')" "${rss_max[$side]}"
+    done
+    exit 0
+fi
 if [ -z "$baseline" ]; then
     [ "$json" = 1 ] && bench_args+=(--json)
     exec "$bin/bluez-sim" bench --proximityd "$bin/proximityd" "${defaults[@]}" ${bench_args[@]+"${bench_args[@]}"}

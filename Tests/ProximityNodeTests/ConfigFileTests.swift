@@ -153,7 +153,9 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         BrokenConfig("uuid: 12", "regions:\n  - identifier: a\n    match:\n      uuid: 12\n",
                      "4:13: regions[0].match.uuid: must be a UUID such as f7826da6-4fa2-4e98-8024-bc5b71e0893e, not \"12\""),
         BrokenConfig("a kind that is not one", "regions:\n  - identifier: a\n    match: {kind: phone}\n",
-                     "3:19: regions[0].match.kind: must be one of node, ibeacon, altbeacon, eddystone, not \"phone\""),
+                     "3:19: regions[0].match.kind: must be one of node, ibeacon, altbeacon, eddystone, irk, not \"phone\""),
+        BrokenConfig("verified that is not a boolean", "regions:\n  - identifier: a\n    match: {verified: \"yes\"}\n",
+                     "3:23: regions[0].match.verified: must be true or false, not the string \"yes\""),
         BrokenConfig("an empty identifier to match", "regions:\n  - identifier: a\n    match: {identifier: \"\"}\n",
                      "3:25: regions[0].match.identifier: must not be empty"),
         BrokenConfig("a control character in an identifier to match", "regions:\n  - identifier: a\n    match: {identifier: \"x\\ty\"}\n",
@@ -825,7 +827,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
     @Test("the keys of tracking and of a rule")
     func ruleKeys() {
-        #expect(ConfigFile.keys.suffix(5) == ["tracking", "rules", "mqtt", "fleet-key", "accept-unverified"])
+        #expect(ConfigFile.keys.suffix(6) == ["tracking", "rules", "mqtt", "fleet-key", "accept-unverified", "irks"])
         #expect(ConfigFile.ruleKeys == ["identifier"] + Rule.keys)
         #expect(YAMLKeys.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
         #expect(YAMLKeys.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")

@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test("bad names are refused at FILE:LINE:COLUMN with what is wrong", arguments: [
-        ("names:\n  kitchen: Anna\n", "\(file):2:3: names: \"kitchen\" is not a peer identifier: a node's UUID, ibeacon:UUID:MAJOR:MINOR, altbeacon:MFG:ID1:ID2:ID3, eddystone:NAMESPACE:INSTANCE or eddystone-url:URL, in lowercase, as GetRanging lists them"),
+        ("names:\n  kitchen: Anna\n", "\(file):2:3: names: \"kitchen\" is not a peer identifier: a node's UUID, ibeacon:UUID:MAJOR:MINOR, altbeacon:MFG:ID1:ID2:ID3, eddystone:NAMESPACE:INSTANCE, eddystone-url:URL or irk:NAME, in lowercase, as GetRanging lists them"),
         ("names:\n  \(beacon): \"\"\n", "\(file):2:54: names.\(beacon): the name is empty"),
         ("names:\n  \(beacon): \" Anna\"\n", "\(file):2:54: names.\(beacon): the name starts or ends with a space"),
         ("names:\n  \(beacon): \(String(repeating: "x", count: 65))\n", "\(file):2:54: names.\(beacon): the name has 65 characters; at most 64"),

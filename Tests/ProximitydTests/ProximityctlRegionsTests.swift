@@ -116,7 +116,7 @@ struct ProximityctlRegionsTests {
                 (["add", "x", "uuid"], "matcher: \"uuid\" is not KEY=VALUE"),
                 (["add", "x", "=near"], "matcher: \"=near\" is not KEY=VALUE"),
                 (["add", "x", "Colour=red"],
-                 "unknown matcher key \"Colour\" (known: Kind, Identifier, UUID, Major, Minor, ID1, ID2, ID3, Namespace, Instance, URL, URLDomain, Address, Within, ExitPeriod)"),
+                 "unknown matcher key \"Colour\" (known: Kind, Identifier, UUID, Major, Minor, ID1, ID2, ID3, Namespace, Instance, URL, URLDomain, Address, Verified, Within, ExitPeriod)"),
                 (["add", ""], "the region identifier is empty"),
                 (["state", "a\u{1}b"], "the region identifier contains control characters"),
             ]

@@ -3,6 +3,7 @@ import BlueZSim
 import DBusKit
 import Foundation
 import ProximityTesting
+import ProximityTrust
 
 /// `bluez-sim bench`: how many RSSI updates per second the simulator delivers on one box bus.
 struct Bench: AsyncParsableCommand {
@@ -17,6 +18,8 @@ struct Bench: AsyncParsableCommand {
             With --proximityd PATH it also runs that proximityd on the box bus (its table capped \
             at --max-peers) and reports its CPU use and peak RSS over the same window, and the \
             size of its table, against the targets of 25% of one core and 50 MB.
+
+            With --irks N the devices are phones instead: private devices, each with its own IRK,             changing their resolvable private address every --rotation seconds; the node is             given the IRKs of the first N of them (irks: in a config file, mode 0600) and ranges             those as irk:<name>, trying every new address of the others against all N keys.             That measures the cost of IRK resolution against the same rate of iBeacons.
             """)
 
     @Option(help: "Beacons on the air.") var devices = 200
@@ -26,6 +29,8 @@ struct Bench: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Run this proximityd on the box bus and measure it.", valueName: "path")) var proximityd: String?
     @Option(name: .customLong("max-peers"), help: "The node's --max-peers.") var maxPeers = 100
     @Option(help: "Seconds of warm-up before counting (the node identifies nothing, but fills its table).") var warmUp = 1.0
+    @Option(help: "Phones instead of beacons: the node knows the IRKs of this many of them (0: beacons).") var irks = 0
+    @Option(help: "With --irks: seconds between a phone's address changes (1...3600).") var rotation = 900.0
 
     func validate() throws {
         guard (1...5000).contains(devices) else { throw ValidationError("--devices must be 1...5000") }
@@ -33,13 +38,22 @@ struct Bench: AsyncParsableCommand {
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
         guard warmUp >= 0, warmUp <= 600 else { throw ValidationError("--warm-up must be in [0, 600]") }
         guard (1...100_000).contains(maxPeers) else { throw ValidationError("--max-peers must be 1...100000") }
+        guard (0...devices).contains(irks), irks <= 512 else { throw ValidationError("--irks must be 0...min(--devices, 512)") }
+        guard PrivateDeviceSpec.rotationRange.contains(rotation) else { throw ValidationError("--rotation must be 1...3600 s") }
         if let proximityd, access(proximityd, X_OK) != 0 { throw ValidationError("--proximityd: \(proximityd) is not an executable") }
     }
 
     func run() async throws {
         var rng = SeededGenerator(seed: 7)
         var beacons: [BeaconSpec] = []
-        for i in 0..<devices {
+        var phones: [PrivateDeviceSpec] = []
+        for i in 0..<devices where irks > 0 {
+            let position = Position(x: rng.uniform(-5...5), y: rng.uniform(-5...5))
+            let key = try IdentityResolvingKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })
+            phones.append(PrivateDeviceSpec(name: "p\(i)", irk: key, rotation: rotation, trajectory: Trajectory(fixed: position),
+                                            advertisingInterval: interval))
+        }
+        for i in 0..<devices where irks == 0 {
             let address = String(format: "C0:00:00:00:%02X:%02X", (i >> 8) & 0xff, i & 0xff)
             let position = Position(x: rng.uniform(-5...5), y: rng.uniform(-5...5))
             beacons.append(BeaconSpec(
@@ -48,20 +62,31 @@ struct Bench: AsyncParsableCommand {
                                 measuredPower: -59),
                 trajectory: Trajectory(fixed: position), advertisingInterval: interval))
         }
-        let scenario = Scenario(seed: 7, boxes: [BoxSpec(name: "bench", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0)))],
+        var scenario = Scenario(seed: 7, boxes: [BoxSpec(name: "bench", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0)))],
                                 beacons: beacons)
-        try await withSimBoxes(scenario) { boxes in try await measure(boxes) }
+        scenario.privateDevices = phones
+        try await withSimBoxes(scenario) { boxes in try await measure(boxes, keys: phones.prefix(irks)) }
     }
 
     /// Runs the client (and the node) on the bench box's bus, and prints what they measured.
-    private func measure(_ boxes: SimBoxes) async throws {
+    private func measure(_ boxes: SimBoxes, keys: ArraySlice<PrivateDeviceSpec>) async throws {
         let bus = boxes.address("bench")
         var node: ManagedProcess?
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: state) }
         if let proximityd {
-            let process = try ManagedProcess(proximityd, ["run", "--bus", bus, "--state-dir", state.path, "--name", "bench",
-                                                          "--max-peers", "\(maxPeers)", "--log-level", "warning"])
+            var arguments = ["run", "--bus", bus, "--state-dir", state.path, "--name", "bench", "--max-peers", "\(maxPeers)", "--log-level", "warning"]
+            if !keys.isEmpty {
+                // The phones' IRKs, in a config file that is its owner's alone.
+                try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+                let config = state.appendingPathComponent("bench.yaml")
+                let text = "irks:\n" + keys.map { "  \($0.name): \(Hex.text($0.irk.bytes))\n" }.joined()
+                guard FileManager.default.createFile(atPath: config.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                    throw ValidationError("cannot write \(config.path)")
+                }
+                arguments += ["--config", config.path]
+            }
+            let process = try ManagedProcess(proximityd, arguments)
             node = process
             let watcher = try await boxes.client("bench")
             let deadline = ContinuousClock.now + .seconds(20)
@@ -138,11 +163,12 @@ struct Bench: AsyncParsableCommand {
                     + "\(String(format: "%.1f", nodeMB)), \"proximityd_table\": \(tableSize ?? -1), \"max_peers\": \(maxPeers)"
             }
             print("""
-                {"devices": \(devices), "interval": \(interval), "seconds": \(seconds), "rssi_updates": \(count), \
+                {"devices": \(devices), "irks": \(irks), "rotation": \(irks > 0 ? rotation : 0), "interval": \(interval), "seconds": \(seconds), "rssi_updates": \(count), \
                 "updates_per_second": \(Int(rate.rounded())), "offered_per_second": \(Int(offered.rounded())), \
                 "cpu_seconds": \(String(format: "%.2f", cpu))\(extra)}
                 """)
         } else {
+            if irks > 0 { print("phones with private addresses changing every \(rotation) s; the node knows \(irks) of their IRKs") }
             print("\(devices) devices every \(interval) s for \(seconds) s: \(count) RSSI updates, "
                   + "\(Int(rate.rounded()))/s on one box bus (offered \(Int(offered.rounded()))/s); "
                   + "process CPU \(String(format: "%.2f", cpu)) s (simulator and client)")
