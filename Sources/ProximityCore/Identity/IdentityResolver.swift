@@ -191,6 +191,15 @@ public struct IdentityResolver: Sendable {
         return Learnt(isNew: isNew || !previous.isEmpty, isOwn: false, previousAddresses: previous, evicted: evicted)
     }
 
+    /// Forgets the nodes that did not prove their identity with the fleet's key (learnt the open
+    /// way, before the node had a key): with a key they are identified again, the trusted way.
+    /// Returns their addresses, sorted.
+    public mutating func forgetUnverified() -> [String] {
+        let open = nodes.filter { !$0.value.verified }.map(\.key).sorted()
+        for address in open { nodes[address] = nil }
+        return open
+    }
+
     /// Identity by address of every identified node, lowercase (`Node1.GetIdentities`).
     public var identities: [String: String] { nodes.mapValues { $0.identity.uuidString.lowercased() } }
 }

@@ -171,6 +171,7 @@ extension NodeStep {
                 "fleet.key": "\(trust.key?.fingerprint ?? "none")", "was": "\(was.key?.fingerprint ?? "none")",
                 "accept-unverified": "\(trust.acceptUnverified)"])))
             outcome.effects.append(.trust(trust))
+            if trust.key != was.key { outcome.effects += forgetUnverifiedPeers() }
         }
         outcome.effects += reconfigureIRKs(trust.irks, was: was.irks)
         if configuration.rssiOffset != rssiOffset {

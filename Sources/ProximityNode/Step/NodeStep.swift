@@ -96,6 +96,7 @@ public struct NodeStep: Sendable {
     /// the definitions that were not restored.
     public mutating func started(at time: NodeTime) -> [NodeEffect] {
         var effects = (regions.startLines + alerts.startLines + profile.startLines).map(NodeEffect.log)
+        effects += forgetUnverifiedPeers()
         let initial = regions.initialEvents
         regions.initialEvents = []
         guard !initial.isEmpty else { return effects }
@@ -324,6 +325,16 @@ public struct NodeStep: Sendable {
         effects.append(.save(.peers(resolver.nodes)))
         effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
         return effects
+    }
+
+    /// With a fleet key, the peers learnt the open way (before the key) are identified again, the
+    /// trusted way (or ignored, with `accept-unverified: false`), rather than kept unverified.
+    mutating func forgetUnverifiedPeers() -> [NodeEffect] {
+        guard trust.isTrusted else { return [] }
+        let forgotten = resolver.forgetUnverified()
+        guard !forgotten.isEmpty else { return [] }
+        return [.log(LogLine(.notice, "peers learnt without the fleet's key are identified again", ["peers": "\(forgotten.count)"])),
+                .save(.peers(resolver.nodes))]
     }
 
     // MARK: - The report
