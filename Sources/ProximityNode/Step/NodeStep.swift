@@ -184,6 +184,10 @@ public struct NodeStep: Sendable {
         case .identified(let address, let result):
             return identified(address, result, at: time)
         case .introduced(let uuid, let address, let verified):
+            if let refusal = refusal(uuid, at: address, verified: verified) {
+                // Its hello already says what a connection would read: no yield, no connection.
+                return [.log(refusal)] + leftAlone(address, scheduler.refused(address, at: t), rejected: true)
+            }
             return learn(uuid, at: address, introduced: true, verified: verified, time: time)
         case .identificationRejected(let address):
             _ = scheduler.finished(address, .rejected, at: t)
@@ -279,10 +283,9 @@ public struct NodeStep: Sendable {
         let outcome: IdentificationScheduler.Outcome
         switch result {
         case .identified(let uuid, let verified):
-            if !verified, trust.isTrusted, !trust.acceptUnverified {
-                // accept-unverified: false: an open peer is not one of ours; left alone a while.
-                effects = [.log(LogLine(.info, "ignoring a peer identified without the fleet's key (accept-unverified: false)",
-                                        ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]))]
+            if let refusal = refusal(uuid, at: address, verified: verified) {
+                // Left alone a while: asking again would read the same claim.
+                effects = [.log(refusal)]
                 outcome = .rejected
             } else {
                 effects = learn(uuid, at: address, introduced: false, verified: verified, time: time)
@@ -292,22 +295,36 @@ public struct NodeStep: Sendable {
         case .failed: outcome = .failed
         }
         let (verdict, next) = scheduler.finished(address, outcome, at: time.now)
-        if case .leftAlone(let seconds, let attempts) = verdict {
-            let why = outcome == .rejected ? "leaving a peer alone" : "identification failed \(attempts) times: leaving the peer alone"
-            effects.append(.log(LogLine(.warning, why, ["peer.address": "\(address)", "for": "\(Int(seconds)) s"])))
-        }
-        return effects + identify(next)
+        return effects + leftAlone(address, verdict, rejected: outcome == .rejected) + identify(next)
     }
 
-    /// An identity learnt at `address`: saved (`peers.json`) before it is published.
-    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
-        if !verified, trust.isTrusted, !trust.acceptUnverified { return [] }
-        // An identity proved with the fleet's key is not taken over by one that only says it (a
-        // cloner of an open identity).
-        if !verified, trust.isTrusted, resolver.isVerified(uuid), resolver.identity(at: address) != uuid {
-            return [.log(LogLine(.warning, "a peer says it is a node of this fleet without proving it: left unidentified",
-                                 ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]))]
+    /// The log line of a scheduler's verdict that leaves `address` alone, if it is one.
+    private func leftAlone(_ address: String, _ verdict: IdentificationScheduler.Verdict, rejected: Bool) -> [NodeEffect] {
+        guard case .leftAlone(let seconds, let attempts) = verdict else { return [] }
+        let why = rejected ? "leaving a peer alone" : "identification failed \(attempts) times: leaving the peer alone"
+        return [.log(LogLine(.warning, why, ["peer.address": "\(address)", "for": "\(Int(seconds)) s"]))]
+    }
+
+    /// Why a node with the fleet's key does not take an identity `address` gave without proving it
+    /// (read the open way, or said in an open hello), as a log line; nil when it takes it.
+    private func refusal(_ uuid: UUID, at address: String, verified: Bool) -> LogLine? {
+        guard !verified, trust.isTrusted else { return nil }
+        let peer: Logger.Metadata = ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]
+        // accept-unverified: false: an open peer is not one of ours.
+        if !trust.acceptUnverified {
+            return LogLine(.info, "ignoring a peer identified without the fleet's key (accept-unverified: false)", peer)
         }
+        // An identity proved with the fleet's key is not taken over by one that only says it (a
+        // cloner of a member's identity).
+        if resolver.isVerified(uuid), resolver.identity(at: address) != uuid {
+            return LogLine(.warning, "a peer says it is a node of this fleet without proving it: left unidentified", peer)
+        }
+        return nil
+    }
+
+    /// An identity learnt at `address`: saved (`peers.json`) before it is published. Unverified
+    /// ones have passed ``refusal(_:at:verified:)``.
+    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
         let learnt = resolver.learn(uuid, at: address, verified: verified, time: time.now)
         scheduler.resolved(address)
         guard !learnt.isOwn, learnt.isNew else { return [] }
