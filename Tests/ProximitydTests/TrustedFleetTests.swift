@@ -187,6 +187,7 @@ struct TrustedFleetTests {
                 daemons["delta"] = try await sim.startDaemon("delta")
                 let alpha = try await sim.identifier("alpha"), bravo = try await sim.identifier("bravo"), open = try await sim.identifier("delta")
                 try await sim.waitRanging("alpha", "alpha knows bravo, verified", timeout: .seconds(60)) { $0.keys.contains(bravo) }
+                try await sim.waitRanging("bravo", "bravo knows alpha", timeout: .seconds(60)) { $0.keys.contains(alpha) }
                 #expect(try await sim.peerProperty("alpha", bravo, ["Verified"]) == "b true")
 
                 // The identities, read off the bus: the open node's on charlie, the member's on echo.
