@@ -229,6 +229,40 @@ struct TrustedFleetTests {
         }
     }
 
+    @Test("a cloner beside the open node it copies: identified unverified, then, once the original claims its identity back, left alone instead of the identity going back and forth")
+    func clonerBesideTheOriginal() async throws {
+        try await Self.withDirectory { directory in
+            let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
+            // alpha is keyed, bravo open, charlie the cloner of bravo; alpha has the lowest address
+            // and connects to both at once.
+            let scenario = NodeAcceptanceTests.scenario(seed: 37, [(0, 0), (1.5, 0), (0, 1.5)])
+            let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
+            try await withNodes(scenario) { sim, daemons in
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\n", in: directory)])
+                daemons["bravo"] = try await sim.startDaemon("bravo")
+                let bravo = try await sim.identifier("bravo")
+                try await sim.waitRanging("alpha", "alpha ranges the open bravo", timeout: .seconds(60)) { $0.keys.contains(bravo) }
+
+                let charlie = try await Self.startCloner(sim, "charlie", identity: bravo)
+                defer { charlie.signal(SIGKILL) }
+                let alpha = daemons["alpha"]!
+                #expect(await alpha.waitForOutput(inStderr: true, timeout: .seconds(60)) {
+                    Self.logged($0, "leaving a peer alone", address: address["charlie"]!)
+                }, "\(alpha.stderr)")
+                let lines = alpha.stderr.split(separator: "\n")
+                #expect(lines.contains { $0.contains("identified a peer") && $0.contains("peer.address=\(address["charlie"]!)") && $0.contains("verified=false") },
+                        "\(alpha.stderr)")
+                #expect(lines.contains { $0.contains("two devices claim one identity") && $0.contains("peer.other=\(address["charlie"]!)") }, "\(alpha.stderr)")
+                // The identity is the original's again, unverified; the cloner was read once.
+                try await sim.until("alpha", "bravo's identity back at bravo's address", timeout: .seconds(10)) {
+                    try await sim.peerProperty("alpha", bravo, ["Verified", "Address"]) == "b false\ns \"\(address["bravo"]!)\""
+                }
+                #expect(charlie.stdout.components(separatedBy: Self.readBy(address["alpha"]!)).count - 1 == 1, "\(charlie.stdout)")
+                await charlie.stop()
+            }
+        }
+    }
+
     @Test("fleet-key: a world-readable key file, a missing one, a relative path and a bad key are refused at FILE:LINE:COLUMN by check-config")
     func badKeyFiles() async throws {
         try await Self.withDirectory { directory in

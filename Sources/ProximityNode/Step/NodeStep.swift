@@ -37,6 +37,11 @@ public struct NodeStep: Sendable {
     var recording = RecordingState()
     /// The clients watched until they leave the bus (strategies, recordings), by unique name.
     var watchedClients: Set<String> = []
+    /// Addresses whose identity another address took over lately (``learn(_:at:introduced:verified:time:)``),
+    /// to tell a device claiming back its identity (two devices, one identity) from an address change.
+    var superseded: [String: (identity: UUID, at: Timestamp)] = [:]
+    /// How long a superseded address claiming its identity back counts as a conflict, seconds.
+    static let conflictWindow: Double = 60
     /// Numbers every region, alert and profile change the step publishes (one series), so a
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
@@ -325,7 +330,8 @@ public struct NodeStep: Sendable {
     /// An identity learnt at `address`: saved (`peers.json`) before it is published. Unverified
     /// ones have passed ``refusal(_:at:verified:)``.
     private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
-        let learnt = resolver.learn(uuid, at: address, verified: verified, time: time.now)
+        let t = time.now
+        let learnt = resolver.learn(uuid, at: address, verified: verified, time: t)
         scheduler.resolved(address)
         guard !learnt.isOwn, learnt.isNew else { return [] }
         var effects: [NodeEffect] = []
@@ -333,9 +339,22 @@ public struct NodeStep: Sendable {
             effects.append(.log(LogLine(.info, "a peer introduced itself", ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"])))
         }
         if !learnt.previousAddresses.isEmpty {
-            effects.append(.log(LogLine(.notice, "a peer changed address", [
-                "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)",
-                "peer.previous": "\(learnt.previousAddresses.joined(separator: ","))"])))
+            // An address that gave this identity up lately claims it back: not an address change
+            // but two devices with one identity (a cloner of it). The one that took it over is
+            // left alone, so the identity does not go back and forth at every connection.
+            if let lost = superseded[address], lost.identity == uuid, t - lost.at < Self.conflictWindow {
+                for taker in learnt.previousAddresses {
+                    effects.append(.log(LogLine(.warning, "two devices claim one identity: keeping the earlier", [
+                        "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)", "peer.other": "\(taker)"])))
+                    effects += leftAlone(taker, scheduler.refused(taker, at: t), rejected: true)
+                }
+            } else {
+                effects.append(.log(LogLine(.notice, "a peer changed address", [
+                    "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)",
+                    "peer.previous": "\(learnt.previousAddresses.joined(separator: ","))"])))
+            }
+            if superseded.count >= 256 { superseded = superseded.filter { t - $0.value.at < Self.conflictWindow } }
+            for old in learnt.previousAddresses { superseded[old] = (uuid, t) }
         }
         effects.append(.save(.peers(resolver.nodes)))
         effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
