@@ -76,6 +76,30 @@ import Testing
         #expect(s.heard(Self.high, at: 605).count == 1)
     }
 
+    @Test("a peer refused by its hello is left alone for 10 min at once: no yield run out, no connection; one already connecting runs to its end")
+    func refusedByHello() {
+        var s = scheduler(concurrency: 1)
+        _ = s.heard(Self.low, at: 0)
+        #expect(s.trackedCount == 1)
+        #expect(s.refused(Self.low, at: 2) == .leftAlone(for: 600, attempts: 0))
+        #expect(s.trackedCount == 0)
+        #expect(s.tick(at: 31) == [] && s.heard(Self.low, at: 601) == [])
+        // Then counted afresh (the higher address yields again).
+        #expect(s.heard(Self.low, at: 602) == [] && s.trackedCount == 1)
+        // A hello from a device not heard yet: its first sighting starts nothing either.
+        _ = s.refused("AA:00:00:00:00:02", at: 0)
+        #expect(s.heard("AA:00:00:00:00:02", at: 1) == [])
+        // Queued behind a connection: dropped from the queue.
+        #expect(s.heard(Self.high, at: 0).count == 1)
+        #expect(s.heard("AA:00:00:00:00:0A", at: 0) == [])
+        _ = s.refused("AA:00:00:00:00:0A", at: 0)
+        #expect(s.finished(Self.high, .identified, at: 1).1 == [])
+        // Connecting: the attempt decides.
+        #expect(s.heard("AA:00:00:00:00:0B", at: 2).count == 1)
+        #expect(s.refused("AA:00:00:00:00:0B", at: 2) == .unknown && s.inFlight == 1)
+        #expect(s.finished("AA:00:00:00:00:0B", .rejected, at: 3).0 == .leftAlone(for: 600, attempts: 1))
+    }
+
     @Test("at most `concurrency` connections at once; the others wait in order and start as slots free")
     func concurrencyAndQueue() {
         var s = scheduler(concurrency: 2)

@@ -80,6 +80,30 @@ import Testing
         #expect(order == ["save", "publish"])
     }
 
+    @Test("two devices with one identity (a cloner): the one that took it over is left alone once the earlier claims it back, instead of the identity going back and forth; an address change is not that")
+    func twoDevicesOneIdentity() {
+        var step = Self.step()
+        let (first, cloner, later) = (Self.address, "AA:00:00:00:00:03", "AA:00:00:00:00:04")
+        func connects(_ address: String, at t: Double) -> Bool {
+            let frame = AdvertisedFrame(serviceUUIDs: [NodeConfiguration.defaultServiceUUID.uuidString.lowercased()])
+            let effects = step.input(.sighting(Observation(address: address, rssi: -60, time: t, frame: frame), frame: frame, alias: nil), at: Self.time(t))
+            return effects.contains { if case .identify(let c) = $0 { c.address == address } else { false } }
+        }
+        _ = step.input(.introduced(Self.peer, address: first), at: Self.time(0))
+        #expect(Self.lines(step.input(.introduced(Self.peer, address: cloner), at: Self.time(1))).contains("a peer changed address"))
+        // The first address, still there, is identified again: the two would alternate.
+        #expect(connects(first, at: 2))
+        let back = Self.lines(step.input(.identified(address: first, .identified(Self.peer)), at: Self.time(3)))
+        #expect(back.contains("two devices claim one identity: keeping the earlier") && back.contains("leaving a peer alone")
+                && !back.contains("a peer changed address"), "\(back)")
+        #expect(step.identities == [first: Self.peer.uuidString.lowercased()])
+        #expect(!connects(cloner, at: 4))
+        // An address change, with no claim back within the window: an address change.
+        #expect(Self.lines(step.input(.introduced(Self.peer, address: later), at: Self.time(10))).contains("a peer changed address"))
+        #expect(Self.lines(step.input(.introduced(Self.peer, address: first), at: Self.time(10 + NodeStep.conflictWindow)))
+            .contains("a peer changed address"))
+    }
+
     @Test("a rule's offer-alert on a region event, before the alert stage saw the report, is offered in that same report")
     func pendingOffer() throws {
         var step = Self.step(try Self.configuration {

@@ -22,7 +22,7 @@ func zones(_ signal: DBusMessage) -> [String: String] {
 struct NodeAcceptanceTests {
     /// Boxes named alpha, bravo, … at fixed points, addresses AA:00:00:00:00:01, 02, …
     static func scenario(seed: UInt64, failures: Double = 0, _ points: [(x: Double, y: Double)]) -> Scenario {
-        let names = ["alpha", "bravo", "charlie", "delta"]
+        let names = ["alpha", "bravo", "charlie", "delta", "echo"]
         return Scenario(seed: seed, radio: radio(failures: failures), boxes: points.enumerated().map { i, p in
             BoxSpec(name: names[i], address: String(format: "AA:00:00:00:00:%02X", i + 1),
                     trajectory: Trajectory(fixed: Position(x: p.x, y: p.y)))

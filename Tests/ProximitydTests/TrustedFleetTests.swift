@@ -103,8 +103,13 @@ struct TrustedFleetTests {
                         #expect(daemons["bravo"]!.stderr.contains("a peer introduced itself"), "\(daemons["bravo"]!.stderr)")
                         #expect(try await sim.peerProperty("bravo", alpha, ["Verified"]) == "b false")
                     } else {
-                        try await daemons["bravo"]!.waitForOutput(containing: "ignoring a peer identified without the fleet's key", inStderr: true,
-                                                                  timeout: .seconds(90))
+                        // Its hello said it all: ignored and left alone at once, not connected to after bravo's 30-s yield.
+                        let bravo = daemons["bravo"]!
+                        #expect(await bravo.waitForOutput(inStderr: true, timeout: .seconds(90)) {
+                            Self.logged($0, "leaving a peer alone", address: scenario.boxes[0].address)
+                        }, "\(bravo.stderr)")
+                        #expect(Self.logged(bravo.stderr, "ignoring a peer identified without the fleet's key", address: scenario.boxes[0].address),
+                                "\(bravo.stderr)")
                         #expect(try await sim.ranging("bravo").isEmpty)
                     }
                     // alpha, open, never learns bravo's identity: bravo's answer to it is noise.
@@ -116,7 +121,7 @@ struct TrustedFleetTests {
         }
     }
 
-    @Test("nodes of two fleets (two keys) do not identify each other, and say why")
+    @Test("nodes of two fleets (two keys) do not identify each other: neither learns the other's identity, verified or not, and each says why")
     func twoFleets() async throws {
         try await Self.withDirectory { directory in
             let scenario = NodeAcceptanceTests.scenario(seed: 34, [(0, 0), (1.5, 0)])
@@ -126,12 +131,134 @@ struct TrustedFleetTests {
                     let config = try Self.config(box, "fleet-key: \(keyFile)\n", in: directory)
                     daemons[box] = try await sim.startDaemon(box, ["--config", config])
                 }
-                // Whichever connects is refused; the other refuses its hello, once in the log.
+                // alpha, the lower address, connects and is refused; bravo refuses its hello, once in the log.
                 try await sim.until("alpha", "a hello refused", timeout: .seconds(90)) {
-                    daemons.values.contains { $0.stderr.contains("refused a hello that does not prove membership") }
-                        && daemons.values.contains { $0.stderr.contains("rejected a peer's identity") && $0.stderr.contains("not of this fleet") }
+                    daemons["bravo"]!.stderr.contains("refused a hello that does not prove membership")
+                        && Self.logged(daemons["alpha"]!.stderr, "rejected a peer's identity", address: scenario.boxes[1].address)
                 }
-                for box in ["alpha", "bravo"] { #expect(try await sim.ranging(box).isEmpty, "\(box)") }
+                #expect(daemons["alpha"]!.stderr.contains("the peer refused this node's hello: it is not of this fleet"), "\(daemons["alpha"]!.stderr)")
+                let ids = ["alpha": try await sim.identifier("alpha"), "bravo": try await sim.identifier("bravo")]
+                for (box, other) in [("alpha", "bravo"), ("bravo", "alpha")] {
+                    #expect(try await sim.ranging(box).isEmpty, "\(box)")
+                    #expect(try await sim.node(box, ["GetIdentities"]).stdout.trimmed == "a{ss} 0", "\(box)")
+                    #expect(try await sim.peerProperty(box, ids[other]!, ["Verified"]).isEmpty, "\(box)")
+                    #expect(!daemons[box]!.stderr.contains(ids[other]!), "\(box): \(daemons[box]!.stderr)")
+                }
+            }
+        }
+    }
+
+    /// `tests/python/cloner.py` on `box`: a peripheral in dbus-python that registers an
+    /// advertisement of the general UUID and a GATT application serving `identity` the open way;
+    /// returns once both are registered.
+    static func startCloner(_ sim: SimBoxes, _ box: String, identity: String) async throws -> ManagedProcess {
+        let cloner = try ManagedProcess("/usr/bin/python3", [repositoryRoot.appendingPathComponent("tests/python/cloner.py").path,
+                                                             "--address", sim.address(box), "--identity", identity])
+        do {
+            try await cloner.waitForOutput(containing: "registered", timeout: .seconds(10))
+        } catch {
+            cloner.signal(SIGKILL)
+            throw error
+        }
+        return cloner
+    }
+
+    /// What the cloner prints when the node at `address` reads its identity.
+    static func readBy(_ address: String) -> String { "read identity /org/bluez/hci0/dev_" + address.replacingOccurrences(of: ":", with: "_") }
+
+    /// Whether a daemon logged `message` about the peer at `address`.
+    static func logged(_ log: String, _ message: String, address: String) -> Bool {
+        log.split(separator: "\n").contains { $0.contains(message) && $0.contains("peer.address=\(address)") }
+    }
+
+    @Test("a cloner (dbus-python) serving a copied identity: an open node's is taken unverified, a verified member's is not taken over and the cloner is left alone, and a node with accept-unverified: false ignores both, never introducing itself")
+    func cloner() async throws {
+        try await Self.withDirectory { directory in
+            let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
+            // alpha and bravo are keyed (bravo with accept-unverified: false); delta is an open node
+            // out of everyone's range; charlie and echo are the cloners' boxes, with higher
+            // addresses than the keyed nodes, which therefore connect to them at once.
+            let scenario = NodeAcceptanceTests.scenario(seed: 36, [(0, 0), (1.5, 0), (0, 1.5), (1000, 0), (1.5, 1.5)])
+            let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
+            try await withNodes(scenario) { sim, daemons in
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\n", in: directory)])
+                daemons["bravo"] = try await sim.startDaemon("bravo", ["--config", try Self.config("bravo", "fleet-key: \(keyFile)\naccept-unverified: false\n",
+                                                                                                 in: directory)])
+                daemons["delta"] = try await sim.startDaemon("delta")
+                let alpha = try await sim.identifier("alpha"), bravo = try await sim.identifier("bravo"), open = try await sim.identifier("delta")
+                try await sim.waitRanging("alpha", "alpha knows bravo, verified", timeout: .seconds(60)) { $0.keys.contains(bravo) }
+                try await sim.waitRanging("bravo", "bravo knows alpha", timeout: .seconds(60)) { $0.keys.contains(alpha) }
+                #expect(try await sim.peerProperty("alpha", bravo, ["Verified"]) == "b true")
+
+                // The identities, read off the bus: the open node's on charlie, the member's on echo.
+                let charlie = try await Self.startCloner(sim, "charlie", identity: open)
+                defer { charlie.signal(SIGKILL) }
+                let echo = try await Self.startCloner(sim, "echo", identity: bravo)
+                defer { echo.signal(SIGKILL) }
+
+                // alpha: the open identity at the cloner's address, unverified.
+                try await sim.waitRanging("alpha", "alpha ranges charlie as the open node", timeout: .seconds(60)) { $0.keys.contains(open) }
+                #expect(try await sim.peerProperty("alpha", open, ["Verified", "Address"]) == "b false\ns \"\(address["charlie"]!)\"")
+                // alpha: bravo's identity stays bravo's, verified; echo is left alone after one read.
+                let alphaLog = daemons["alpha"]!
+                #expect(await alphaLog.waitForOutput(inStderr: true, timeout: .seconds(60)) {
+                    Self.logged($0, "leaving a peer alone", address: address["echo"]!)
+                }, "\(alphaLog.stderr)")
+                #expect(Self.logged(alphaLog.stderr, "a peer says it is a node of this fleet without proving it", address: address["echo"]!))
+                #expect(try await sim.peerProperty("alpha", bravo, ["Verified", "Address"]) == "b true\ns \"\(address["bravo"]!)\"")
+                #expect(!(try await sim.node("alpha", ["GetIdentities"])).stdout.contains(address["echo"]!))
+
+                // bravo (accept-unverified: false) read both cloners and took neither.
+                for (cloner, box) in [(charlie, "charlie"), (echo, "echo")] {
+                    try await cloner.waitForOutput(containing: Self.readBy(address["bravo"]!), timeout: .seconds(60))
+                    #expect(await daemons["bravo"]!.waitForOutput(inStderr: true, timeout: .seconds(10)) {
+                        Self.logged($0, "ignoring a peer identified without the fleet's key", address: address[box]!)
+                    }, "\(daemons["bravo"]!.stderr)")
+                }
+                #expect(Set(try await sim.ranging("bravo").keys) == [alpha])
+                let identities = try await sim.node("bravo", ["GetIdentities"]).stdout
+                #expect(!identities.contains(address["charlie"]!) && !identities.contains(address["echo"]!), "\(identities)")
+                #expect(try await sim.peerProperty("bravo", open, ["Verified"]).isEmpty)
+
+                // Neither keyed node introduced itself to a cloner; alpha asked echo once.
+                for cloner in [charlie, echo] { #expect(!cloner.stdout.contains("hello"), "\(cloner.stdout)") }
+                #expect(echo.stdout.components(separatedBy: Self.readBy(address["alpha"]!)).count - 1 == 1, "\(echo.stdout)")
+                await charlie.stop()
+                await echo.stop()
+            }
+        }
+    }
+
+    @Test("a cloner beside the open node it copies: identified unverified, then, once the original claims its identity back, left alone instead of the identity going back and forth")
+    func clonerBesideTheOriginal() async throws {
+        try await Self.withDirectory { directory in
+            let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
+            // alpha is keyed, bravo open, charlie the cloner of bravo; alpha has the lowest address
+            // and connects to both at once.
+            let scenario = NodeAcceptanceTests.scenario(seed: 37, [(0, 0), (1.5, 0), (0, 1.5)])
+            let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
+            try await withNodes(scenario) { sim, daemons in
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\n", in: directory)])
+                daemons["bravo"] = try await sim.startDaemon("bravo")
+                let bravo = try await sim.identifier("bravo")
+                try await sim.waitRanging("alpha", "alpha ranges the open bravo", timeout: .seconds(60)) { $0.keys.contains(bravo) }
+
+                let charlie = try await Self.startCloner(sim, "charlie", identity: bravo)
+                defer { charlie.signal(SIGKILL) }
+                let alpha = daemons["alpha"]!
+                #expect(await alpha.waitForOutput(inStderr: true, timeout: .seconds(60)) {
+                    Self.logged($0, "leaving a peer alone", address: address["charlie"]!)
+                }, "\(alpha.stderr)")
+                let lines = alpha.stderr.split(separator: "\n")
+                #expect(lines.contains { $0.contains("identified a peer") && $0.contains("peer.address=\(address["charlie"]!)") && $0.contains("verified=false") },
+                        "\(alpha.stderr)")
+                #expect(lines.contains { $0.contains("two devices claim one identity") && $0.contains("peer.other=\(address["charlie"]!)") }, "\(alpha.stderr)")
+                // The identity is the original's again, unverified; the cloner was read once.
+                try await sim.until("alpha", "bravo's identity back at bravo's address", timeout: .seconds(10)) {
+                    try await sim.peerProperty("alpha", bravo, ["Verified", "Address"]) == "b false\ns \"\(address["bravo"]!)\""
+                }
+                #expect(charlie.stdout.components(separatedBy: Self.readBy(address["alpha"]!)).count - 1 == 1, "\(charlie.stdout)")
+                await charlie.stop()
             }
         }
     }

@@ -134,6 +134,25 @@ public struct IdentificationScheduler: Sendable {
         }
     }
 
+    /// The peer at `address` was refused without a connection of this node's: its hello said an
+    /// identity this node does not take (an open node's, to a node that accepts only verified
+    /// ones; an identity proved by another). Connecting would only read the same claim again, so
+    /// the address is left alone for `banTime`, as after a rejected identity, instead of waiting
+    /// out its yield and connecting. A connection already in progress runs to its end. Returns
+    /// the verdict (``Verdict/unknown`` when it was connecting).
+    public mutating func refused(_ address: String, at t: Timestamp) -> Verdict {
+        switch states[address] {
+        case .connecting:
+            return .unknown
+        case .queued, .yielding:
+            tracked -= 1
+        case .failed, nil:
+            break
+        }
+        states[address] = .failed(attempts: configuration.maxAttempts, retryAt: t + configuration.banTime)
+        return .leftAlone(for: configuration.banTime, attempts: 0)
+    }
+
     /// An attempt ended. Returns what was decided for the address and the next connections.
     public mutating func finished(_ address: String, _ outcome: Outcome, at t: Timestamp) -> (Verdict, [Connect]) {
         guard case .connecting(let attempt) = states[address] else { return (.unknown, []) }

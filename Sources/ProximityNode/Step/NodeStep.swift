@@ -37,6 +37,11 @@ public struct NodeStep: Sendable {
     var recording = RecordingState()
     /// The clients watched until they leave the bus (strategies, recordings), by unique name.
     var watchedClients: Set<String> = []
+    /// Addresses whose identity another address took over lately (``learn(_:at:introduced:verified:time:)``),
+    /// to tell a device claiming back its identity (two devices, one identity) from an address change.
+    var superseded: [String: (identity: UUID, at: Timestamp)] = [:]
+    /// How long a superseded address claiming its identity back counts as a conflict, seconds.
+    static let conflictWindow: Double = 60
     /// Numbers every region, alert and profile change the step publishes (one series), so a
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
@@ -186,6 +191,10 @@ public struct NodeStep: Sendable {
         case .identified(let address, let result):
             return identified(address, result, at: time)
         case .introduced(let uuid, let address, let verified):
+            if let refusal = refusal(uuid, at: address, verified: verified) {
+                // Its hello already says what a connection would read: no yield, no connection.
+                return [.log(refusal)] + leftAlone(address, scheduler.refused(address, at: t), rejected: true)
+            }
             return learn(uuid, at: address, introduced: true, verified: verified, time: time)
         case .identificationRejected(let address):
             _ = scheduler.finished(address, .rejected, at: t)
@@ -281,10 +290,9 @@ public struct NodeStep: Sendable {
         let outcome: IdentificationScheduler.Outcome
         switch result {
         case .identified(let uuid, let verified):
-            if !verified, trust.isTrusted, !trust.acceptUnverified {
-                // accept-unverified: false: an open peer is not one of ours; left alone a while.
-                effects = [.log(LogLine(.info, "ignoring a peer identified without the fleet's key (accept-unverified: false)",
-                                        ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]))]
+            if let refusal = refusal(uuid, at: address, verified: verified) {
+                // Left alone a while: asking again would read the same claim.
+                effects = [.log(refusal)]
                 outcome = .rejected
             } else {
                 effects = learn(uuid, at: address, introduced: false, verified: verified, time: time)
@@ -294,23 +302,38 @@ public struct NodeStep: Sendable {
         case .failed: outcome = .failed
         }
         let (verdict, next) = scheduler.finished(address, outcome, at: time.now)
-        if case .leftAlone(let seconds, let attempts) = verdict {
-            let why = outcome == .rejected ? "leaving a peer alone" : "identification failed \(attempts) times: leaving the peer alone"
-            effects.append(.log(LogLine(.warning, why, ["peer.address": "\(address)", "for": "\(Int(seconds)) s"])))
-        }
-        return effects + identify(next)
+        return effects + leftAlone(address, verdict, rejected: outcome == .rejected) + identify(next)
     }
 
-    /// An identity learnt at `address`: saved (`peers.json`) before it is published.
-    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
-        if !verified, trust.isTrusted, !trust.acceptUnverified { return [] }
-        // An identity proved with the fleet's key is not taken over by one that only says it (a
-        // cloner of an open identity).
-        if !verified, trust.isTrusted, resolver.isVerified(uuid), resolver.identity(at: address) != uuid {
-            return [.log(LogLine(.warning, "a peer says it is a node of this fleet without proving it: left unidentified",
-                                 ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]))]
+    /// The log line of a scheduler's verdict that leaves `address` alone, if it is one.
+    private func leftAlone(_ address: String, _ verdict: IdentificationScheduler.Verdict, rejected: Bool) -> [NodeEffect] {
+        guard case .leftAlone(let seconds, let attempts) = verdict else { return [] }
+        let why = rejected ? "leaving a peer alone" : "identification failed \(attempts) times: leaving the peer alone"
+        return [.log(LogLine(.warning, why, ["peer.address": "\(address)", "for": "\(Int(seconds)) s"]))]
+    }
+
+    /// Why a node with the fleet's key does not take an identity `address` gave without proving it
+    /// (read the open way, or said in an open hello), as a log line; nil when it takes it.
+    private func refusal(_ uuid: UUID, at address: String, verified: Bool) -> LogLine? {
+        guard !verified, trust.isTrusted else { return nil }
+        let peer: Logger.Metadata = ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"]
+        // accept-unverified: false: an open peer is not one of ours.
+        if !trust.acceptUnverified {
+            return LogLine(.info, "ignoring a peer identified without the fleet's key (accept-unverified: false)", peer)
         }
-        let learnt = resolver.learn(uuid, at: address, verified: verified, time: time.now)
+        // An identity proved with the fleet's key is not taken over by one that only says it (a
+        // cloner of a member's identity).
+        if resolver.isVerified(uuid), resolver.identity(at: address) != uuid {
+            return LogLine(.warning, "a peer says it is a node of this fleet without proving it: left unidentified", peer)
+        }
+        return nil
+    }
+
+    /// An identity learnt at `address`: saved (`peers.json`) before it is published. Unverified
+    /// ones have passed ``refusal(_:at:verified:)``.
+    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
+        let t = time.now
+        let learnt = resolver.learn(uuid, at: address, verified: verified, time: t)
         scheduler.resolved(address)
         guard !learnt.isOwn, learnt.isNew else { return [] }
         var effects: [NodeEffect] = []
@@ -318,9 +341,22 @@ public struct NodeStep: Sendable {
             effects.append(.log(LogLine(.info, "a peer introduced itself", ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"])))
         }
         if !learnt.previousAddresses.isEmpty {
-            effects.append(.log(LogLine(.notice, "a peer changed address", [
-                "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)",
-                "peer.previous": "\(learnt.previousAddresses.joined(separator: ","))"])))
+            // An address that gave this identity up lately claims it back: not an address change
+            // but two devices with one identity (a cloner of it). The one that took it over is
+            // left alone, so the identity does not go back and forth at every connection.
+            if let lost = superseded[address], lost.identity == uuid, t - lost.at < Self.conflictWindow {
+                for taker in learnt.previousAddresses {
+                    effects.append(.log(LogLine(.warning, "two devices claim one identity: keeping the earlier", [
+                        "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)", "peer.other": "\(taker)"])))
+                    effects += leftAlone(taker, scheduler.refused(taker, at: t), rejected: true)
+                }
+            } else {
+                effects.append(.log(LogLine(.notice, "a peer changed address", [
+                    "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)",
+                    "peer.previous": "\(learnt.previousAddresses.joined(separator: ","))"])))
+            }
+            if superseded.count >= 256 { superseded = superseded.filter { t - $0.value.at < Self.conflictWindow } }
+            for old in learnt.previousAddresses { superseded[old] = (uuid, t) }
         }
         effects.append(.save(.peers(resolver.nodes)))
         effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
