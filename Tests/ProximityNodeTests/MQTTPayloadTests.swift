@@ -23,6 +23,19 @@ struct MQTTPayloadTests {
                 && native.payload.contains(#""samples":42"#), "\(native.payload)")
     }
 
+    @Test("a phone recognised by its IRK is reported under its stable peer irk:<name>, kind irk, with the address it uses now, in the native and ESPresense forms")
+    func irkPeer() throws {
+        var settings = MQTTSettings(broker: .init(host: "127.0.0.1", port: 1883))
+        settings.compatibility = [.espresense]
+        let messages = MQTTMessages(identity: UUID(uuidString: "4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")!, name: "kitchen", settings: settings)
+        let peer = PeerSnapshot(identifier: .irk("anna-phone"), kind: .irk, address: "5B:12:34:0D:FB:AA", name: "", proximity: .near,
+                                distance: 2.5, rssi: -70, smoothedRSSI: -70, measuredPower: -59, lastSeen: 10)
+        let out = messages.reports(peer, at: 1795469990)
+        #expect(out.map(\.topic) == ["proximityd/kitchen/peers/irk:anna-phone", ESPresenseReport.topic(peer: "irk:anna-phone", room: "kitchen")])
+        let read = try #require(MQTTJSON.decode(PeerReport.self, from: Array(out[0].payload.utf8)))
+        #expect(read.id == "irk:anna-phone" && read.kind == "irk" && read.mac == "5B:12:34:0D:FB:AA")
+    }
+
     @Test("a peer no longer heard: distance null (not absent), no RSSI; a reader takes it as no distance")
     func gone() throws {
         let out = Self.messages.gone("ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2", at: 1795455467.0844)

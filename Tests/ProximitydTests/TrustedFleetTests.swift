@@ -47,6 +47,36 @@ struct TrustedFleetTests {
         return result
     }
 
+    @Test("a keyed node that changes its address (a rotation of BlueZ's privacy) is identified again at the new one, verified, and keeps ranging its peer")
+    func keyedAddressChange() async throws {
+        try await Self.withDirectory { directory in
+            let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
+            let scenario = NodeAcceptanceTests.scenario(seed: 37, [(0, 0), (1, 0)])
+            try await withNodes(scenario) { sim, daemons in
+                for box in ["alpha", "bravo"] {
+                    daemons[box] = try await sim.startDaemon(box, ["--config", try Self.config(box, "fleet-key: \(keyFile)\n", in: directory)])
+                }
+                let alpha = try await sim.identifier("alpha"), bravo = try await sim.identifier("bravo")
+                try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0[bravo] != nil }
+                try await sim.waitRanging("bravo", "bravo ranges alpha", timeout: .seconds(60)) { $0[alpha] != nil }
+                // A resolvable private address, as BlueZ's Privacy = device makes them.
+                let rotated = "5B:12:34:0D:FB:AA"
+                #expect(try await sim.control(["SetAddress", "ss", "bravo", rotated]).status == 0)
+                try await sim.until("alpha", "alpha knows bravo at its new address", timeout: .seconds(60)) {
+                    try await sim.node("alpha", ["GetIdentities"]).stdout.contains("\"\(rotated)\" \"\(bravo)\"")
+                }
+                try await sim.until("alpha", "alpha shows bravo at its new address, verified", timeout: .seconds(15)) {
+                    try await sim.peerProperty("alpha", bravo, ["Address", "Verified"]) == "s \"\(rotated)\"\nb true"
+                }
+                #expect(daemons["alpha"]!.stderr.contains("a peer changed address"))
+                #expect(!daemons["alpha"]!.stderr.contains("verified=false") && !daemons["bravo"]!.stderr.contains("verified=false"))
+                // Bravo, on its new address, still ranges alpha as verified.
+                try await sim.waitRanging("bravo", "bravo still ranges alpha", timeout: .seconds(30)) { $0[alpha] != nil }
+                #expect(try await sim.peerProperty("bravo", alpha, ["Verified"]) == "b true")
+            }
+        }
+    }
+
     @Test("four keyed nodes started together identify each other mutually and verified, none advertising its name")
     func fourKeyedNodes() async throws {
         try await Self.withDirectory { directory in
