@@ -247,7 +247,8 @@ public actor FleetService {
             if connected {
                 logger.warning("lost the connection to the MQTT broker: reconnecting with back-off", metadata: ["reason": "\(reason)"])
             } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
-                problem("cannot reach the MQTT broker: \(reason); retrying with back-off")
+                let hint = event.isTLSFailure ? " (check --ca-file: the CA that signed the broker's certificate, and the host in --broker)" : ""
+                problem("cannot reach the MQTT broker: \(reason)\(hint); retrying with back-off")
             }
             connected = false
         }
