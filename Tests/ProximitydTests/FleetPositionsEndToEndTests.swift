@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import MQTTKit
 import ProximityMQTT
 import ProximityTesting
@@ -190,18 +193,21 @@ struct FleetPositionsEndToEndTests {
         }
     }
 
-    @Test("with a plan, only its nodes count by default: a node outside it, however near, gives no room, position, reading, attribute, table row or Home Assistant entity, and is logged once at notice, by name, with how to allow it; a reload that adds it takes its reports, one that removes it stops taking them (logged once)")
+    @Test("with a plan, only its nodes count by default: a node outside it, however near, gives no room, position, reading, attribute, table row, Home Assistant entity or map entry, and is logged once at notice, by name, with how to allow it; a reload that adds it takes its reports, one that removes it stops taking them (logged once)")
     func onlyPlanNodes() async throws {
         try await Self.withDirectory { directory in
             let planFile = directory.appendingPathComponent("plan.yaml").path
             try Self.plan().write(toFile: planFile, atomically: true, encoding: .utf8)
             try await MosquittoBroker.with { broker in
                 let sub = try await Subscriber.start(broker, ["proximity-fleet/#", "homeassistant/#"])
-                let fleet = try Self.fleet(broker, plan: planFile)
+                let fleet = try Self.fleet(broker, plan: planFile, ["--http", "127.0.0.1:0"])
                 let nodes = try await Self.connectedNodes(broker)
                 defer { nodes.disconnect() }
                 #expect(await sub.wait("proximity-fleet/status", payload: "online"))
                 let tag2 = "proximity-fleet/devices/tag2/room"
+                try await fleet.waitForOutput(containing: "map listening", inStderr: true)
+                let listening = try #require(fleet.stderr.split(separator: "\n").first { $0.contains("map listening") })
+                let map = try #require(listening.split(separator: " ").first { $0.hasPrefix("url=") }.map { String($0.dropFirst(4)) })
 
                 // tag1 stands in the living room, and the garage's box (not in the plan) says it
                 // is nearer than any node of the plan does; tag2 only the garage's box hears.
@@ -234,6 +240,13 @@ struct FleetPositionsEndToEndTests {
                 let attributes = sub.payloads("proximity-fleet/devices/tag1/attributes")
                 #expect(!attributes.isEmpty && !attributes.contains { $0.contains("garage") }, "\(attributes)")
                 #expect(sub.payloads("proximity-fleet/devices/tag1/room") == ["living"])
+                // The map: no garage among the nodes, no tag2 and no garage's reading among the devices.
+                let (nodesJSON, _) = try await URLSession.shared.data(from: try #require(URL(string: "\(map)api/nodes")))
+                let mapNodes = try #require(try Self.json(String(decoding: nodesJSON, as: UTF8.self))["nodes"] as? [[String: Any]])
+                #expect(Set(mapNodes.compactMap { $0["name"] as? String }) == Set(Self.nodes.keys), "\(mapNodes)")
+                let (devicesJSON, _) = try await URLSession.shared.data(from: try #require(URL(string: "\(map)api/devices")))
+                let devices = String(decoding: devicesJSON, as: UTF8.self)
+                #expect(devices.contains("\"tag1\"") && !devices.contains("tag2") && !devices.contains("garage"), "\(devices)")
                 // Logged once, at notice, naming the node and how to take its reports.
                 let lines = fleet.stderr.split(separator: "\n").filter { $0.contains(ignored) }
                 #expect(lines.count == 1, "\(fleet.stderr)")
