@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import MQTTKit
 import ProximityMQTT
 import ProximityTesting
@@ -207,7 +204,7 @@ struct FleetPositionsEndToEndTests {
                 let tag2 = "proximity-fleet/devices/tag2/room"
                 try await fleet.waitForOutput(containing: "map listening", inStderr: true)
                 let listening = try #require(fleet.stderr.split(separator: "\n").first { $0.contains("map listening") })
-                let map = try #require(listening.split(separator: " ").first { $0.hasPrefix("url=") }.map { String($0.dropFirst(4)) })
+                let port = try #require(Int(listening.split(separator: ":").last?.filter(\.isNumber) ?? ""), "\(listening)")
 
                 // tag1 stands in the living room, and the garage's box (not in the plan) says it
                 // is nearer than any node of the plan does; tag2 only the garage's box hears.
@@ -241,12 +238,11 @@ struct FleetPositionsEndToEndTests {
                 #expect(!attributes.isEmpty && !attributes.contains { $0.contains("garage") }, "\(attributes)")
                 #expect(sub.payloads("proximity-fleet/devices/tag1/room") == ["living"])
                 // The map: no garage among the nodes, no tag2 and no garage's reading among the devices.
-                let (nodesJSON, _) = try await URLSession.shared.data(from: try #require(URL(string: "\(map)api/nodes")))
-                let mapNodes = try #require(try Self.json(String(decoding: nodesJSON, as: UTF8.self))["nodes"] as? [[String: Any]])
-                #expect(Set(mapNodes.compactMap { $0["name"] as? String }) == Set(Self.nodes.keys), "\(mapNodes)")
-                let (devicesJSON, _) = try await URLSession.shared.data(from: try #require(URL(string: "\(map)api/devices")))
-                let devices = String(decoding: devicesJSON, as: UTF8.self)
-                #expect(devices.contains("\"tag1\"") && !devices.contains("tag2") && !devices.contains("garage"), "\(devices)")
+                let mapNodes = try RawHTTP.get(port: port, "/api/nodes")
+                #expect(mapNodes.hasPrefix("HTTP/1.1 200") && Self.nodes.keys.allSatisfy { mapNodes.contains("\"name\":\"\($0)\"") }
+                        && !mapNodes.contains("garage"), "\(mapNodes)")
+                let devices = try RawHTTP.get(port: port, "/api/devices")
+                #expect(devices.contains("\"id\":\"tag1\"") && !devices.contains("tag2") && !devices.contains("garage"), "\(devices)")
                 // Logged once, at notice, naming the node and how to take its reports.
                 let lines = fleet.stderr.split(separator: "\n").filter { $0.contains(ignored) }
                 #expect(lines.count == 1, "\(fleet.stderr)")
