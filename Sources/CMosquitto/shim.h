@@ -14,6 +14,10 @@ static const int CMOSQ_ERR_SUCCESS = MOSQ_ERR_SUCCESS;
 static const int CMOSQ_ERR_NO_CONN = MOSQ_ERR_NO_CONN;
 static const int CMOSQ_ERR_CONN_LOST = MOSQ_ERR_CONN_LOST;
 static const int CMOSQ_ERR_ERRNO = MOSQ_ERR_ERRNO;
+static const int CMOSQ_ERR_TLS = MOSQ_ERR_TLS;
+
+// The level of libmosquitto's log lines that say why a connection failed (OpenSSL's errors).
+static const int CMOSQ_LOG_ERR = MOSQ_LOG_ERR;
 
 // Protocol versions for MOSQ_OPT_PROTOCOL_VERSION.
 static const int CMOSQ_PROTOCOL_V311 = MQTT_PROTOCOL_V311;

@@ -48,6 +48,12 @@ public enum MQTTConnectionEvent: Sendable, Hashable {
     case refused(code: Int32, reason: String)
     /// The connection was lost (code ≠ 0) or closed by ``MQTTClient/disconnect()`` (code 0).
     case disconnected(code: Int32, reason: String)
+
+    /// A TLS handshake that failed: most often the broker's certificate is not signed by the CA
+    /// the client trusts, or not for the host it connects to (the reason says which).
+    public var isTLSFailure: Bool {
+        if case .disconnected(let code, _) = self { code == CMOSQ_ERR_TLS } else { false }
+    }
 }
 
 /// How to reach the broker and who to be there.
@@ -170,6 +176,12 @@ final class CallbackBox: Sendable {
     let state = Mutex(State())
     /// Whether the current connection reached CONNACK 0 (resets the back-off).
     let connectedOnce = Atomic<Bool>(false)
+    /// Whether libmosquitto called `on_disconnect` for the current attempt: a TLS handshake that
+    /// fails in the loop returns an error without it, and the network thread reports it then.
+    let disconnectSeen = Atomic<Bool>(false)
+    /// libmosquitto's last error line in the current attempt (OpenSSL's reason for a failed
+    /// handshake: `certificate verify failed`), added to the reason of a failure.
+    let libraryError = Mutex<String?>(nil)
     let events: AsyncStream<MQTTConnectionEvent>.Continuation
     let messages: AsyncStream<MQTTMessage>.Continuation
 
@@ -285,6 +297,8 @@ final class NetworkThread: @unchecked Sendable {
         var delay = Double(options.reconnectDelay.lowerBound)
         var first = true
         while !stopping.load(ordering: .acquiring) {
+            box.disconnectSeen.store(false, ordering: .releasing)
+            box.libraryError.withLock { $0 = nil }
             let rc = MosquittoLibrary.setUp.withLock {
                 first
                     ? mosquitto_connect_async(m, options.host, Int32(options.port), Int32(options.keepalive))
@@ -293,12 +307,15 @@ final class NetworkThread: @unchecked Sendable {
             first = false
             if rc == CMOSQ_ERR_SUCCESS {
                 box.connectedOnce.store(false, ordering: .releasing)
-                serve(m)
+                let ended = serve(m)
                 if stopping.load(ordering: .acquiring) { break }
                 if box.connectedOnce.load(ordering: .acquiring) { delay = Double(options.reconnectDelay.lowerBound) }
+                // Ended without on_disconnect (a TLS handshake that failed in the loop): said here.
+                if !box.disconnectSeen.load(ordering: .acquiring) {
+                    box.events.yield(.disconnected(code: ended.code, reason: reason(ended.code, errno: ended.errno)))
+                }
             } else {
-                let reason = rc == CMOSQ_ERR_ERRNO ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(rc))
-                box.events.yield(.disconnected(code: rc, reason: reason))
+                box.events.yield(.disconnected(code: rc, reason: reason(rc, errno: errno)))
             }
             box.connectionLost()
             if wake.wait(timeout: .now() + delay) == .success { break }
@@ -314,28 +331,42 @@ final class NetworkThread: @unchecked Sendable {
     /// `mosquitto_loop_misc` (keepalive), until one of them fails (libmosquitto has then closed
     /// the socket and called `on_disconnect`) or ``stop()``. Not `mosquitto_loop`, whose
     /// `select(2)` cannot watch a descriptor numbered 1024 or more, as a busy process has.
-    private func serve(_ m: OpaquePointer) {
+    /// Returns the libmosquitto error that ended the connection (and `errno` for `MOSQ_ERR_ERRNO`).
+    private func serve(_ m: OpaquePointer) -> (code: Int32, errno: Int32) {
         while !stopping.load(ordering: .acquiring) {
             let sock = mosquitto_socket(m)
-            guard sock >= 0 else { return }
+            guard sock >= 0 else { return (CMOSQ_ERR_CONN_LOST, 0) }
             var fds = [
                 pollfd(fd: sock, events: Int16(POLLIN) | (mosquitto_want_write(m) ? Int16(POLLOUT) : 0), revents: 0),
                 pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
             ]
             let ready = poll(&fds, 2, 250)
-            if ready < 0, errno != EINTR { return }
+            if ready < 0, errno != EINTR { return (CMOSQ_ERR_ERRNO, errno) }
             if fds[1].revents & Int16(POLLIN) != 0 {
                 var count: UInt64 = 0
                 _ = read(wakeFD, &count, 8)
             }
             if fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 {
-                guard mosquitto_loop_read(m, 1) == CMOSQ_ERR_SUCCESS else { return }
+                let rc = mosquitto_loop_read(m, 1)
+                guard rc == CMOSQ_ERR_SUCCESS else { return (rc, errno) }
             }
             if mosquitto_socket(m) >= 0, mosquitto_want_write(m) {
-                guard mosquitto_loop_write(m, 1) == CMOSQ_ERR_SUCCESS else { return }
+                let rc = mosquitto_loop_write(m, 1)
+                guard rc == CMOSQ_ERR_SUCCESS else { return (rc, errno) }
             }
-            guard mosquitto_socket(m) >= 0, mosquitto_loop_misc(m) == CMOSQ_ERR_SUCCESS else { return }
+            guard mosquitto_socket(m) >= 0 else { return (CMOSQ_ERR_CONN_LOST, 0) }
+            let rc = mosquitto_loop_misc(m)
+            guard rc == CMOSQ_ERR_SUCCESS else { return (rc, errno) }
         }
+        return (CMOSQ_ERR_SUCCESS, 0)
+    }
+
+    /// What `code` means, with libmosquitto's own line about it when it logged one (OpenSSL's
+    /// reason for a failed handshake).
+    private func reason(_ code: Int32, errno: Int32) -> String {
+        let text = code == CMOSQ_ERR_ERRNO ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
+        guard let detail = box.libraryError.withLock({ $0 }) else { return text }
+        return "\(text) (\(detail))"
     }
 
     /// Wakes the loop: a message was queued for it to write.
@@ -407,8 +438,13 @@ public final class MQTTClient: Sendable {
         }
         mosquitto_disconnect_callback_set(m) { _, context, rc in
             let box = MQTTClient.box(context)
+            box.disconnectSeen.store(true, ordering: .releasing)
             box.connectionLost()
             box.events.yield(.disconnected(code: rc, reason: rc == 0 ? "closed" : String(cString: mosquitto_strerror(rc))))
+        }
+        mosquitto_log_callback_set(m) { _, context, level, line in
+            guard level == CMOSQ_LOG_ERR, let line else { return }
+            MQTTClient.box(context).libraryError.withLock { $0 = String(cString: line) }
         }
         mosquitto_publish_callback_set(m) { _, context, mid in MQTTClient.box(context).completed(mid) }
         mosquitto_subscribe_callback_set(m) { _, context, mid, _, _ in MQTTClient.box(context).completed(mid) }

@@ -29,6 +29,9 @@ public struct FleetConfiguration: Sendable {
     /// The floor plan (`--plan`): devices that nodes in it hear get a position, and their room is
     /// the room holding it; nil: rooms by the nearest node only, as without positioning.
     public var plan: FloorPlan?
+    /// With a plan, what the reports of nodes not in it do (`--outside-nodes`); without one, every
+    /// node's reports are taken.
+    public var outsideNodes: OutsideNodes = .ignore
     /// The positioning's settings (the grid filter's defaults).
     public var positioner = GridPositioner.Configuration()
     /// The map's views (`--http`): shown the plan and, once a second, the state; none without a map.
@@ -45,6 +48,17 @@ public struct FleetConfiguration: Sendable {
     }
 }
 
+/// With a floor plan, what the fleet service does with the reports of nodes not in the plan
+/// (`proximity-fleet run --outside-nodes`; docs/fleet.md, Floor plan and positions).
+public enum OutsideNodes: String, Sendable, Hashable, CaseIterable {
+    /// Ignored, for rooms, positions, the calibration, the table, Home Assistant and the map; each
+    /// such node is logged once. Only the plan's nodes count (a trusted fleet: docs/mqtt.md).
+    case ignore
+    /// Taken for rooms: a device only they hear gets the rule's nearest-node room, without a
+    /// position (issue 24's fallback, for a plan that covers part of a site).
+    case nearest
+}
+
 /// The fleet service: subscribes to every node's distance reports and availability on the broker,
 /// decides each tracked device's room with a ``RoomRule``, and publishes it (retained), with Home
 /// Assistant `device_tracker` discovery whose availability is this service's own. After a restart
@@ -52,8 +66,9 @@ public struct FleetConfiguration: Sendable {
 ///
 /// With a floor plan (``FleetConfiguration/plan``), a device that nodes in the plan hear is placed
 /// on it (``FleetPositions``, once a second) and its room is the room holding its position, with
-/// hysteresis (`home` when it is in none); a device heard only by nodes not in the plan keeps the
-/// rule's nearest-node room; not_home is the rule's, as without a plan.
+/// hysteresis (`home` when it is in none); not_home is the rule's, as without a plan. The reports of
+/// nodes not in the plan are ignored (each such node logged once), or, with
+/// ``OutsideNodes/nearest``, give a device only they hear the rule's nearest-node room.
 ///
 /// Topics (`P` = `proximity-fleet`): `P/status` (`online`/`offline`, retained, the will);
 /// `P/devices/<device>/room` (the node's name, or `not_home`; retained);
@@ -91,7 +106,7 @@ public actor FleetService {
     private var placed: [String: String] = [:]
     /// The position each device was last published with.
     private var lastPosition: [String: FleetPosition] = [:]
-    /// Nodes not in the plan already logged as such.
+    /// Nodes not in the plan already logged as such (since they last were in it).
     private var outsidePlan: Set<String> = []
     /// With a plan: when each device was first reported since it was last not_home.
     private var firstHeard: [String: Double] = [:]
@@ -132,8 +147,23 @@ public actor FleetService {
             logger.warning("the service started without --plan: the floor plan is not taken")
             return
         }
+        let before = Set(positions?.plan.nodes.map(\.name) ?? [])
+        let after = Set(plan.nodes.map(\.name))
         positions?.replace(plan: plan)
-        outsidePlan = []
+        outsidePlan.subtract(after)
+        if configuration.outsideNodes == .ignore {
+            // A node taken out of the plan: its reports stop counting now, its readings with them.
+            let t = now()
+            for node in before.subtracting(after).sorted() {
+                positions?.forget(node: node)
+                apply(rule.forget(node: node, at: t))
+                nodeSeen[node] = nil
+                if outsidePlan.insert(node).inserted {
+                    logger.notice("node no longer in the floor plan: its reports are ignored (--outside-nodes nearest takes them for nearest-node rooms)",
+                                  metadata: ["node": "\(node)"])
+                }
+            }
+        }
         lastCalibration = nil
         configuration.views?.show(plan: plan)
         logger.notice("floor plan reloaded", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)",
@@ -217,7 +247,8 @@ public actor FleetService {
             if connected {
                 logger.warning("lost the connection to the MQTT broker: reconnecting with back-off", metadata: ["reason": "\(reason)"])
             } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
-                problem("cannot reach the MQTT broker: \(reason); retrying with back-off")
+                let hint = event.isTLSFailure ? " (check --ca-file: the CA that signed the broker's certificate, and the host in --broker)" : ""
+                problem("cannot reach the MQTT broker: \(reason)\(hint); retrying with back-off")
             }
             connected = false
         }
@@ -252,23 +283,25 @@ public actor FleetService {
         }
         guard message.topic.hasPrefix(configuration.root + "/"), levels.count > root else { return }
         let node = MQTTTopic.name(levels[root])
-        if !message.payload.isEmpty { nodeSeen[node] = t }
+        let taken = takes(node)
+        if !message.payload.isEmpty, taken { nodeSeen[node] = t }
         if levels.count == root + 2, levels[root + 1] == "state" {
             // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
             guard let state = MQTTJSON.decode(NodeStatePayload.self, from: message.payload) else { return }
             positions?.learn(node: node, identity: state.id)
+            // Kept for a node whose reports are not taken too: a reload may add it to the plan.
             if state.isMobile, mobile.insert(node).inserted {
                 positions?.forget(node: node)
                 apply(rule.forget(node: node, at: t))
-                logger.info("node is mobile: its reports make no room", metadata: ["node": "\(node)"])
-            } else if !state.isMobile, mobile.remove(node) != nil {
+                if taken { logger.info("node is mobile: its reports make no room", metadata: ["node": "\(node)"]) }
+            } else if !state.isMobile, mobile.remove(node) != nil, taken {
                 logger.info("node is fixed again: its reports make rooms", metadata: ["node": "\(node)"])
             }
             return
         }
         if levels.count == root + 2, levels[root + 1] == "status" {
             if !message.payload.isEmpty { nodeStatus[node] = String(message.string.prefix(16)) }
-            if message.string == "offline" {
+            if message.string == "offline", taken {
                 positions?.forget(node: node)
                 apply(rule.forget(node: node, at: t))
                 logger.info("node offline: its reports are dropped", metadata: ["node": "\(node)"])
@@ -276,6 +309,15 @@ public actor FleetService {
             return
         }
         guard levels.count == root + 3, levels[root + 1] == "peers", !mobile.contains(node) else { return }
+        guard taken else {
+            // With a plan, only its nodes count: anyone else who can publish under the root is
+            // not taken for a node of the fleet.
+            if outsidePlan.insert(node).inserted {
+                logger.notice("node not in the floor plan: its reports are ignored (add it to the plan, or --outside-nodes nearest gives the devices only it hears nearest-node rooms)",
+                              metadata: ["node": "\(node)"])
+            }
+            return
+        }
         let device = MQTTTopic.name(levels[root + 2])
         if let track = configuration.track, !track.contains(device) { return }
         guard let report = MQTTJSON.decode(PeerReport.self, from: message.payload) else { return }
@@ -292,6 +334,13 @@ public actor FleetService {
         apply(rule.observe(device: device, node: node, distance: distance, at: t))
         reported.insert(device)
         dirty = true
+    }
+
+    /// Whether `node`'s reports are taken: every node's without a plan, only the plan's nodes' with
+    /// one (unless ``OutsideNodes/nearest``).
+    private func takes(_ node: String) -> Bool {
+        guard let positions, configuration.outsideNodes == .ignore else { return true }
+        return positions.isPlanNode(node)
     }
 
     /// A device's name and kind from a report: a change of either is discovered again (once the

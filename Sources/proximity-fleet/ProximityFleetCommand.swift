@@ -57,9 +57,12 @@ struct Run: AsyncParsableCommand {
 
             With --plan, each device that nodes in the plan hear is placed on the floor plan once \
             a second, published on <prefix>/devices/<device>/position, and its room is the room \
-            holding its position (home when it is in none); devices heard only by nodes not in \
-            the plan keep nearest-node rooms. SIGHUP reads the plan again; a plan with problems \
-            is logged and the running one kept. docs/fleet.md, Floor plan and positions.
+            holding its position (home when it is in none). Only the plan's nodes count: the \
+            reports of any other node are ignored, and each such node is logged once; \
+            --outside-nodes nearest takes them instead, for nearest-node rooms of the devices \
+            only they hear. SIGHUP reads the plan again (a node it adds is taken from its next \
+            report, one it removes no longer); a plan with problems is logged and the running \
+            one kept. docs/fleet.md, Floor plan and positions.
 
             With --http, a live map (read-only) is served on that address: the plan, each \
             device's position with its uncertainty, the devices' and nodes' tables, updated each \
@@ -83,6 +86,10 @@ struct Run: AsyncParsableCommand {
               $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/plan.yaml \
                   --http 127.0.0.1:8080
                 The same, with the live map on http://127.0.0.1:8080/.
+              $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/house.yaml \
+                  --outside-nodes nearest
+                The house on the plan; a device only the garage's box (not in the plan) hears \
+                gets the garage's room, without a position.
             """
     )
 
@@ -130,6 +137,11 @@ struct Run: AsyncParsableCommand {
         valueName: "file"))
     var plan: String?
 
+    @Option(name: .customLong("outside-nodes"), help: ArgumentHelp(
+        "With --plan, the reports of nodes not in the plan: ignore (the default; each such node is logged once) or nearest (a device only they hear gets the nearest of them as its room, without a position).",
+        valueName: "policy"))
+    var outsideNodes: OutsideNodes?
+
     @Option(name: .customLong("http"), help: ArgumentHelp(
         "Serve the live map and its JSON on this address and port (127.0.0.1:8080; [::1]:8080; port 0: any free one, logged). Read-only; off by default.",
         valueName: "address:port"))
@@ -154,6 +166,9 @@ struct Run: AsyncParsableCommand {
         }
         if clientID.isEmpty { throw ValidationError("--client-id: must not be empty") }
         if plan?.isEmpty == true { throw ValidationError("--plan: must not be empty") }
+        if let outsideNodes, plan == nil {
+            throw ValidationError("--outside-nodes \(outsideNodes.rawValue): only with --plan (without a plan every node's reports make rooms)")
+        }
         if let http {
             do { _ = try FleetMapAddress(parsing: http) } catch { throw ValidationError("--http: \(error)") }
         }
@@ -185,6 +200,7 @@ struct Run: AsyncParsableCommand {
         configuration.discovery = discovery
         configuration.discoveryPrefix = discoveryPrefix
         configuration.plan = floorPlan
+        configuration.outsideNodes = outsideNodes ?? configuration.outsideNodes
         let map = try http.map { (address: try FleetMapAddress(parsing: $0), views: FleetViews()) }
         configuration.views = map?.views
         let service = FleetService(configuration, logger: logger)
@@ -224,6 +240,7 @@ struct Run: AsyncParsableCommand {
 }
 
 extension RoomRuleKind: ExpressibleByArgument {}
+extension OutsideNodes: ExpressibleByArgument {}
 
 struct FleetRunner: Service {
     let service: FleetService

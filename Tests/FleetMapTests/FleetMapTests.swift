@@ -100,38 +100,6 @@ struct FleetMapTests {
         #expect(taken.stderr.contains("proximity-fleet: error: --http: cannot listen on 127.0.0.1:\(port): Address already in use"), "\(taken)")
     }
 
-    /// A TCP connection to 127.0.0.1:`port` that sends `request` and reads what comes, for the
-    /// raw HTTP the map speaks.
-    static func connect(port: Int, request: String) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard connected == 0 else { close(fd); throw TestKitError("cannot connect to 127.0.0.1:\(port)") }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        _ = request.withCString { send(fd, $0, strlen($0), 0) }
-        return fd
-    }
-
-    /// Reads from `fd` until `done` holds on what came, the peer closes, a read times out (20 s),
-    /// or 30 s have passed.
-    static func read(_ fd: Int32, until done: (String) -> Bool) -> (text: String, closed: Bool) {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let n = recv(fd, &buffer, buffer.count, 0)
-            if n == 0 { return (String(decoding: data, as: UTF8.self), true) }
-            if n < 0 { return (String(decoding: data, as: UTF8.self), false) }
-            data.append(contentsOf: buffer[0 ..< n])
-            if done(String(decoding: data, as: UTF8.self)) { return (String(decoding: data, as: UTF8.self), false) }
-        }
-        return (String(decoding: data, as: UTF8.self), false)
-    }
-
     @Test("a live stream open when the service stops: SIGTERM ends it, and the service exits 0 at once; without a plan /api/plan is 404 with the reason, and the JSON answers say no-store and nosniff")
     func stopsWithAStreamOpen() async throws {
         let fleet = try ManagedProcess(BuiltProducts.path("proximity-fleet"), ["run", "--broker", "mqtt://127.0.0.1:1", "--http", "127.0.0.1:0"])
@@ -139,17 +107,17 @@ struct FleetMapTests {
         let line = try #require(fleet.stderr.split(separator: "\n").first { $0.contains("map listening") })
         let port = try #require(Int(line.split(separator: ":").last?.filter(\.isNumber) ?? ""), "\(line)")
 
-        let plan = try Self.connect(port: port, request: "GET /api/plan HTTP/1.1\r\nHost: map\r\nConnection: close\r\n\r\n")
-        let answer = Self.read(plan) { _ in false }
+        let plan = try RawHTTP.connect(port: port, request: "GET /api/plan HTTP/1.1\r\nHost: map\r\nConnection: close\r\n\r\n")
+        let answer = RawHTTP.read(plan) { _ in false }
         close(plan)
         #expect(answer.text.hasPrefix("HTTP/1.1 404"), "\(answer)")
         #expect(answer.text.contains("{\"error\":\"this fleet has no floor plan (proximity-fleet run --plan FILE)\"}"), "\(answer)")
         #expect(answer.text.lowercased().contains("cache-control: no-store") && answer.text.lowercased().contains("x-content-type-options: nosniff"))
 
-        let events = try Self.connect(port: port, request: "GET /events HTTP/1.1\r\nHost: map\r\n\r\n")
+        let events = try RawHTTP.connect(port: port, request: "GET /events HTTP/1.1\r\nHost: map\r\n\r\n")
         defer { close(events) }
         // The first state comes within a tick of the service's (in HTTP/1.1 chunks).
-        let first = Self.read(events) { $0.contains("event: state\ndata: {") && $0.contains("}\n\n") }
+        let first = RawHTTP.read(events) { $0.contains("event: state\ndata: {") && $0.contains("}\n\n") }
         #expect(first.text.contains("text/event-stream") && first.text.contains("retry: 2000"), "\(first)")
         let state = try #require(first.text.components(separatedBy: "data: ").last?.components(separatedBy: "\n\n").first)
         #expect(MQTTJSON.decode(FleetMapState.self, from: Array(state.utf8))?.planVersion == 1, "\(state)")
@@ -158,7 +126,7 @@ struct FleetMapTests {
         let start = clock.now
         kill(fleet.pid, SIGTERM)
         // The response ends (its last chunk, 0) or the connection closes.
-        let rest = Self.read(events) { $0.contains("\r\n0\r\n\r\n") || $0.hasPrefix("0\r\n\r\n") }
+        let rest = RawHTTP.read(events) { $0.contains("\r\n0\r\n\r\n") || $0.hasPrefix("0\r\n\r\n") }
         #expect(rest.closed || rest.text.contains("0\r\n\r\n"), "the stream stays open after SIGTERM: \(rest.text.suffix(200))")
         #expect(try await fleet.waitForExit(timeout: .seconds(15)) == 0, "\(fleet.stderr)")
         #expect(start.duration(to: clock.now) < .seconds(10))

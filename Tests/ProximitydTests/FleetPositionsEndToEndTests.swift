@@ -5,8 +5,9 @@ import ProximityTesting
 import Testing
 
 /// `proximity-fleet run --plan` on a real broker, fed reports as nodes publish them (this test,
-/// through MQTTKit): positions and rooms from the plan's outlines, nearest-node rooms for a node
-/// outside the plan, Home Assistant's room sensor and attributes, a bad plan at start and on SIGHUP.
+/// through MQTTKit): positions and rooms from the plan's outlines, a node outside the plan ignored
+/// (or, with `--outside-nodes nearest`, giving nearest-node rooms), Home Assistant's room sensor
+/// and attributes, a bad plan at start and on SIGHUP.
 @Suite("the fleet service with a floor plan, end to end", .serialized)
 struct FleetPositionsEndToEndTests {
     /// Two rooms side by side on one floor, four nodes in their corners, not named after the rooms.
@@ -43,22 +44,33 @@ struct FleetPositionsEndToEndTests {
         return try await body(directory)
     }
 
-    static func fleet(_ broker: MosquittoBroker, plan: String) throws -> ManagedProcess {
+    static func fleet(_ broker: MosquittoBroker, plan: String, _ extra: [String] = []) throws -> ManagedProcess {
         try ManagedProcess(BuiltProducts.path("proximity-fleet"),
                            ["run", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--stale-after", "3", "--away-after", "6",
-                            "--plan", plan, "--log-level", "debug"])
+                            "--plan", plan, "--log-level", "debug"] + extra)
     }
 
-    /// What each node of the plan publishes of `device` standing at (x, y), as the path-loss model
-    /// expects it (−59 dBm at 1 m, exponent 2.5), every 0.5 s until cancelled; `extra` adds other
-    /// nodes' reports as they are (node → distance, without the positioning's fields).
+    /// The same plan with the garage's box in it, in a room of its own east of the kitchen.
+    static func planWithGarage() -> String {
+        plan().replacingOccurrences(of: "rooms:\n", with: "  - name: garage\n    position: [13, 2, 1]\nrooms:\n")
+            .trimmingCharacters(in: .newlines) + "\n  - name: garage\n    polygon: [[10, 0], [16, 0], [16, 4], [10, 4]]\n"
+    }
+
+    /// A node's report of `device` at `d` metres, as the path-loss model expects it (−59 dBm at
+    /// 1 m, exponent 2.5).
+    static func hearing(_ device: String, distance d: Double) -> String {
+        let rssi = -59 - 25 * log10(d)
+        return "{\"id\":\"\(device)\",\"distance\":\(MQTTRounding.metres(d)),\"rssi\":\(Int(rssi.rounded())),\"rssi@1m\":-59,"
+            + "\"rssi_filtered\":\((rssi * 10).rounded() / 10),\"rssi_spread\":2.0,\"samples\":20}"
+    }
+
+    /// What each node of the plan publishes of `device` standing at (x, y) (``hearing(_:distance:)``),
+    /// every 0.5 s until cancelled; `extra` adds other nodes' reports as they are (node → distance,
+    /// without the positioning's fields).
     static func walk(_ client: MQTTClient, _ device: String, at x: Double, _ y: Double, extra: [String: Double] = [:]) -> Task<Void, Never> {
         var payloads: [String: String] = [:]
         for (node, p) in nodes {
-            let d = max(0.3, ((x - p.x) * (x - p.x) + (y - p.y) * (y - p.y)).squareRoot())
-            let rssi = -59 - 25 * log10(d)
-            payloads[node] = "{\"id\":\"\(device)\",\"distance\":\(MQTTRounding.metres(d)),\"rssi\":\(Int(rssi.rounded())),\"rssi@1m\":-59,"
-                + "\"rssi_filtered\":\((rssi * 10).rounded() / 10),\"rssi_spread\":2.0,\"samples\":20}"
+            payloads[node] = hearing(device, distance: max(0.3, ((x - p.x) * (x - p.x) + (y - p.y) * (y - p.y)).squareRoot()))
         }
         for (node, d) in extra { payloads[node] = "{\"id\":\"\(device)\",\"distance\":\(d)}" }
         let messages = payloads
@@ -82,14 +94,14 @@ struct FleetPositionsEndToEndTests {
         return nodes
     }
 
-    @Test("with a plan: the position on P/devices/<device>/position and the room from the outline holding it, following a move; a device heard only by a node outside the plan gets its nearest-node room, also once the plan's nodes stop hearing a placed one (its position deleted); the room sensor and the tracker's position attributes in Home Assistant; the table and proximityctl fleet show the position")
+    @Test("with a plan: the position on P/devices/<device>/position and the room from the outline holding it, following a move; with --outside-nodes nearest, a device heard only by a node outside the plan gets its nearest-node room, also once the plan's nodes stop hearing a placed one (its position deleted); the room sensor and the tracker's position attributes in Home Assistant; the table and proximityctl fleet show the position")
     func positions() async throws {
         try await Self.withDirectory { directory in
             let planFile = directory.appendingPathComponent("plan.yaml").path
             try Self.plan().write(toFile: planFile, atomically: true, encoding: .utf8)
             try await MosquittoBroker.with { broker in
                 let sub = try await Subscriber.start(broker, ["proximity-fleet/#", "homeassistant/#"])
-                let fleet = try Self.fleet(broker, plan: planFile)
+                let fleet = try Self.fleet(broker, plan: planFile, ["--outside-nodes", "nearest"])
                 let nodes = try await Self.connectedNodes(broker)
                 defer { nodes.disconnect() }
                 #expect(await sub.wait("proximity-fleet/status", payload: "online"))
@@ -171,6 +183,90 @@ struct FleetPositionsEndToEndTests {
                 #expect(await sub.wait(position, payload: ""))
                 #expect(sub.payloads(room) == ["living", "kitchen", "garage"], "\(sub.payloads(room))")
                 feed.cancel()
+                await fleet.stop()
+                #expect(fleet.exitStatus == 0)
+                await sub.stop()
+            }
+        }
+    }
+
+    @Test("with a plan, only its nodes count by default: a node outside it, however near, gives no room, position, reading, attribute, table row, Home Assistant entity or map entry, and is logged once at notice, by name, with how to allow it; a reload that adds it takes its reports, one that removes it stops taking them (logged once)")
+    func onlyPlanNodes() async throws {
+        try await Self.withDirectory { directory in
+            let planFile = directory.appendingPathComponent("plan.yaml").path
+            try Self.plan().write(toFile: planFile, atomically: true, encoding: .utf8)
+            try await MosquittoBroker.with { broker in
+                let sub = try await Subscriber.start(broker, ["proximity-fleet/#", "homeassistant/#"])
+                let fleet = try Self.fleet(broker, plan: planFile, ["--http", "127.0.0.1:0"])
+                let nodes = try await Self.connectedNodes(broker)
+                defer { nodes.disconnect() }
+                #expect(await sub.wait("proximity-fleet/status", payload: "online"))
+                let tag2 = "proximity-fleet/devices/tag2/room"
+                try await fleet.waitForOutput(containing: "map listening", inStderr: true)
+                let listening = try #require(fleet.stderr.split(separator: "\n").first { $0.contains("map listening") })
+                let port = try #require(Int(listening.split(separator: ":").last?.filter(\.isNumber) ?? ""), "\(listening)")
+
+                // tag1 stands in the living room, and the garage's box (not in the plan) says it
+                // is nearer than any node of the plan does; tag2 only the garage's box hears.
+                let feed = Self.walk(nodes, "tag1", at: 2, 2, extra: ["garage": 0.5])
+                defer { feed.cancel() }
+                let started = Date().timeIntervalSince1970
+                let garage = FleetEndToEndTests.report(nodes, node: "garage", "tag2", Self.hearing("tag2", distance: 1.5))
+                defer { garage.cancel() }
+                let ignored = "node not in the floor plan: its reports are ignored"
+                try await fleet.waitForOutput(containing: ignored, inStderr: true)
+                #expect(await sub.wait("proximity-fleet/devices/tag1/room", payload: "living"), "\(fleet.stderr)")
+                // Past the moment the garage's reports would have given tag2 its room (a nearest-node
+                // room waits FleetService.fallbackDelay, 2 s, then the next tick): a table made 3 s
+                // after the garage's first report, with tag1 read by the plan's four nodes.
+                let prefix = "proximity-fleet/table|"
+                #expect(await sub.process.waitForOutput { out in
+                    out.split(separator: "\n").contains { line in
+                        guard line.hasPrefix(prefix), let table = MQTTJSON.decode(FleetTable.self, from: line.dropFirst(prefix.count).utf8) else {
+                            return false
+                        }
+                        return table.time >= started + 3 && table.devices.contains { $0.id == "tag1" && $0.readings.count == 4 }
+                    }
+                }, "\(fleet.stderr)")
+                #expect(sub.payloads(tag2).isEmpty && sub.payloads("proximity-fleet/devices/tag2/position").isEmpty, "\(sub.lines)")
+                #expect(!sub.lines.contains { $0.hasPrefix("homeassistant/") && $0.contains("proximity_fleet_tag2") }, "\(sub.lines)")
+                let tables = sub.payloads("proximity-fleet/table").compactMap { MQTTJSON.decode(FleetTable.self, from: $0.utf8) }
+                #expect(!tables.isEmpty && tables.allSatisfy { table in
+                    table.devices.allSatisfy { $0.id != "tag2" && !$0.readings.contains { $0.node == "garage" } }
+                }, "\(sub.payloads("proximity-fleet/table"))")
+                let attributes = sub.payloads("proximity-fleet/devices/tag1/attributes")
+                #expect(!attributes.isEmpty && !attributes.contains { $0.contains("garage") }, "\(attributes)")
+                #expect(sub.payloads("proximity-fleet/devices/tag1/room") == ["living"])
+                // The map: no garage among the nodes, no tag2 and no garage's reading among the devices.
+                let mapNodes = try RawHTTP.get(port: port, "/api/nodes")
+                #expect(mapNodes.hasPrefix("HTTP/1.1 200") && Self.nodes.keys.allSatisfy { mapNodes.contains("\"name\":\"\($0)\"") }
+                        && !mapNodes.contains("garage"), "\(mapNodes)")
+                let devices = try RawHTTP.get(port: port, "/api/devices")
+                #expect(devices.contains("\"id\":\"tag1\"") && !devices.contains("tag2") && !devices.contains("garage"), "\(devices)")
+                // Logged once, at notice, naming the node and how to take its reports.
+                let lines = fleet.stderr.split(separator: "\n").filter { $0.contains(ignored) }
+                #expect(lines.count == 1, "\(fleet.stderr)")
+                #expect(lines.first.map { $0.contains("notice") && $0.contains("node=garage") && $0.contains("--outside-nodes nearest") } == true,
+                        "\(lines)")
+
+                // A plan with the garage's box in it: its reports count from the next one.
+                try Self.planWithGarage().write(toFile: planFile, atomically: true, encoding: .utf8)
+                fleet.signal(SIGHUP)
+                #expect(await sub.wait(tag2, payload: "garage"), "\(fleet.stderr)")
+                #expect(await sub.wait("proximity-fleet/devices/tag2/position"))
+                #expect(fleet.stderr.contains("floor plan reloaded"))
+
+                // Taken out again: the garage's box still reports tag2 every half second, but its
+                // reports no longer count, so nobody hears tag2: not_home after --away-after, its
+                // position deleted.
+                try Self.plan().write(toFile: planFile, atomically: true, encoding: .utf8)
+                fleet.signal(SIGHUP)
+                #expect(await sub.wait(tag2, payload: "not_home"), "\(fleet.stderr)")
+                #expect(await sub.wait("proximity-fleet/devices/tag2/position", payload: ""))
+                #expect(sub.payloads(tag2) == ["garage", "not_home"], "\(sub.payloads(tag2))")
+                let removed = fleet.stderr.split(separator: "\n").filter { $0.contains("node no longer in the floor plan: its reports are ignored") }
+                #expect(removed.count == 1 && removed.first?.contains("node=garage") == true, "\(fleet.stderr)")
+                #expect(fleet.stderr.components(separatedBy: ignored).count - 1 == 1, "\(fleet.stderr)")
                 await fleet.stop()
                 #expect(fleet.exitStatus == 0)
                 await sub.stop()

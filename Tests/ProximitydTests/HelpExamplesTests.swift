@@ -124,6 +124,12 @@ struct HelpExamplesTests {
             ("proximity-fleet", [], "proximity-fleet: error: Missing expected argument '--broker <url>'", "See 'proximity-fleet --help'."),
             ("proximity-fleet", ["--broker", "mqtt://localhost", "--log-level", "loud"], "proximity-fleet: error: --log-level: not a level: loud",
              "See 'proximity-fleet run --help'."),
+            ("proximity-fleet", ["--broker", "mqtt://localhost", "--outside-nodes", "nearest"],
+             "proximity-fleet: error: --outside-nodes nearest: only with --plan (without a plan every node's reports make rooms)",
+             "See 'proximity-fleet run --help'."),
+            ("proximity-fleet", ["--broker", "mqtt://localhost", "--plan", "p.yaml", "--outside-nodes", "all"],
+             "proximity-fleet: error: The value 'all' is invalid for '--outside-nodes <policy>'. Please provide one of 'ignore' and 'nearest'.",
+             "See 'proximity-fleet run --help'."),
             ("proximity-fleet", ["replay", "--plan", "p.yaml"], "proximity-fleet: error: Missing expected argument '<trace.csv>'",
              "See 'proximity-fleet replay --help'."),
         ]
