@@ -47,6 +47,44 @@ struct TrustedFleetTests {
         return result
     }
 
+    @Test("a reload that turns the fleet key on drops the name from the advertisement at once (registered again in place of the old one), and one that turns it off brings it back")
+    func reloadChangesAdvertisement() async throws {
+        try await Self.withDirectory { directory in
+            let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
+            let scenario = NodeAcceptanceTests.scenario(seed: 41, [(0, 0)])
+            try await withNodes(scenario) { sim, daemons in
+                let config = try Self.config("alpha", "accept-unverified: true\n", in: directory)
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", config])
+                func localName() async throws -> String {
+                    try await sim.busctl("alpha", ["get-property", "org.proximityd", "/org/proximityd/advertisement0",
+                                                  "org.bluez.LEAdvertisement1", "LocalName"]).stdout.trimmed
+                }
+                func registered() async throws -> Int {
+                    let state = try await sim.control(["GetState"]).stdout
+                    let json = try JSONSerialization.jsonObject(with: Data(
+                        state.trimmed.dropFirst(2).replacingOccurrences(of: "\\\"", with: "\"").dropFirst().dropLast().utf8)) as? [String: Any]
+                    let boxes = json?["boxes"] as? [[String: Any]] ?? []
+                    return (boxes.first { $0["name"] as? String == "alpha" }?["advertisements"] as? [Any])?.count ?? -1
+                }
+                try await sim.until("alpha", "alpha advertises", timeout: .seconds(30)) { try await sim.property("alpha", "Advertising") == "b true" }
+                #expect(try await localName() == "s \"alpha\"")
+                #expect(try await registered() == 1)
+
+                try "fleet-key: \(keyFile)\n".write(toFile: config, atomically: true, encoding: .utf8)
+                #expect(try await sim.node("alpha", ["Reload"]).status == 0)
+                try await sim.until("alpha", "the advertisement has no name", timeout: .seconds(15)) { try await localName().isEmpty }
+                try await sim.until("alpha", "the new advertisement is registered", timeout: .seconds(15)) { try await registered() == 1 }
+                #expect(try await sim.property("alpha", "Advertising") == "b true")
+                #expect(daemons["alpha"]!.stderr.contains("the advertisement no longer carries the node's name or identity"))
+
+                try "accept-unverified: true\n".write(toFile: config, atomically: true, encoding: .utf8)
+                #expect(try await sim.node("alpha", ["Reload"]).status == 0)
+                try await sim.until("alpha", "the name is back", timeout: .seconds(15)) { try await localName() == "s \"alpha\"" }
+                try await sim.until("alpha", "registered again", timeout: .seconds(15)) { try await registered() == 1 }
+            }
+        }
+    }
+
     @Test("a keyed node that changes its address (a rotation of BlueZ's privacy) is identified again at the new one, verified, and keeps ranging its peer")
     func keyedAddressChange() async throws {
         try await Self.withDirectory { directory in

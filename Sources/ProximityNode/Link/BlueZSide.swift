@@ -27,6 +27,10 @@ actor BlueZSide {
     nonisolated let identityService: NodeIdentityService
     /// The fleet key the identifications use (a reload can change it).
     private var trust: TrustSettings
+    /// Every `Release` of the advertisement exported now (a reload with another fleet key
+    /// exports another), as one stream.
+    private let releases = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
+    private var releaseRelay: Task<Void, Never>?
 
     init(connection: DBusConnection, mirror: BlueZObjectMirror, configuration: NodeConfiguration, identity: UUID, logger: Logger) {
         self.connection = connection
@@ -50,7 +54,10 @@ actor BlueZSide {
     /// 128-bit service UUID it does not). In a trusted fleet neither the name nor the identity:
     /// nothing per node that outlives the address.
     static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID) -> AdvertisementContent {
-        let trusted = configuration.trust.isTrusted
+        advertisementContent(configuration, trusted: configuration.trust.isTrusted, identity: identity)
+    }
+
+    static func advertisementContent(_ configuration: NodeConfiguration, trusted: Bool, identity: UUID) -> AdvertisementContent {
         return AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: trusted ? nil : configuration.name,
                                     manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
                                     identity: trusted ? nil : identity)
@@ -58,10 +65,42 @@ actor BlueZSide {
 
     /// A reload: the new fleet key (or none) for what the characteristics answer and for the
     /// identifications from now on.
-    func reconfigure(trust: TrustSettings) {
+    func reconfigure(trust: TrustSettings) async {
         guard trust != self.trust else { return }
+        let wasTrusted = self.trust.isTrusted
         self.trust = trust
         identityService.update(key: trust.key)
+        if trust.isTrusted != wasTrusted { await replaceAdvertisement(trusted: trust.isTrusted) }
+    }
+
+    /// A fleet key turned on or off: the advertisement without (or with again) the node's name and
+    /// identity, exported at the same path and registered in place of the old one when that one
+    /// was registered. Should BlueZ refuse it, the link hears a release and registers again.
+    private func replaceAdvertisement(trusted: Bool) async {
+        guard let old = advertisement else { return }
+        let manager = Adapter(connection: connection, path: adapterPath).advertisingManager
+        let wasRegistered = (try? await old.unregister(from: manager)) != nil
+        await old.unexport()
+        advertisement = nil
+        do {
+            let new = try await Advertisement.export(on: connection, content: Self.advertisementContent(configuration, trusted: trusted, identity: identity),
+                                                     callers: BlueZCallers(connection: connection), logger: logger)
+            advertisement = new
+            relayReleases(of: new)
+            if wasRegistered { try await new.register(with: manager) }
+            logger.notice(trusted ? "the advertisement no longer carries the node's name or identity" : "the advertisement carries the node's name again",
+                          metadata: ["advertisement.name": "\(new.plan.localName ?? "none")"])
+        } catch {
+            logger.error("cannot advertise the new advertisement: registering again", metadata: ["error": "\(error)"])
+            releases.continuation.yield()
+        }
+    }
+
+    /// Forwards `advertisement`'s releases to ``releases``.
+    private func relayReleases(of advertisement: Advertisement) {
+        releaseRelay?.cancel()
+        let sink = releases.continuation
+        releaseRelay = Task { for await _ in advertisement.releases { sink.yield() } }
     }
 
     /// BlueZ's objects and signals, in order.
@@ -93,7 +132,8 @@ actor BlueZSide {
                 continuation.onTermination = { _ in task.cancel() }
             }
         }
-        return (advertisement?.releases, hellos)
+        if let advertisement { relayReleases(of: advertisement) }
+        return (advertisement != nil ? releases.stream : nil, hellos)
     }
 
     /// Unregisters the advertisement and the application.
