@@ -48,15 +48,9 @@ extension IRKs {
 
         func run() async throws {
             let irks = await node.withNode("cannot read the node's IRKs") { try await $0.properties().irks }
-            if json {
-                let data = try JSONSerialization.data(withJSONObject: irks, options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
-                return
-            }
-            let width = max(irks.keys.map { $0.count + PeerID.irkPrefix.count }.max() ?? 0, "NAME".count) + 2
-            func pad(_ s: String) -> String { s + String(repeating: " ", count: max(0, width - s.count)) }
-            print(pad("NAME") + pad("PEER") + "SOURCE")
-            for (name, source) in irks.sorted(by: { $0.key < $1.key }) { print(pad(name) + pad(PeerID.irk(name).rawValue) + source) }
+            if json { return print(try jsonText(irks)) }
+            print(textTable(["NAME", "PEER", "SOURCE"], irks.sorted { $0.key < $1.key }.map { [$0.key, PeerID.irk($0.key).rawValue, $0.value] }),
+                  terminator: "")
             if irks.isEmpty { print("(no IRKs)") }
         }
     }

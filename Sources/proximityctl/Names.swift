@@ -44,15 +44,8 @@ extension Names {
 
         func run() async throws {
             let names = await node.withNode("cannot read the node's names") { try await $0.properties().peerNames }
-            if json {
-                let data = try JSONSerialization.data(withJSONObject: names, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-                print(String(decoding: data, as: UTF8.self))
-                return
-            }
-            let width = max(names.keys.map(\.count).max() ?? 0, "IDENTIFIER".count) + 2
-            func pad(_ s: String) -> String { s + String(repeating: " ", count: max(0, width - s.count)) }
-            print(pad("IDENTIFIER") + "NAME")
-            for (identifier, name) in names.sorted(by: { $0.key < $1.key }) { print(pad(identifier) + name) }
+            if json { return print(try jsonText(names)) }
+            print(textTable(["IDENTIFIER", "NAME"], names.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }), terminator: "")
             if names.isEmpty { print("(no names)") }
         }
     }

@@ -166,3 +166,14 @@ func jsonText(_ object: Any) throws -> String {
     let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
     return String(decoding: data, as: UTF8.self)
 }
+
+/// Rows under a header, each column but the last padded to its widest cell and two spaces.
+func textTable(_ header: [String], _ rows: [[String]]) -> String {
+    let all = [header] + rows
+    let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+    return all.map { row in
+        row.indices.map { column in
+            column == row.count - 1 ? row[column] : row[column] + String(repeating: " ", count: widths[column] - row[column].count + 2)
+        }.joined()
+    }.joined(separator: "\n") + "\n"
+}
