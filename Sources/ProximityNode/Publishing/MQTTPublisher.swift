@@ -67,7 +67,7 @@ public actor MQTTPublisher {
     /// Connects (when configured) and publishes `events` until they end or the task is
     /// cancelled; then says `offline` and disconnects.
     public func run(_ events: NodeEventStream) async {
-        for status in await engine.read { $0.regionSnapshot }.defined { regions[status.region.identifier] = status.state }
+        for status in await engine.read({ $0.regionSnapshot }).defined { regions[status.region.identifier] = status.state }
         if let settings { start(settings) }
         for await event in events {
             if Task.isCancelled { break }
