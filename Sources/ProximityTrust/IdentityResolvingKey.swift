@@ -23,6 +23,23 @@ public struct IdentityResolvingKey: Sendable, Hashable {
         try self.init(bytes: bytes)
     }
 
+    /// A key as users find it: 32 hexadecimal digits, most significant byte first (``init(hex:)``;
+    /// ESPresense's `irk:` prefix allowed), or 16 bytes in base64 as Apple's Keychain shows a
+    /// phone's key (`Remote IRK`), least significant byte first, which Home Assistant's Private
+    /// BLE Device reverses too.
+    public init(parsing text: String) throws(IRKError) {
+        var text = text.trimmingCharacters(in: .whitespaces)
+        if text.hasPrefix("irk:") { text.removeFirst(4) }
+        if text.count == 24, text.hasSuffix("=="), let data = Data(base64Encoded: text), data.count == 16 {
+            try self.init(bytes: Array(data.reversed()))
+            return
+        }
+        do { try self.init(hex: text) } catch {
+            throw IRKError("an IRK is 32 hexadecimal digits (16 bytes, most significant first), e.g. ec0234a357c8ad05341010a60a397d9b, "
+                           + "or its 16 bytes in base64 as the Keychain shows them, e.g. m305CqYQEDQFrchXozQC7A==")
+        }
+    }
+
     public static func == (a: Self, b: Self) -> Bool { a.bytes == b.bytes }
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
@@ -99,6 +116,9 @@ public struct AddressResolver: PrivateAddressResolving {
     /// The name of the IRK that made `address` (`AA:BB:…`), or nil (not a resolvable private
     /// address, or none of the keys made it).
     public mutating func resolve(_ address: String) -> String? {
+        // Only a resolvable private address (its first digit 4 to 7) is worth a look: public and
+        // static addresses (beacons) cost one byte's test, and take no place in the cache.
+        guard let first = address.utf8.first, first >= UInt8(ascii: "4"), first <= UInt8(ascii: "7") else { return nil }
         if let known = cache[address] { return known }
         var name: String?
         if let bytes = IdentityResolvingKey.addressBytes(address), IdentityResolvingKey.isResolvable(bytes) {

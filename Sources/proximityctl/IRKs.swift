@@ -59,9 +59,10 @@ extension IRKs {
         static let configuration = CommandConfiguration(
             abstract: "Recognise a device by its IRK (AddIRK).",
             discussion: """
-                The key is 32 hexadecimal digits, most significant byte first (as Home Assistant's \
-                Private BLE Device and ESPresense take it; colons, spaces and dashes between pairs \
-                are allowed). It is read from --key-file, or from standard input, never from the \
+                The key is 32 hexadecimal digits, most significant byte first (as ESPresense and \
+                Home Assistant's Private BLE Device take it; an irk: prefix, and colons, spaces or \
+                dashes between pairs are allowed), or its 16 bytes in base64 as Apple's Keychain \
+                shows them (least significant first). It is read from --key-file, or from standard input, never from the \
                 command line, where other users of the box could see it. A name already added is \
                 given the new key.
 
@@ -88,11 +89,13 @@ extension IRKs {
                 guard let contents = FileManager.default.contents(atPath: keyFile) else { fail("--key-file: cannot read \(keyFile)", status: 64) }
                 data = contents
             } else {
-                data = FileHandle.standardInput.readData(ofLength: 4096)
+                // One line (typed or pasted at a terminal, or piped).
+                if isatty(0) == 1 { FileHandle.standardError.write(Data("the IRK of \(name) (32 hexadecimal digits): ".utf8)) }
+                data = Data((readLine(strippingNewline: true) ?? "").prefix(4096).utf8)
             }
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             let key: IdentityResolvingKey
-            do { key = try IdentityResolvingKey(hex: text) } catch { fail("\(source): \(error)", status: 64) }
+            do { key = try IdentityResolvingKey(parsing: text) } catch { fail("\(source): \(error)", status: 64) }
             let name = name, hex = Hex.text(key.bytes)
             await node.withNode("cannot add the IRK \(name)") { try await $0.addIRK(name, key: hex) }
             print("\(name) added: the node ranges its device as \(PeerID.irk(name))")

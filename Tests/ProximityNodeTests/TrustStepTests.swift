@@ -112,7 +112,7 @@ import Testing
         #expect(parsed.trust.irks == ["anna": Self.anna])
         #expect(ConfigFileTests.problems("irks:\n  anna phone: ec0234a357c8ad05341010a60a397d9b\n  bob: 00\n", path: "c.yaml") == [
             "c.yaml:2:3: irks.anna phone: \"anna phone\" is not an IRK name: letters, digits, '-', '_' and '.' only",
-            "c.yaml:3:8: irks.bob: an IRK is 32 hexadecimal digits (16 bytes), e.g. ec0234a357c8ad05341010a60a397d9b",
+            "c.yaml:3:8: irks.bob: an IRK is 32 hexadecimal digits (16 bytes, most significant first), e.g. ec0234a357c8ad05341010a60a397d9b, or its 16 bytes in base64 as the Keychain shows them, e.g. m305CqYQEDQFrchXozQC7A==",
         ])
         #expect(ConfigFileTests.problems("irks: irks.yaml\n", path: "c.yaml") == ["c.yaml:1:7: irks: must be an absolute path, not 'irks.yaml'"])
         #expect(ConfigFileTests.problems("irks: [a]\n", path: "c.yaml").first?.hasPrefix("c.yaml:1:7: irks: must be a mapping of names to IRKs") == true)

@@ -43,6 +43,12 @@ struct IdentityResolvingKeyTests {
                 #expect(resolver.resolve(IdentityResolvingKey.addressText(address)) == "phone-\(i)")
             }
         }
+        // As users find a key: ESPresense's irk: prefix, and the Keychain's base64 (least significant byte first).
+        let sample = try IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b")
+        #expect(try IdentityResolvingKey(parsing: "irk:ec0234a357c8ad05341010a60a397d9b") == sample)
+        #expect(try IdentityResolvingKey(parsing: "m305CqYQEDQFrchXozQC7A==") == sample)
+        #expect(throws: IRKError.self) { try IdentityResolvingKey(parsing: "m305CqYQEDQFrchXozQC7A") }
+        #expect(throws: IRKError.self) { try IdentityResolvingKey(parsing: "ec0234a357c8ad05341010a60a397d9") }
         // A public address, and a resolvable one of no known key (one chance in 2^24 per key of a
         // false match, so a fixed one is checked against the keys first).
         #expect(resolver.resolve("00:1A:7D:DA:71:13") == nil)

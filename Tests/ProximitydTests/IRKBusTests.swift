@@ -67,7 +67,7 @@ struct IRKBusTests {
                 ([.string("carol phone"), .string(Hex.text(Self.carol.bytes))], ProximityBus.Errors.invalidArguments,
                  "\"carol phone\" is not an IRK name: letters, digits, '-', '_' and '.' only"),
                 ([.string("carol"), .string("0f1e2d")], ProximityBus.Errors.invalidArguments,
-                 "an IRK is 32 hexadecimal digits (16 bytes), e.g. ec0234a357c8ad05341010a60a397d9b"),
+                 "an IRK is 32 hexadecimal digits (16 bytes, most significant first), e.g. ec0234a357c8ad05341010a60a397d9b, or its 16 bytes in base64 as the Keychain shows them, e.g. m305CqYQEDQFrchXozQC7A=="),
             ]
             for (arguments, expected, message) in cases {
                 do {

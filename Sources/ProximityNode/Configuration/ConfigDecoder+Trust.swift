@@ -57,7 +57,7 @@ extension ConfigDecoder {
                 continue
             }
             let key = text(entry, path: at) { (hex: String) throws(OptionProblem) -> IdentityResolvingKey in
-                do throws(IRKError) { return try IdentityResolvingKey(hex: hex) } catch { throw OptionProblem(error.description) }
+                do throws(IRKError) { return try IdentityResolvingKey(parsing: hex) } catch { throw OptionProblem(error.description) }
             }
             if let key { keys[entry.key] = key }
         }

@@ -53,7 +53,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
     /// The IRKs given over the bus, as keys.
     public var givenIRKs: [String: IdentityResolvingKey] {
         // Checked at load and when given.
-        irks.compactMapValues { try? IdentityResolvingKey(hex: $0) }
+        irks.compactMapValues { try? IdentityResolvingKey(parsing: $0) }
     }
 
 
@@ -92,7 +92,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
             if let problem = PeerID.irkNameProblem(name) {
                 throw StateError(kind: .corrupt, path: path, detail: "irks[\(name.debugDescription)]: \(problem)")
             }
-            do { _ = try IdentityResolvingKey(hex: key) } catch {
+            do { _ = try IdentityResolvingKey(parsing: key) } catch {
                 throw StateError(kind: .corrupt, path: path, detail: "irks[\(name.debugDescription)]: \(error)")
             }
         }
