@@ -103,12 +103,15 @@ extension BlueZBusTests {
                 #expect(await running.mirror.adapters().map(\.discovering) == [false])
                 #expect(await running.mirror.managedObjects == (try await running.connection.managedObjects()))
 
-                // The new bluetoothd shows its adapter off, then powers it itself (as 5.66 does).
-                // (Read from the event: by now the mirror may already show it powered.)
-                #expect(added.addedAdapter?.powered == false)
-                try await running.log.require("the adapter powered", from: mark) {
-                    if case .adapterChanged(let a, let changed) = $0 { changed.contains("Powered") && a.powered } else { false }
+                // The new bluetoothd shows its adapter off, then powers it itself 0.1 s later (as 5.66
+                // does): the mirror sees the change, unless (a loaded machine) it read the objects
+                // after it, and then shows the adapter powered at once. Either way, powered.
+                if added.addedAdapter?.powered == false {
+                    try await running.log.require("the adapter powered", from: mark) {
+                        if case .adapterChanged(let a, let changed) = $0 { changed.contains("Powered") && a.powered } else { false }
+                    }
                 }
+                #expect(await running.mirror.adapters().map(\.powered) == [true])
                 // It knows nothing of the old filter and discovery: start again.
                 try await adapter.setDiscoveryFilter(.proximity(serviceUUID: generalUUID))
                 try await adapter.startDiscovery()
