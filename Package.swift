@@ -77,6 +77,8 @@ let package = Package(
         // The trusted fleet's cryptography on libcrypto's primitives: the fleet key, the trusted
         // identification's messages, identity resolving keys (ah). No I/O.
         .target(name: "ProximityTrust", dependencies: ["COpenSSL", "ProximityCore"]),
+        // posix_spawn(3) as a shell would, for proximityctl's children and the test kit's.
+        .target(name: "ChildProcess"),
         // The release version, generated from the VERSION file (the one place it is written).
         .target(name: "ProximityVersion", plugins: ["VersionFile"]),
         .plugin(name: "VersionFile", capability: .buildTool(), dependencies: ["version-source"]),
@@ -164,7 +166,7 @@ let package = Package(
             name: "proximityctl",
             dependencies: [
                 "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityMQTT", "ProximityCommandLine", "ProximityVersion",
-                "ProximityTrust",
+                "ProximityTrust", "ChildProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -223,7 +225,7 @@ let package = Package(
         .target(
             name: "ProximityTesting",
             dependencies: [
-                "DBusKit", "BlueZSim", "CZlib",
+                "DBusKit", "BlueZSim", "CZlib", "ChildProcess",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -127,19 +127,14 @@ public struct NodeProperties: Sendable, Hashable {
         case .pathLossExponent: .double(pathLossExponent)
         case .rssiOffset: .double(rssiOffset)
         case .zoneDistances: Self.zoneDistances(zoneDistances)
-        case .peerNames: Self.peerNames(peerNames)
-        case .irks: Self.peerNames(irks)
+        case .peerNames: .stringMap(peerNames)
+        case .irks: .stringMap(irks)
         }
     }
 
     /// `ZoneDistances`' value: `immediate` and `near`, metres.
     public static func zoneDistances(immediate: Double, near: Double) -> DBusValue {
         zoneDistances(["immediate": immediate, "near": near])
-    }
-
-    /// `PeerNames`' (and `IRKs`') value, in key order.
-    public static func peerNames(_ names: [String: String]) -> DBusValue {
-        .dictionary(key: .string, value: .string, names.sorted { $0.key < $1.key }.map { .init(.string($0.key), .string($0.value)) })
     }
 
     static func zoneDistances(_ zones: [String: Double]) -> DBusValue {

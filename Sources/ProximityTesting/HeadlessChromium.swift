@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Synchronization
 
@@ -90,17 +91,19 @@ public final class HeadlessChromium: Sendable {
         // Under the test kit's spawn lock: a ManagedProcess starting meanwhile has pipes not yet
         // close-on-exec, which the browser must not inherit.
         spawnLock.lock()
-        let spawned = spawnChild(executable, arguments, environment: environment,
-                                 descriptors: [(devNull, 0), (errors.theirs, 1), (errors.theirs, 2), (commands.theirs, 3), (replies.theirs, 4)])
+        let spawned = spawnChild(executable, arguments, environment: environment, SpawnSetup(descriptors: [
+            .duplicate(devNull, onto: 0), .duplicate(errors.theirs, onto: 1), .duplicate(errors.theirs, onto: 2),
+            .duplicate(commands.theirs, onto: 3), .duplicate(replies.theirs, onto: 4)]))
         spawnLock.unlock()
         // Only our ends stay open here.
         for fd in opened where fd != commands.ours && fd != replies.ours && fd != errors.ours { Glibc.close(fd) }
-        guard case .success(let child) = spawned else {
+        let child: pid_t
+        do { child = try spawned.get() } catch {
             Glibc.close(commands.ours)
             Glibc.close(replies.ours)
             Glibc.close(errors.ours)
             try? FileManager.default.removeItem(at: profile)
-            throw TestKitError("cannot start \(executable): \(String(cString: strerror(spawned.errorNumber)))")
+            throw TestKitError("cannot start \(executable): \(error)")
         }
 
         let connection = DevToolsConnection(pid: child, commandFD: commands.ours, profile: profile)

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Synchronization
 
@@ -64,15 +65,17 @@ public final class ManagedProcess: Sendable {
 
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        let spawned = spawnChild(executable, arguments, environment: env, descriptors: [(input.read, 0), (out.write, 1), (err.write, 2)])
+        let spawned = spawnChild(executable, arguments, environment: env,
+                                 SpawnSetup(descriptors: [.duplicate(input.read, onto: 0), .duplicate(out.write, onto: 1), .duplicate(err.write, onto: 2)]))
         close(out.write)
         close(err.write)
         close(input.read)
-        guard case .success(let child) = spawned else {
+        let child: pid_t
+        do { child = try spawned.get() } catch {
             close(out.read)
             close(err.read)
             if input.write >= 0 { close(input.write) }
-            throw TestKitError("cannot start \(executable): \(String(cString: strerror(spawned.errorNumber)))")
+            throw TestKitError("cannot start \(executable): \(error)")
         }
         self.pid = child
         self.stdinWriteFD = input.write
@@ -278,46 +281,4 @@ public func resolveExecutable(_ name: String) -> String {
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
     }
     return "/usr/bin/\(name)"
-}
-
-/// What ``spawnChild(_:_:environment:descriptors:)`` gives: the child, or `posix_spawn`'s error.
-enum SpawnResult {
-    case success(pid_t)
-    case failure(Int32)
-
-    var errorNumber: Int32 { if case .failure(let e) = self { e } else { 0 } }
-}
-
-/// Starts `executable` with `posix_spawn(3)` as a shell would (signal mask emptied; SIGTERM,
-/// SIGINT, SIGPIPE, SIGHUP and SIGCHLD at their defaults), with the whole `environment`, and each
-/// `descriptors` pair's first descriptor on the second in the child (`posix_spawn_file_actions_adddup2`;
-/// the first must not already be the second, whose close-on-exec flag would then stay).
-func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String],
-                descriptors: [(ours: Int32, theirs: Int32)]) -> SpawnResult {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    for (ours, theirs) in descriptors { posix_spawn_file_actions_adddup2(&actions, ours, theirs) }
-
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var emptyMask = sigset_t()
-    sigemptyset(&emptyMask)
-    posix_spawnattr_setsigmask(&attributes, &emptyMask)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD] { sigaddset(&defaults, s) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        for p in argv { free(p) }
-        for p in envp { free(p) }
-    }
-    var child: pid_t = 0
-    let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-    return status == 0 ? .success(child) : .failure(status)
 }

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Synchronization
 
@@ -20,36 +21,15 @@ final class Subprocess: Sendable {
     init(_ executable: String, _ arguments: [String], environment: [String: String] = [:], stdoutToStderr: Bool = false,
          onExit: @escaping @Sendable (_ pid: Int32, _ status: Int32) -> Void) throws {
         self.executable = executable
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        if stdoutToStderr { posix_spawn_file_actions_adddup2(&actions, 2, 1) }
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t()
-        sigemptyset(&emptyMask)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for s in [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD, SIGQUIT] { sigaddset(&defaults, s) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
+        let setup = SpawnSetup(descriptors: [.nullInput(0)] + (stdoutToStderr ? [.duplicate(2, onto: 1)] : []),
+                               defaultSignals: [SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGCHLD, SIGQUIT], ownProcessGroup: true)
+        let child: pid_t
+        switch spawnChild(executable, arguments, environment: env, setup) {
+        case .success(let started): child = started
+        case .failure(let error): throw SubprocessError(executable: executable, errno: error.errorNumber)
         }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
-        guard status == 0 else { throw SubprocessError(executable: executable, errno: status) }
         pid = child
         let reaped = self.reaped
         let spawned = child

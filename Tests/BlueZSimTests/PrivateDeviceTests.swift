@@ -121,7 +121,7 @@ import Testing
             _ = try Scenario.load(from: file)
             Issue.record("loaded a bad file")
         } catch {
-            #expect(error.description == "\(file.path):4:10: private_devices[0].irk: an IRK is 32 hexadecimal digits (16 bytes), e.g. ec0234a357c8ad05341010a60a397d9b")
+            #expect(error.description == "\(file.path):4:10: private_devices[0].irk: an IRK is 32 hexadecimal digits (16 bytes, most significant first), e.g. ec0234a357c8ad05341010a60a397d9b, or its 16 bytes in base64 as the Keychain shows them, e.g. m305CqYQEDQFrchXozQC7A==")
         }
     }
 

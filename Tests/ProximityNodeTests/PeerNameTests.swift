@@ -1,3 +1,4 @@
+import DBusKit
 import Foundation
 import ProximityAPI
 import ProximityCore
@@ -111,7 +112,7 @@ import Testing
 
     @Test("Node1.PeerNames: a{ss}, read back by the API's decoding")
     func property() {
-        let value = NodeProperties.peerNames([Self.beacon: "Anna's badge"])
+        let value = DBusValue.stringMap([Self.beacon: "Anna's badge"])
         #expect(value.type == .dictionary(key: .string, value: .string))
         #expect(NodeProperties(["PeerNames": value]).peerNames == [Self.beacon: "Anna's badge"])
     }

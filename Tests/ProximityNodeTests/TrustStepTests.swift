@@ -76,9 +76,12 @@ import Testing
         for _ in 0 ..< 5 { t += 0.2; hear(Self.bob.address(prand: 0x4567), at: t) }
         let next = try #require(S.published(step.report(at: S.time(t))).compactMap { if case .report(let r) = $0 { r } else { nil } }.first)
         #expect(Set(next.peers.map(\.identifier)) == [.irk("anna"), .irk("bob")])
-        #expect(throws: NodeRefusal.self) { try step.command(.addIRK("anna", key: Self.bob), at: S.time(t)) }
-        do { _ = try step.command(.removeIRK("anna"), at: S.time(t)) } catch { #expect(error.kind == .notPermitted) }
-        do { _ = try step.command(.removeIRK("carol"), at: S.time(t)) } catch { #expect(error.kind == .doesNotExist) }
+        func refusal(_ command: NodeCommand) -> NodeRefusal.Kind? {
+            do { _ = try step.command(command, at: S.time(t)); return nil } catch { return error.kind }
+        }
+        #expect(refusal(.addIRK("anna", key: Self.bob)) == .notPermitted)
+        #expect(refusal(.removeIRK("anna")) == .notPermitted)
+        #expect(refusal(.removeIRK("carol")) == .doesNotExist)
         _ = try step.command(.removeIRK("bob"), at: S.time(t))
         #expect(step.irkSources == ["anna": "config"])
         // A reload without irks: none is tried any more.

@@ -99,6 +99,8 @@ struct IRKBusTests {
 
             let removeConfigured = try await runCommand(ctl, ["irks", "remove", "anna", "--bus", sim.address("alpha")])
             #expect(removeConfigured.status == 69 && removeConfigured.stderr.contains("remove it there and reload"), "\(removeConfigured)")
+            let nothing = try await runCommand(ctl, ["irks", "remove", "--bus", sim.address("alpha")])
+            #expect(nothing.status == 64 && nothing.stderr.contains("Missing expected argument '<name> ...'"), "\(nothing)")
             let remove = try await runCommand(ctl, ["irks", "remove", "bob", "--bus", sim.address("alpha")])
             #expect(remove.status == 0 && remove.stdout == "bob removed\n", "\(remove)")
             #expect(try await sim.property("alpha", "IRKs") == "a{ss} 1 \"anna\" \"config\"")

@@ -500,6 +500,12 @@ private struct ScenarioDecoder {
     }
 
     /// A finite number.
+    /// The number under `key` of an object's `fields`, or nil when the key is absent.
+    private func optionalNumber(_ fields: [String: ScenarioTree], _ key: String, _ path: String) throws(ScenarioError) -> Double? {
+        guard let value = fields[key] else { return nil }
+        return try number(value, Self.join(path, key))
+    }
+
     private func number(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> Double {
         guard case .number(let number) = tree.kind else {
             throw error(path, "expected a number, found \(tree.kindDescription)", tree)
@@ -621,9 +627,8 @@ private struct ScenarioDecoder {
         var adapter = "hci0"
         if let value = fields["adapter"] { adapter = try string(value, Self.join(path, "adapter")) }
         let trajectory = try trajectory(fields, path, tree)
-        var txOffset = 0.0
-        if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
-        return BoxSpec(name: name, address: address, adapter: adapter, trajectory: trajectory, txOffset: txOffset)
+        return BoxSpec(name: name, address: address, adapter: adapter, trajectory: trajectory,
+                       txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
 
     mutating func beacon(_ tree: ScenarioTree, _ path: String, radio: RadioParameters) throws(ScenarioError) -> BeaconSpec {
@@ -640,12 +645,9 @@ private struct ScenarioDecoder {
         }
         let frame = try frame(kind, frameTree, Self.join(path, kind), radio: radio)
         let trajectory = try trajectory(fields, path, tree)
-        var interval: Double?
-        if let value = fields["advertising_interval"] { interval = try number(value, Self.join(path, "advertising_interval")) }
-        var txOffset = 0.0
-        if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
-        return BeaconSpec(name: name, address: address, frame: frame, trajectory: trajectory, advertisingInterval: interval,
-                          txOffset: txOffset)
+        return BeaconSpec(name: name, address: address, frame: frame, trajectory: trajectory,
+                          advertisingInterval: try optionalNumber(fields, "advertising_interval", path),
+                          txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
 
     private mutating func privateDevice(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> PrivateDeviceSpec {
@@ -656,20 +658,15 @@ private struct ScenarioDecoder {
         let irkText = try string(irkTree, Self.join(path, "irk"))
         let irk: IdentityResolvingKey
         do {
-            irk = try IdentityResolvingKey(hex: irkText)
+            irk = try IdentityResolvingKey(parsing: irkText)
         } catch {
             // The key is not repeated: in life it is a secret.
             throw self.error(Self.join(path, "irk"), error.description, irkTree)
         }
-        var rotation = PrivateDeviceSpec.defaultRotation
-        if let value = fields["rotation"] { rotation = try number(value, Self.join(path, "rotation")) }
         let trajectory = try trajectory(fields, path, tree)
-        var interval: Double?
-        if let value = fields["advertising_interval"] { interval = try number(value, Self.join(path, "advertising_interval")) }
-        var txOffset = 0.0
-        if let value = fields["tx_offset"] { txOffset = try number(value, Self.join(path, "tx_offset")) }
-        return PrivateDeviceSpec(name: name, irk: irk, rotation: rotation, trajectory: trajectory, advertisingInterval: interval,
-                                 txOffset: txOffset)
+        return PrivateDeviceSpec(name: name, irk: irk, rotation: try optionalNumber(fields, "rotation", path) ?? PrivateDeviceSpec.defaultRotation,
+                                 trajectory: trajectory, advertisingInterval: try optionalNumber(fields, "advertising_interval", path),
+                                 txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
 
     private func address(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> String {

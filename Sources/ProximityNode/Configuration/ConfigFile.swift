@@ -138,7 +138,6 @@ public struct ConfigFile: Sendable, Hashable {
         // with it before the node would run on it.
         var keyFileLines: [String] = []
         if let keyFile = decoder.fleetKeyFile {
-            decoder.trust.keyFile = keyFile
             do throws(FleetKeyFile.Problem) {
                 decoder.trust.key = try FleetKeyFile.load(path: keyFile)
             } catch {
@@ -153,10 +152,7 @@ public struct ConfigFile: Sendable, Hashable {
         if let irkFile = decoder.irkFile {
             keyFileLines += readIRKFile(irkFile, into: &decoder)
         }
-        let problems = (yamlProblems + decoder.problems).enumerated().sorted {
-            let a = $0.element.position ?? ConfigPosition(line: 0, column: 0), b = $1.element.position ?? ConfigPosition(line: 0, column: 0)
-            return a != b ? a < b : $0.offset < $1.offset
-        }.map(\.element)
+        let problems = inFileOrder(yamlProblems + decoder.problems)
         guard problems.isEmpty else {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) } + keyFileLines)
         }
@@ -168,10 +164,18 @@ public struct ConfigFile: Sendable, Hashable {
 }
 
 extension ConfigFile {
+    /// `problems` in the order of the file (those without a position first), keeping the order of
+    /// those at one position.
+    static func inFileOrder(_ problems: [ConfigProblem]) -> [ConfigProblem] {
+        problems.enumerated().sorted {
+            let a = $0.element.position ?? ConfigPosition(line: 0, column: 0), b = $1.element.position ?? ConfigPosition(line: 0, column: 0)
+            return a != b ? a < b : $0.offset < $1.offset
+        }.map(\.element)
+    }
+
     /// Reads `irks: FILE` into `decoder.trust`: the file's own problems as `FILE:LINE:COLUMN`
     /// lines (returned), the file's access problems at the config's `irks:` value.
     static func readIRKFile(_ path: String, into decoder: inout ConfigDecoder) -> [String] {
-        decoder.trust.irkFile = path
         let text: String
         do { text = try SecretFile.read(path: path, maxSize: IRKFile.maxSize, what: "an IRK") } catch {
             decoder.report(decoder.irkFilePosition, "irks: \(error.description)")
@@ -182,9 +186,7 @@ extension ConfigFile {
         if let root, !fileDecoder.isNull(root) {
             decoder.trust.irks = fileDecoder.irkMapping(root, path: "irks") ?? [:]
         }
-        let problems = (yamlProblems + fileDecoder.problems).sorted {
-            ($0.position ?? ConfigPosition(line: 0, column: 0)) < ($1.position ?? ConfigPosition(line: 0, column: 0))
-        }
+        let problems = inFileOrder(yamlProblems + fileDecoder.problems)
         guard !problems.isEmpty else { return [] }
         decoder.report(decoder.irkFilePosition, "irks: \(path) is not an IRK file (below)")
         return problems.map { $0.line(file: path) }

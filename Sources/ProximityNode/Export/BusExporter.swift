@@ -68,10 +68,10 @@ public actor BusExporter {
         case .zoneDistances(let zones):
             show(.zoneDistances, NodeProperties.zoneDistances(immediate: zones.immediate, near: zones.near))
         case .peerNames(let names, let sequence):
-            show(.peerNames, NodeProperties.peerNames(Dictionary(uniqueKeysWithValues: names.map { ($0.key.rawValue, $0.value) })))
+            show(.peerNames, .stringMap(Dictionary(uniqueKeysWithValues: names.map { ($0.key.rawValue, $0.value) })))
             shown(sequence)
         case .irks(let sources, let sequence):
-            show(.irks, NodeProperties.peerNames(sources))
+            show(.irks, .stringMap(sources))
             shown(sequence)
         case .peerIdentified(let peer, let address, let introduced):
             announce(peer, address: address, introduced: introduced)

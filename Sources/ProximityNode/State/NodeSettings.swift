@@ -41,15 +41,6 @@ public struct NodeSettings: Codable, Sendable, Equatable {
         irks = try c.decodeIfPresent([String: String].self, forKey: .irks) ?? [:]
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(version, forKey: .version)
-        try c.encodeIfPresent(clearInterval, forKey: .clearInterval)
-        try c.encode(measuredPower, forKey: .measuredPower)
-        try c.encode(names, forKey: .names)
-        if !irks.isEmpty { try c.encode(irks, forKey: .irks) }
-    }
-
     /// The IRKs given over the bus, as keys.
     public var givenIRKs: [String: IdentityResolvingKey] {
         // Checked at load and when given.

@@ -6,24 +6,19 @@ import ProximityTrust
 /// the key read from its file, or none (the open protocol, as the seeds' scheme has it), and the
 /// identity resolving keys of the devices the node recognises at any address.
 public struct TrustSettings: Sendable, Hashable {
-    /// The fleet key's file, as the config file names it.
-    public var keyFile: String?
-    /// The key read from it (checked: ``FleetKeyFile``).
+    /// The key read from the config's `fleet-key:` file (checked: ``FleetKeyFile``).
     public var key: FleetKey?
     /// Whether peers identified the open way (without the fleet's key) are ranged, marked
     /// unverified; false ignores them entirely. Meaningful with a key only.
     public var acceptUnverified = true
-    /// `irks:`'s file when it names one (``IRKFile``), rather than giving the keys inline.
-    public var irkFile: String?
-    /// `irks:`: name → key.
+    /// `irks:` (inline, or read from its ``IRKFile``): name → key.
     public var irks: [String: IdentityResolvingKey] = [:]
 
     /// The most IRKs a node holds, the config file's and those given over the bus together: each
     /// address a node has not heard before is tried against every one (docs/security.md, IRKs).
     public static let maxIRKs = 512
 
-    public init(keyFile: String? = nil, key: FleetKey? = nil, acceptUnverified: Bool = true) {
-        self.keyFile = keyFile
+    public init(key: FleetKey? = nil, acceptUnverified: Bool = true) {
         self.key = key
         self.acceptUnverified = acceptUnverified
     }
