@@ -208,3 +208,52 @@ extension NodeEvent {
         return (peer, address, introduced)
     }
 }
+
+extension SimBoxes {
+    /// Moves simulated time forward by `seconds`, `step` at a time, never ahead of what `nodes`
+    /// (in this process) have heard: after each step in which the air put an advertising report on
+    /// a node's box bus, it waits until that node has taken in a sample since the step began
+    /// (at most `timeout` of real time, then it throws).
+    ///
+    /// The air sends its reports to a node over D-Bus, which takes real time, and simulated time
+    /// does not wait for it. A test that moves time in a bare loop can, on a busy machine, run
+    /// seconds of simulated time ahead of what the node has heard; the node then rightly finds
+    /// its peers silent (stale, gone, exited; a retry waits for a sample and comes late). Paced,
+    /// a node sees no silence the air did not make. The engine publishes no event per sample (a
+    /// node takes thousands a second), so this reads ``NodeStep/lastSample`` until the sample is in.
+    public func advance(_ seconds: Double, keepingUp nodes: [NodeRunner], step: Double = 0.1,
+                        timeout: Duration = .seconds(20)) async throws {
+        let end = simulator.clock.now + seconds
+        while simulator.clock.now < end - 1e-9 {
+            try await paced(min(step, end - simulator.clock.now), nodes, timeout)
+        }
+    }
+
+    /// Moves simulated time forward as ``advance(_:keepingUp:step:timeout:)`` does until
+    /// `condition` holds (checked before each step) or `limit` seconds have passed; returns
+    /// whether it held.
+    public func advance(until limit: Double, keepingUp nodes: [NodeRunner], step: Double = 0.1, timeout: Duration = .seconds(20),
+                        _ condition: () async throws -> Bool) async throws -> Bool {
+        let end = simulator.clock.now + limit
+        while simulator.clock.now < end - 1e-9 {
+            if try await condition() { return true }
+            try await paced(min(step, end - simulator.clock.now), nodes, timeout)
+        }
+        return try await condition()
+    }
+
+    private func paced(_ step: Double, _ nodes: [NodeRunner], _ timeout: Duration) async throws {
+        let from = simulator.clock.now
+        await advance(step)
+        for node in nodes {
+            guard let delivered = await simulator.air.lastDelivery(to: node.box), delivered > from else { continue }
+            let deadline = ContinuousClock.now + timeout
+            while (await node.engine.read { $0.lastSample } ?? -.infinity) < from {
+                guard ContinuousClock.now < deadline else {
+                    throw TestKitError("\(node.box) took in no sample within \(timeout) of real time after simulated time \(from) s")
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+    }
+}

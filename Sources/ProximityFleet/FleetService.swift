@@ -116,11 +116,11 @@ public actor FleetService {
     /// The calibration as last published (the map shows its nodes' fit).
     private var lastCalibration: FleetCalibrationPayload?
 
-    /// With a plan, a device new to the fleet gets a nearest-node room only after this long,
-    /// seconds, and only if no node in the plan has heard it by then: the nodes that hear a
-    /// device report it within a second or two of each other, and a device in the plan's rooms
-    /// that a node outside the plan happened to report first should not show that node's room
-    /// for a second.
+    /// With a plan, a device new to the fleet is placed only after this long, seconds, and gets
+    /// a nearest-node room only if no node in the plan has heard it by then: the nodes that hear
+    /// a device report it within a second or two of each other, and a device placed on the first
+    /// report, or a device in the plan's rooms that a node outside the plan happened to report
+    /// first, should not show a wrong room for a second.
     public static let fallbackDelay = 2.0
 
     public init(_ configuration: FleetConfiguration, logger: Logger,
@@ -418,6 +418,10 @@ public actor FleetService {
         for device in estimates.keys.sorted() {
             // Not home for the rule (nobody hears it near): no room, and no position either.
             guard rule.room(of: device) != nil, let estimate = estimates[device] else { continue }
+            // New to the fleet: placed once the nodes that hear it had their chance to report (they
+            // report within a second or two of each other). Placed on the first node's report
+            // alone, it would stand for a second in that node's room.
+            guard placed[device] != nil || t - (firstHeard[device] ?? -.infinity) >= Self.fallbackDelay else { continue }
             let position = positions.payload(estimate, at: t)
             placed[device] = position.room ?? Self.homeOutsideRooms
             if FleetPositions.isMeaningful(position, since: lastPosition[device]) {

@@ -24,14 +24,14 @@ public final class SignalLog: Sendable {
     /// The first signal (from index `from` on) matching `predicate`, with its arrival time,
     /// waiting up to `timeout`.
     @discardableResult
-    public func waitEntry(from: Int = 0, timeout: Duration = .seconds(5), _ what: String = "signal",
+    public func waitEntry(from: Int = 0, timeout: Duration = .seconds(10), _ what: String = "signal",
                           _ predicate: @escaping @Sendable (DBusMessage) -> Bool) async throws -> Entry {
         try await recorder.require(what, from: from, timeout: timeout) { predicate($0.message) }
     }
 
     /// ``waitEntry(from:timeout:_:_:)`` without the time.
     @discardableResult
-    public func wait(from: Int = 0, timeout: Duration = .seconds(5), _ what: String = "signal",
+    public func wait(from: Int = 0, timeout: Duration = .seconds(10), _ what: String = "signal",
                      _ predicate: @escaping @Sendable (DBusMessage) -> Bool) async throws -> DBusMessage {
         try await waitEntry(from: from, timeout: timeout, what, predicate).message
     }

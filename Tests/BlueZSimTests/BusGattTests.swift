@@ -147,6 +147,16 @@ import Testing
     /// Injected failures: BlueZ's "le-connection-abort-by-local" with Connected flipping, InProgress
     /// for a second Connect, NotReady on a powered-off adapter, a timeout for a device that does
     /// not answer.
+    /// Returns once the simulator has counted a connection attempt after `attempts` (a Connect
+    /// sent over the bus has reached it), at most 10 s of real time.
+    static func untilAttempted(_ simulator: Simulator, after attempts: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while await simulator.air.stats.connectionAttempts == attempts {
+            guard ContinuousClock.now < deadline else { throw TestKitError("the Connect never reached the simulator") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
     @Test func connectFailures() async throws {
         try await withSimBoxes(twoBoxes(), time: .simulated) { sim in
             let (alpha, log, _, beta) = try await prepare(sim)
@@ -163,13 +173,16 @@ import Testing
 
             // A slow connection (0.5 s) keeps the first Connect pending while the second arrives.
             try await sim.simulator.air.configure(["ConnectionFailureRate": .double(0), "ConnectionLatency": .double(0.5)])
-            // Two Connects at once: one connects, the other is told a connection is in progress.
-            let outcomes = try await sim.during { () async throws -> [String] in
-                async let first = outcome { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") }
-                async let second = outcome { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") }
-                return try await [first, second]
-            }
-            #expect(outcomes.sorted() == ["ok", "org.bluez.Error.InProgress: In Progress"])
+            // Two Connects: the second, made while the first is pending (time standing still), is
+            // told a connection is in progress; then time moves and the first connects. (Sent
+            // together while time moved, the first could connect before the second arrived.)
+            let simulator = sim.simulator
+            let pending = await simulator.air.stats.connectionAttempts
+            let first = Task { try await outcome { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") } }
+            try await Self.untilAttempted(simulator, after: pending)
+            let second = try await outcome { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") }
+            #expect(second == "org.bluez.Error.InProgress: In Progress")
+            #expect(try await sim.during { try await first.value } == "ok")
 
             // Beta stops advertising: a new connection attempt finds nobody and times out.
             _ = try await sim.during { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Disconnect") }
@@ -179,16 +192,11 @@ import Testing
             }
             // Like a controller, a pending Connect keeps looking: beta advertising again 1 s into
             // the 3 s timeout is connected to then.
-            let simulator = sim.simulator
             let started = simulator.clock.now
             let attempts = await simulator.air.stats.connectionAttempts
             let attempt = Task { try await outcome { try await alpha.bluez(betaPath, BlueZ.deviceInterface, "Connect") } }
             // The attempt is under way (the simulator counted it) before time moves.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while await simulator.air.stats.connectionAttempts == attempts {
-                guard ContinuousClock.now < deadline else { Issue.record("the Connect never reached the simulator"); break }
-                try await Task.sleep(for: .milliseconds(1))
-            }
+            try await Self.untilAttempted(simulator, after: attempts)
             await sim.advance(1)
             _ = try await beta.bluez(adapterPath, BlueZ.advertisingManagerInterface, "RegisterAdvertisement",
                                      [.objectPath("/org/test/adv0"), .vardict([:])])

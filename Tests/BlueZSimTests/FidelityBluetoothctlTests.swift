@@ -22,9 +22,12 @@ struct FidelityBluetoothctlTests {
             #expect(show.stdout.contains("Powered: yes"), "\(show)")
             #expect(show.stdout.contains("Discovering: no"), "\(show)")
 
-            let scan = try await runCommand("bluetoothctl", ["--timeout", "4", "scan", "on"], environment: env, timeout: .seconds(30))
-            #expect(scan.stdout.contains("Discovery started"), "\(scan)")
-            #expect(scan.stdout.contains("Device AA:00:00:00:00:02 beta-node"), "\(scan)")
+            // Scanning until beta shows up, then SIGTERM. stdbuf -oL: line by line, as on a
+            // terminal (to a pipe bluetoothctl writes only when it exits).
+            let scan = try ManagedProcess(resolveExecutable("stdbuf"), ["-oL", "bluetoothctl", "scan", "on"], environment: env)
+            try await scan.waitForOutput(containing: "Device AA:00:00:00:00:02 beta-node", timeout: .seconds(30))
+            #expect(scan.stdout.contains("Discovery started"), "\(scan.stdout)")
+            await scan.stop()
             await beta.close()
         }
     }

@@ -72,6 +72,18 @@ struct FleetMapBrowserTests {
         """
     }
 
+    /// JavaScript: whether the page is live and its nodes' table shows alpha, bravo and charlie,
+    /// each online and heard from, one of them reporting a device.
+    static let nodesOnline = """
+        (() => {
+          const rows = [...document.querySelectorAll("#nodes tr[data-node]")];
+          return document.getElementById("status").textContent === "live"
+            && rows.map(r => r.dataset.node).sort().join() === "alpha,bravo,charlie"
+            && rows.every(r => r.cells[1].textContent === "online" && r.cells[2].textContent !== "never")
+            && rows.some(r => Number(r.cells[3].textContent) >= 1);
+        })()
+        """
+
     struct Marker: Decodable, Sendable {
         var x: Double
         var y: Double
@@ -154,8 +166,9 @@ struct FleetMapBrowserTests {
                 do {
                     let page = try await browser.open(String(url))
                     // The tag stands in the living room: once the nodes have identified and ranged
-                    // it, its marker is inside the living room's outline.
-                    try await page.waitUntil(Self.markerIn(device, "living"), timeout: .seconds(120))
+                    // it, its marker is inside the living room's outline. A marker may be placed
+                    // before every node said it is online: the page shows both.
+                    try await page.waitUntil(Self.markerIn(device, "living") + " && " + Self.nodesOnline, timeout: .seconds(120))
                     let living = try await page.evaluate(Self.marker(device), as: Marker.self)
                     #expect(living.status == "live" && living.row == "living" && ["tag", String(device.prefix(8))].contains(living.label), "\(living)")
                     #expect(living.x < 5 && living.y > 0 && living.y < 4, "\(living)")

@@ -122,13 +122,12 @@ struct FleetMapTests {
         let state = try #require(first.text.components(separatedBy: "data: ").last?.components(separatedBy: "\n\n").first)
         #expect(MQTTJSON.decode(FleetMapState.self, from: Array(state.utf8))?.planVersion == 1, "\(state)")
 
-        let clock = ContinuousClock()
-        let start = clock.now
         kill(fleet.pid, SIGTERM)
         // The response ends (its last chunk, 0) or the connection closes.
         let rest = RawHTTP.read(events) { $0.contains("\r\n0\r\n\r\n") || $0.hasPrefix("0\r\n\r\n") }
         #expect(rest.closed || rest.text.contains("0\r\n\r\n"), "the stream stays open after SIGTERM: \(rest.text.suffix(200))")
+        // At once: it exits while this side still holds the stream open (closed only at the end);
+        // a service that waited for it would not exit at all.
         #expect(try await fleet.waitForExit(timeout: .seconds(15)) == 0, "\(fleet.stderr)")
-        #expect(start.duration(to: clock.now) < .seconds(10))
     }
 }

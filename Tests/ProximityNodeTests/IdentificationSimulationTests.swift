@@ -19,16 +19,6 @@ struct IdentificationSimulationTests {
         return scenario
     }
 
-    /// Moves simulated time in 0.1 s steps until `condition` holds or `limit` seconds passed.
-    static func advance(_ boxes: SimBoxes, until limit: Double, _ condition: () async throws -> Bool) async throws -> Bool {
-        let end = boxes.simulator.clock.now + limit
-        while boxes.simulator.clock.now < end {
-            if try await condition() { return true }
-            await boxes.advance(0.1)
-        }
-        return try await condition()
-    }
-
     @Test("attempts back off 1, 2, 4 … 60 s and stop after 8; the higher address yields 30 s; once connections succeed one link identifies both")
     func backoffBanYieldAndHello() async throws {
         try await withSimBoxes(Self.scenario(), time: .simulated) { boxes in
@@ -39,7 +29,7 @@ struct IdentificationSimulationTests {
                 }
 
                 // Alpha: eight attempts, each after the backoff of the one before, then a ban.
-                #expect(try await Self.advance(boxes, until: 300) {
+                #expect(try await boxes.advance(until: 300, keepingUp: [alpha, beta]) {
                     !alpha.log.entries("leaving the peer alone", ["peer.address": "AA:00:00:00:00:02"]).isEmpty
                 }, "alpha never gave up: \(alpha.log.entries.suffix(20))")
                 let times = failed(alpha, "AA:00:00:00:00:02").map(\.time)
@@ -56,7 +46,7 @@ struct IdentificationSimulationTests {
                 // Connections work again: whoever connects next identifies both in one link.
                 try await boxes.control("Configure", [.vardict(["ConnectionFailureRate": .double(0)])])
                 let banned = boxes.simulator.clock.now
-                let bothKnown = try await Self.advance(boxes, until: 700) {
+                let bothKnown = try await boxes.advance(until: 700, keepingUp: [alpha, beta]) {
                     alpha.events.events.contains { $0.identification != nil } && beta.events.events.contains { $0.identification != nil }
                 }
                 #expect(bothKnown, "alpha \(alpha.log.entries.suffix(5)) beta \(beta.log.entries.suffix(5))")
@@ -80,13 +70,13 @@ struct IdentificationSimulationTests {
         scenario.radio.connectionFailureRate = 0
         try await withSimBoxes(scenario, time: .simulated) { boxes in
             try await withNode("alpha", on: boxes) { alpha in try await withNode("beta", on: boxes) { beta in
-                #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:02"] != nil })
+                #expect(try await boxes.advance(until: 20, keepingUp: [alpha, beta]) { await alpha.identities["AA:00:00:00:00:02"] != nil })
                 let identity = await alpha.identities["AA:00:00:00:00:02"]
                 let first = try #require(alpha.events.events.compactMap(\.identification).first)
                 #expect(first.address == "AA:00:00:00:00:02")
                 // Beta's private address rotates: higher than alpha's still, so alpha connects again.
                 try await boxes.control("SetAddress", [.string("beta"), .string("AA:00:00:00:00:09")])
-                #expect(try await Self.advance(boxes, until: 20) { await alpha.identities["AA:00:00:00:00:09"] != nil })
+                #expect(try await boxes.advance(until: 20, keepingUp: [alpha, beta]) { await alpha.identities["AA:00:00:00:00:09"] != nil })
                 #expect(await alpha.identities == ["AA:00:00:00:00:09": identity!])
                 // The same peer, identified again at its new address.
                 let again = try #require(await alpha.events.wait(timeout: .seconds(10)) { $0.identification?.address == "AA:00:00:00:00:09" })

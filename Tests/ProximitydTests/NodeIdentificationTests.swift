@@ -27,7 +27,10 @@ struct NodeIdentificationTests {
         return Dictionary(uniqueKeysWithValues: stride(from: 0, to: quoted.count - 1, by: 2).map { (quoted[$0], quoted[$0 + 1]) })
     }
 
-    @Test("four nodes started at once each list the other three within 10 s, with one GATT connection per pair")
+    /// How quickly they do it is a performance goal (4 nodes: ≤ 3 s), measured by
+    /// `benchmarks/run-identify-bench.sh` against its baselines, not timed here: what a busy
+    /// machine cannot stretch is how they do it, one connection per pair and no hello waited out.
+    @Test("four nodes started at once each list the other three, with one GATT connection per pair and no hello waited out")
     func fourAtOnce() async throws {
         let scenario = Self.square()
         try await withNodes(scenario) { sim, daemons in
@@ -40,13 +43,13 @@ struct NodeIdentificationTests {
                 return started
             }
             daemons = started
-            let lastStarted = ContinuousClock.now
             var ids: [String: String] = [:]
             for box in boxes { ids[box] = try await sim.identifier(box) }
             for spec in scenario.boxes {
                 let expected = Dictionary(uniqueKeysWithValues: scenario.boxes.filter { $0.name != spec.name }.map { ($0.address, ids[$0.name]!) })
-                let left = Duration.seconds(10) - (ContinuousClock.now - lastStarted)
-                try await sim.until(spec.name, "\(spec.name) lists the other three", timeout: max(left, .zero)) {
+                // A bound for a machine that is very busy, not the goal: a waited-out hello alone
+                // would take 30 s, and the checks below say none was.
+                try await sim.until(spec.name, "\(spec.name) lists the other three", timeout: .seconds(90)) {
                     try await Self.identities(sim, spec.name) == expected
                 }
             }

@@ -46,7 +46,7 @@ struct ProfileBusTests {
                     "\(attributes)")
             // The signals, in order: Tracked, its Logged, the rule's Logged, RuleFired, the rule's profile change Logged. Sent
             // before the reply, but to another connection: waited for here.
-            try await signals.wait(timeout: .seconds(2), "the rule's profile change logged") {
+            try await signals.wait("the rule's profile change logged") {
                 $0.member == "Logged" && $0.body.count == 5 && $0.body[2].string == "profile"
             }
             let members = signals.messages.filter { ["org.proximityd.Profile1", "org.proximityd.EventLog1"].contains($0.interface?.rawValue ?? "") }
@@ -60,7 +60,7 @@ struct ProfileBusTests {
             #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "1", "0"]).status == 0)
             #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.user", "albert"]).status == 0)
             // Signals from the node arrive in order: once this change's entry is here, a RuleFired of the track would be too.
-            try await signals.wait(timeout: .seconds(2), "a.user logged") { $0.member == "Logged" && ($0.body.last?.stringKeyedDictionary?["a.user"]) != nil }
+            try await signals.wait("a.user logged") { $0.member == "Logged" && ($0.body.last?.stringKeyedDictionary?["a.user"]) != nil }
             #expect(signals.messages.filter { $0.member == "RuleFired" }.count == 1)
 
             // SIGKILL: the attributes, the rule and its having fired are kept.
@@ -73,7 +73,7 @@ struct ProfileBusTests {
             let mark = signals.count
             #expect(try await Self.profile(box, "TrackBeacon", ["sssya{ss}", "f7826da6-4fa2-4e98-8024-bc5b71e0893e", "12", "7", "2", "0"]).status == 0)
             #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.marker", "1"]).status == 0)
-            try await signals.wait(from: mark, timeout: .seconds(2), "a.marker logged") {
+            try await signals.wait(from: mark, "a.marker logged") {
                 $0.member == "Logged" && ($0.body.last?.stringKeyedDictionary?["a.marker"]) != nil
             }
             #expect(!signals.messages.dropFirst(mark).contains { $0.member == "RuleFired" }, "once, even across a restart")
@@ -155,7 +155,7 @@ struct ProfileBusTests {
                         "\(result)")
             }
             #expect(try await Self.profile(box, "UpdateAttribute", ["ss", "a.user", "albert"]).status == 0)
-            let greeted = try await signals.wait(timeout: .seconds(2), "RuleFired greet") { _ in true }
+            let greeted = try await signals.wait("RuleFired greet") { _ in true }
             #expect(greeted.body[1].stringKeyedDictionary?["hello"]?.string == "albert")
             try """
                 tracking:
@@ -171,7 +171,7 @@ struct ProfileBusTests {
             let rules = try await Self.profile(box, "GetRules").stdout
             #expect(rules.contains("\"bye\"") && !rules.contains("\"greet\"") && rules.contains("\\\"source\\\":\\\"config\\\""), "\(rules)")
             #expect(try await Self.profile(box, "RemoveAttribute", ["s", "a.user"]).status == 0)
-            try await signals.wait(from: 1, timeout: .seconds(2), "RuleFired bye") { _ in true }
+            try await signals.wait(from: 1, "RuleFired bye") { _ in true }
             #expect(signals.messages.map { $0.body.first?.string } == ["greet", "bye"])
             await daemon.stop()
 

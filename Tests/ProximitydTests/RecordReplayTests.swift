@@ -72,16 +72,24 @@ struct RecordReplayTests {
             let rows = lines.filter { !$0.hasPrefix("#") && !$0.hasPrefix("time,") }.map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
             let samples = rows.filter { !$0[2].isEmpty }
             let reports = rows.filter { !$0[5].isEmpty }
-            #expect(samples.count > 120, "\(samples.count) samples")
-            #expect(reports.count >= 18, "\(reports.count) reports")
+            // The recording started before the simulation: the sample that put the door in the
+            // table comes before the first report of it. The door advertises ten times a second,
+            // so one sample a report row is a wide margin, whatever the machine's load.
+            #expect(rows.first.map { !$0[2].isEmpty } == true, "the first row is a sample: \(rows.prefix(3))")
+            #expect(!reports.isEmpty && samples.count >= reports.count, "\(samples.count) samples, \(reports.count) reports")
             #expect(rows.allSatisfy { $0.count == 7 && $0[1] == Self.door && $0[3].isEmpty }, "every row the door's, truth empty")
             #expect(samples.allSatisfy { $0[4] == "-59" }, "the frame's measured power")
             let recordedZones = reports.map { $0[5] }
             #expect(Set(recordedZones).count >= 2, "the door moved through zones: \(recordedZones)")
 
-            // The zones recorded are the ones FoundDevices announced, report after report.
-            let announced = found.messages.compactMap { zones($0)[Self.door] }
+            // The zones recorded are the ones FoundDevices announced, report after report from the
+            // first that listed the door: none dropped. (The observer may get the last reports
+            // after the recording ended.)
             let listed = recordedZones.filter { $0 != "removed" }
+            try await found.until("FoundDevices lists the door as often as the recording", timeout: .seconds(10)) {
+                found.messages.filter { zones($0)[Self.door] != nil }.count >= listed.count
+            }
+            let announced = found.messages.compactMap { zones($0)[Self.door] }
             #expect(Array(announced.prefix(listed.count)) == listed, "FoundDevices \(announced) against the recording \(recordedZones)")
 
             let replay = try await runCommand(BuiltProducts.path("ranging-bench"), ["--replay", file.path, "--zones", "--json"],
@@ -123,8 +131,10 @@ struct RecordReplayTests {
             #expect(dry.status == 0 && dry.stdout.contains("--dry-run: nothing set"), "\(dry)")
             #expect(try await sim.peerProperty("alpha", Self.door, ["MeasuredPower"]) == "n -59")
 
-            // Capitals are put right.
-            let run = try await Self.ctl(sim.address("alpha"), ["calibrate", Self.door.uppercased(), "--distance", "1", "--seconds", "8"])
+            // Capitals are put right. The median of 30 samples or more under 4 dB of shadowing is
+            // within 2 dB of the truth; calibrate refuses with fewer.
+            let run = try await Self.ctl(sim.address("alpha"), ["calibrate", Self.door.uppercased(), "--distance", "1", "--seconds", "8",
+                                                                "--min-samples", "30"])
             #expect(run.status == 0, "\(run)")
             #expect(run.stdout.contains("median RSSI") && run.stdout.contains("IQR") && run.stdout.contains("MAD")
                     && run.stdout.contains("samples") && run.stdout.contains("was -59 dBm"), "\(run.stdout)")
@@ -132,7 +142,7 @@ struct RecordReplayTests {
             let set = try #require(Int(line.split(separator: " ").dropLast(2).last ?? ""), "\(line)")
             #expect(abs(set - -75) <= 2, "set \(set) dBm, true -75 dBm: \(run.stdout)")
             let count = try #require(run.stdout.split(separator: "\n").first.flatMap { $0.split(separator: " ").dropLast().last }.flatMap { Int($0) })
-            #expect(count >= 50, "\(count) samples in 8 s")
+            #expect(count >= 30, "\(count) samples, --min-samples 30")
 
             try await sim.until("alpha", "the door uses its new measured power", timeout: .seconds(5)) {
                 try await sim.peerProperty("alpha", Self.door, ["MeasuredPower"]) == "n \(set)"
@@ -194,11 +204,13 @@ struct RecordReplayTests {
             let batch = try #require(RecordedBatch(first), "\(first)")
             #expect(batch.samples.isEmpty && batch.reports.isEmpty && abs(batch.time - Date().timeIntervalSince1970) < 5)
             #expect(first.destination?.rawValue == client.uniqueName.rawValue, "unicast: \(String(describing: first.destination))")
-            // Three reports later the observer (not recording) has seen FoundDevices but no Samples.
+            // Three reports later the observer (not recording) has seen FoundDevices but no Samples,
+            // and the recording client a Samples signal with each: waited for on its own
+            // connection, which the bus serves apart from the observer's.
             let mark = reports.count
-            for i in 1...3 { _ = try await reports.wait(from: mark + i - 1, timeout: .seconds(5), "FoundDevices") { _ in true } }
+            for i in 1...3 { _ = try await reports.wait(from: mark + i - 1, timeout: .seconds(10), "FoundDevices") { _ in true } }
+            _ = try await mine.wait(from: 2, timeout: .seconds(10), "a third Samples signal") { _ in true }
             #expect(others.count == 0, "Samples reached a client that does not record")
-            #expect(mine.count >= 3)
 
             try await call(client, stop, [])
             await expectError(ProximityBus.Errors.doesNotExist, stop, [], on: client)

@@ -87,13 +87,13 @@ struct RegionBusTests {
                                                 "Matcher", "Source", "State"])
             #expect(matcher.stdout.trimmed == "a{sv} 3 \"Major\" q 7 \"UUID\" s \"\(Self.fleet)\" \"Within\" s \"near\"\ns \"bus\"\ns \"unknown\"",
                     "\(matcher)")
-            try await signals.wait(timeout: .seconds(2), "StateDetermined(unknown)") {
+            try await signals.wait("StateDetermined(unknown)") {
                 $0.member == "StateDetermined" && $0.body.first?.string == "unknown"
             }
             let mark = signals.count
             #expect(try await Self.monitor(box, "RequestState", ["s", "fleet"]).stdout.trimmed == "s \"unknown\"")
             // Sent before the reply, but to another connection: no order between the two here.
-            try await signals.wait(from: mark, timeout: .seconds(2), "RequestState's StateDetermined") { $0.member == "StateDetermined" }
+            try await signals.wait(from: mark, "RequestState's StateDetermined") { $0.member == "StateDetermined" }
             // An identifier that needs escaping, and a replacement of fleet with another matcher.
             #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "kitchen door/1", "1", "Kind", "s", "node"]).status == 0)
             #expect(try await Self.monitor(box, "StartMonitoring", ["sa{sv}", "fleet", "1", "UUID", "s", Self.fleet]).status == 0)

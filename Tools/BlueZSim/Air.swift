@@ -89,6 +89,10 @@ public actor Air {
         /// `batchDue` (`report_batching`); dropped when discovery stops or bluetoothd restarts.
         var pendingReports: [PendingReport] = []
         var batchDue: SimTime?
+        /// When this box's bluetoothd last put an advertising report on its bus (a device's
+        /// `RSSI` for a discovering client): what a test that paces simulated time waits for its
+        /// node to have taken in.
+        var lastDelivery: SimTime?
 
         var adapterPath: ObjectPath { BlueZ.adapterPath(spec.adapter) }
         var alias: String { adapter.alias ?? adapter.name }
@@ -261,6 +265,8 @@ public actor Air {
     }
 
     public var boxNames: [String] { boxOrder }
+    /// When `box`'s bluetoothd last put an advertising report on its bus; nil before the first.
+    public func lastDelivery(to box: String) -> SimTime? { boxes[box]?.lastDelivery }
     public func box(_ name: String) -> BoxSpec? { boxes[name]?.spec }
     public func position(of box: String) -> Position? {
         boxes[box].map { $0.trajectory.position(at: clock.now) }
@@ -456,6 +462,7 @@ public actor Air {
         var force: Set<String> = []
         if discoverable && (!merged.filtered || Self.filterMatch(adapter.clients, report.serviceUUIDs)) {
             stats.reports += 1
+            boxes[name]?.lastDelivery = time
             if dev.setRSSI(rssi, delta: merged.filtered ? 0 : DeviceState.rssiThreshold), merged.filtered {
                 force.insert("RSSI")
             }

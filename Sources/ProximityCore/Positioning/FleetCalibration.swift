@@ -14,6 +14,10 @@ public struct FleetCalibration: Sendable {
         public var memory = 600.0
         /// Fewer pairs than this: no fit.
         public var minimumPairs = 6
+        /// No fit while a pair heard has been heard fewer times than this: the nodes report their
+        /// hearings one after another, and a fit made halfway through the first rounds would
+        /// leave out the pairs not heard yet.
+        public var minimumHearings = 3
         public var driftLimit = 3.0
         public var residualLimit = 4.0
         public var priors = Calibration.Priors()
@@ -34,6 +38,8 @@ public struct FleetCalibration: Sendable {
         /// The weight of the average (samples, decayed).
         public var weight: Double
         public var lastHeard: Double
+        /// How many hearings it was averaged from.
+        public var hearings = 1
         /// What the last fit left of it, dB.
         public var residual: Double?
     }
@@ -77,6 +83,7 @@ public struct FleetCalibration: Sendable {
             pair.weight = min(old + w, 10_000)
             pair.stated = stated
             pair.lastHeard = t
+            pair.hearings += 1
             pairs[key] = pair
         } else {
             pairs[key] = Pair(receiver: receiver, transmitter: transmitter, distance: max(PathLossModel.minimumDistance, r.position.distance(to: x.position)),
@@ -90,7 +97,8 @@ public struct FleetCalibration: Sendable {
         if let lastFit, t - lastFit < configuration.refitInterval { return false }
         // Pairs not heard for three memories are dropped.
         pairs = pairs.filter { t - $0.value.lastHeard < 3 * configuration.memory }
-        guard pairs.count >= configuration.minimumPairs else { return false }
+        guard pairs.count >= configuration.minimumPairs,
+              pairs.values.allSatisfy({ $0.hearings >= configuration.minimumHearings }) else { return false }
         let keys = pairs.keys.sorted()
         let observations = keys.map { key -> Calibration.Observation in
             let p = pairs[key]!

@@ -45,6 +45,9 @@ public struct NodeStep: Sendable {
     /// Numbers every region, alert and profile change the step publishes (one series), so a
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
+    /// When the step last took in an advertising report with an RSSI (any device's), in the
+    /// node's time; nil before the first.
+    public private(set) var lastSample: Timestamp?
 
     /// What the node keeps across restarts, as loaded from the state directory.
     public struct Saved: Sendable {
@@ -172,6 +175,9 @@ public struct NodeStep: Sendable {
     /// Address → identity of the peer nodes identified (`Node1.GetIdentities`).
     public var identities: [String: String] { resolver.identities }
     public var isRegistered: Bool { link.isRegistered }
+    /// When the found-devices table last heard `peer`, in the node's time; nil when it is not in
+    /// the table.
+    public func lastHeard(_ peer: PeerID) -> Timestamp? { table.peers[peer]?.lastSeen }
 
     public mutating func input(_ input: NodeInput, at time: NodeTime) -> [NodeEffect] {
         let t = time.now
@@ -187,6 +193,7 @@ public struct NodeStep: Sendable {
         case .discoveryEnded(let failure, let generation):
             return linked(link.discoveryEnded(succeeded: failure == nil, generation: generation, at: t), error: failure)
         case .sighting(let observation, let frame, let alias):
+            if observation.rssi != nil { lastSample = t }
             return observe(observation, frame: frame, alias: alias, at: time)
         case .identified(let address, let result):
             return identified(address, result, at: time)
