@@ -149,7 +149,8 @@ public struct FleetPositions: Sendable {
                                          rssi: tenth($0.rssi) ?? 0, residual: tenth($0.residual))
         }
         return FleetCalibrationPayload(time: MQTTRounding.milliseconds(epoch), exponent: (fit.exponent * 100).rounded() / 100,
-                                       rms: tenth(fit.rms) ?? 0, nodes: nodes, pairs: pairs)
+                                       rms: tenth(fit.rms) ?? 0, holdoutRMS: tenth(fit.holdoutRMS),
+                                       exponentAtBound: fit.exponentAtBound ? true : nil, nodes: nodes, pairs: pairs)
     }
 
     /// The devices with a belief (for tests and the table).

@@ -48,13 +48,25 @@ public struct FleetCalibrationPayload: Codable, Hashable, Sendable {
     public var exponent: Double
     /// The fit's residual RMS, dB.
     public var rms: Double
+    /// Each pair predicted by a fit of the others (leave one out), RMS, dB: how well the fit
+    /// explains hearings it did not use; absent with too few pairs.
+    public var holdoutRMS: Double?
+    /// The exponent is at a bound of its range (the hearings pushed it out).
+    public var exponentAtBound: Bool?
     public var nodes: [Node]
     public var pairs: [Pair]
 
-    public init(time: Double, exponent: Double, rms: Double, nodes: [Node], pairs: [Pair]) {
+    enum CodingKeys: String, CodingKey {
+        case time, exponent, rms, holdoutRMS = "holdout_rms", exponentAtBound = "exponent_at_bound", nodes, pairs
+    }
+
+    public init(time: Double, exponent: Double, rms: Double, holdoutRMS: Double? = nil, exponentAtBound: Bool? = nil, nodes: [Node],
+                pairs: [Pair]) {
         self.time = time
         self.exponent = exponent
         self.rms = rms
+        self.holdoutRMS = holdoutRMS
+        self.exponentAtBound = exponentAtBound
         self.nodes = nodes
         self.pairs = pairs
     }

@@ -39,7 +39,7 @@ struct CalibrateCommand: ParsableCommand {
         var floorPlan = Self.loadPlan(plan)
         let samples = Self.loadTrace(walk, truthRequired: true)
         let observations = Self.observations(samples, plan: floorPlan)
-        guard let fit = Calibration.fit(observations) else {
+        guard let fit = Calibration.fit(observations, holdout: true) else {
             Self.fail("\(walk): no hearing of a plan node at a known spot (rows need a node of the plan and x,y)", status: 65)
         }
         for i in floorPlan.nodes.indices {
@@ -47,7 +47,11 @@ struct CalibrateCommand: ParsableCommand {
             if let tx = fit.txPowers[floorPlan.nodes[i].name] { floorPlan.nodes[i].txPower = tx }
         }
         floorPlan.pathLossExponent = fit.exponent
-        var summary = String(format: "calibrated from %d spots: path-loss exponent %.2f, residual %.1f dB RMS\n", observations.count, fit.exponent, fit.rms)
+        var summary = String(format: "calibrated from %d spots: path-loss exponent %.2f%@, residual %.1f dB RMS", observations.count, fit.exponent,
+                             fit.exponentAtBound ? " (at its bound: the hearings pushed it out of 1.5...4.5; more spots, or spots farther apart, help)" : "",
+                             fit.rms)
+        summary += fit.holdoutRMS.map { String(format: ", %.1f dB RMS on each spot left out of the fit", $0) } ?? ""
+        summary += "\n"
         for node in floorPlan.nodes {
             guard let rx = fit.rxOffsets[node.name] else {
                 summary += "  \(node.name): not heard in the walk (kept as it was)\n"

@@ -66,6 +66,25 @@ import Testing
         #expect(Self.offsetError(plain, excluding: "g") > Self.offsetError(fit, excluding: "g"))
     }
 
+    @Test("hearings that push the exponent out of its range: fixed at the bound and the offsets fitted around it (the residuals as small as the bound allows); said so; the hold-out residual is the hearings' own noise")
+    func bounded() throws {
+        // A site that loses 1 dB a decade: the fit may not follow it below 1.5.
+        let flat = Self.observations(exponent: 1.0, noise: 0.5, seed: 9)
+        let fit = try #require(Calibration.fit(flat, holdout: true))
+        #expect(fit.exponentAtBound && fit.exponent == 1.5, "\(fit.exponent)")
+        // Around the bound, the offsets take up what they can: what is left is the exponent's
+        // error over the distances' spread (10 log10 of 3 to 15 m), not the offsets' wreck.
+        #expect(fit.rms < 3, "\(fit.rms)")
+        // An exponent inside the range: not at a bound, and the hearings it did not use are
+        // predicted about as well as their noise (2 dB) allows.
+        let clean = try #require(Calibration.fit(Self.observations(seed: 3), holdout: true))
+        #expect(!clean.exponentAtBound)
+        let holdout = try #require(clean.holdoutRMS)
+        #expect(holdout > 1 && holdout < 3.5, "\(holdout)")
+        // Too few hearings for a hold-out: none.
+        #expect(Calibration.fit(Array(Self.observations(seed: 3).prefix(4)), holdout: true)?.holdoutRMS == nil)
+    }
+
     @Test("nothing to fit: nil; one pair: the priors keep it finite")
     func degenerate() throws {
         #expect(Calibration.fit([]) == nil)

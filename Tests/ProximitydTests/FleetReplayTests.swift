@@ -106,6 +106,7 @@ struct FleetReplayTests {
         let calibrated = try await runCommand(fleet, ["calibrate", "--plan", plan, walkFile])
         #expect(calibrated.status == 0, "\(calibrated)")
         #expect(calibrated.stderr.hasPrefix("calibrated from 80 spots: path-loss exponent "), "\(calibrated.stderr)")
+        print("calibrate on a synthetic walk (docs/positioning.md):\n\(calibrated.stderr)")
         let out = URL(fileURLWithPath: plan).deletingLastPathComponent().appendingPathComponent("calibrated.yaml")
         try Data(calibrated.stdout.utf8).write(to: out)
         let check = try await runCommand(fleet, ["check-plan", out.path])
@@ -131,6 +132,29 @@ struct FleetReplayTests {
         }
         let before = try await median(plan), after = try await median(out.path)
         #expect(after < before, "median error \(before) m as drawn, \(after) m calibrated")
+    }
+
+    /// tests/fixtures/house (a new user's house, issue 30): the fleet's first self-calibration's
+    /// nine hearings. The fit used to take the exponent to its 1.5 bound and leave 7.5 dB RMS, the
+    /// offsets where the unbounded exponent had put them.
+    @Test("calibrate on the house's first hearings: the exponent off its bounds, 4.5 dB RMS at most, every node's offset within the priors")
+    func calibrateHouse() async throws {
+        let house = repositoryRoot.appendingPathComponent("tests/fixtures/house")
+        let calibrated = try await runCommand(BuiltProducts.path("proximity-fleet"),
+                                              ["calibrate", "--plan", house.appendingPathComponent("plan.yaml").path,
+                                               house.appendingPathComponent("calibration-pairs.csv").path])
+        #expect(calibrated.status == 0, "\(calibrated)")
+        let summary = try #require(calibrated.stderr.split(separator: "\n").first.map(String.init))
+        let words = summary.split(separator: " ")
+        let exponent = try #require(words.firstIndex(of: "exponent").flatMap { Double(words[$0 + 1].trimmingCharacters(in: .punctuationCharacters)) },
+                                    "\(summary)")
+        let rms = try #require(words.firstIndex(of: "residual").flatMap { Double(words[$0 + 1]) }, "\(summary)")
+        #expect(exponent > 1.6 && exponent < 4.4 && !summary.contains("at its bound"), "\(summary)")
+        #expect(rms <= 4.5, "\(summary)")
+        let offsets = calibrated.stderr.split(separator: "\n").dropFirst().compactMap { line -> Double? in
+            line.split(separator: " ").firstIndex(of: "rx-offset").flatMap { Double(line.split(separator: " ")[$0 + 1]) }
+        }
+        #expect(offsets.count == 4 && offsets.allSatisfy { abs($0) < 12 }, "\(calibrated.stderr)")
     }
 
     @Test("walk: proximityctl record's files (the node's name from their first line, or NAME=FILE) and the marks become one walk CSV, samples in time order with the mark's position")

@@ -16,6 +16,15 @@ import Foundation
 /// regularised by priors: receivers unbiased (c ~ N(0, 6 dB)), transmitters as they say
 /// (T ~ N(stated, 6 dB)), n ~ N(2.5, 0.5). Only differences matter to the positioning (a common
 /// shift of every c is a device offset, which it integrates out), and the priors pin the rest.
+///
+/// Each hearing counts as what it is: one link, whose average strays from the model by about
+/// ``Priors/linkSigma`` (a wall, a reflection) however many samples are behind it, plus the
+/// samples' own noise (``Priors/sampleSigma`` over their count). Weighting by the sample count
+/// alone would take nine averaged hearings for nine exact equations, and the exponent would be
+/// whatever made them fit. The exponent is kept within ``Priors/exponentRange``: where the data
+/// push it out, it is fixed at the bound and the offsets are fitted again around it (and the fit
+/// says so, ``Fit/exponentAtBound``), rather than cut off with the offsets left where the
+/// unbounded exponent put them.
 public enum Calibration {
     /// One hearing (or the average of several) at a known distance.
     public struct Observation: Sendable, Hashable {
@@ -50,6 +59,15 @@ public enum Calibration {
         /// Residuals beyond this many dB count less and less (Huber's threshold).
         public var huber = 4.0
         public var exponentRange: ClosedRange<Double> = 1.5 ... 4.5
+        /// How far one link's average strays from the model, dB, however many samples it has.
+        public var linkSigma = 3.0
+        /// How far one sample strays from its link's average, dB.
+        public var sampleSigma = 5.0
+
+        /// The precision of a hearing averaged over `samples` samples, 1/dB².
+        public func precision(samples: Double) -> Double {
+            1 / (linkSigma * linkSigma + sampleSigma * sampleSigma / max(samples, 1))
+        }
 
         public init() {}
     }
@@ -64,6 +82,14 @@ public enum Calibration {
         public var exponent: Double
         /// The root mean square of the weighted residuals, dB.
         public var rms: Double
+        /// The exponent is at a bound of ``Priors/exponentRange``: the hearings pushed it out
+        /// (a site or a set of hearings the model does not explain; more pairs, or a walk, help).
+        public var exponentAtBound = false
+        /// Each hearing predicted by a fit of the others (leave one out; at most
+        /// ``Calibration/holdoutLimit`` of them, spread evenly), root mean square, dB: how well
+        /// the fit explains hearings it did not use. Nil with fewer hearings than unknowns + 2,
+        /// or when not asked for.
+        public var holdoutRMS: Double?
         /// Per node (receiving or transmitting): the median absolute residual of its hearings, dB,
         /// and how many there were. A node moved, or one behind a new obstacle, stands out here.
         public var nodeResiduals: [String: (median: Double, count: Int)]
@@ -72,6 +98,7 @@ public enum Calibration {
 
         public static func == (a: Fit, b: Fit) -> Bool {
             a.rxOffsets == b.rxOffsets && a.txPowers == b.txPowers && a.exponent == b.exponent && a.rms == b.rms && a.residuals == b.residuals
+                && a.exponentAtBound == b.exponentAtBound && a.holdoutRMS == b.holdoutRMS
         }
 
         public func hash(into hasher: inout Hasher) {
@@ -81,9 +108,40 @@ public enum Calibration {
         }
     }
 
-    /// Fits the observations (nil when there are none).
-    public static func fit(_ observations: [Observation], priors: Priors = .init(), iterations: Int = 12) -> Fit? {
-        let usable = observations.filter { $0.distance > 0 && $0.distance.isFinite && $0.rssi.isFinite && $0.weight > 0 }
+    /// Fits the observations (nil when there are none); with `holdout`, also how well fits of all
+    /// but one predict the one left out (``Fit/holdoutRMS``).
+    public static func fit(_ observations: [Observation], priors: Priors = .init(), iterations: Int = 12, holdout: Bool = false) -> Fit? {
+        guard var fit = solve(observations, priors: priors, iterations: iterations) else { return nil }
+        let usable = observations.filter(isUsable)
+        let unknowns = Set(usable.map(\.receiver)).count + Set(usable.map(\.transmitter)).count + 1
+        guard holdout, usable.count >= unknowns + 2 else { return fit }
+        var sum = 0.0, weights = 0.0
+        // At most `holdoutLimit` of them, spread evenly, each left out in turn: a large fleet's
+        // hundreds of pairs would otherwise cost as many fits.
+        let step = max(1, (usable.count + holdoutLimit - 1) / holdoutLimit)
+        for k in stride(from: 0, to: usable.count, by: step) {
+            var others = usable
+            let left = others.remove(at: k)
+            // A receiver or transmitter heard only in the one left out cannot be predicted.
+            guard others.contains(where: { $0.receiver == left.receiver }), others.contains(where: { $0.transmitter == left.transmitter }),
+                  let partial = solve(others, priors: priors, iterations: iterations),
+                  let c = partial.rxOffsets[left.receiver], let t = partial.txPowers[left.transmitter] else { continue }
+            let predicted = t - c - partial.exponent * 10 * Foundation.log10(max(left.distance, PathLossModel.minimumDistance))
+            let w = priors.precision(samples: left.weight)
+            sum += w * (left.rssi - predicted) * (left.rssi - predicted)
+            weights += w
+        }
+        if weights > 0 { fit.holdoutRMS = (sum / weights).squareRoot() }
+        return fit
+    }
+
+    /// The most hearings ``fit(_:priors:iterations:holdout:)`` leaves out one at a time.
+    public static let holdoutLimit = 64
+
+    static func isUsable(_ o: Observation) -> Bool { o.distance > 0 && o.distance.isFinite && o.rssi.isFinite && o.weight > 0 }
+
+    private static func solve(_ observations: [Observation], priors: Priors, iterations: Int) -> Fit? {
+        let usable = observations.filter(isUsable)
         guard !usable.isEmpty else { return nil }
         let receivers = Array(Set(usable.map(\.receiver))).sorted()
         let transmitters = Array(Set(usable.map(\.transmitter))).sorted()
@@ -93,7 +151,7 @@ public enum Calibration {
         let dim = nIndex + 1
         // Each row: r = θ[c_i] + θ[T_j] − θ[n]·L.
         let rows = usable.map { (c: ri[$0.receiver]!, t: ti[$0.transmitter]!, l: 10 * Foundation.log10(max($0.distance, PathLossModel.minimumDistance)),
-                                 r: $0.rssi, w: $0.weight) }
+                                 r: $0.rssi, w: priors.precision(samples: $0.weight)) }
         var stated = [Double](repeating: 0, count: transmitters.count)
         var statedCount = [Double](repeating: 0, count: transmitters.count)
         for o in usable {
@@ -112,29 +170,42 @@ public enum Calibration {
 
         var theta = mean
         var robust = [Double](repeating: 1, count: rows.count)
+        /// The exponent once the data pushed it out of its range: fixed there from then on.
+        var fixed: Double?
         func residual(_ k: Int, _ x: [Double]) -> Double { rows[k].r - (x[rows[k].c] + x[rows[k].t] - x[nIndex] * rows[k].l) }
         for _ in 0 ..< iterations {
-            // (AᵀWA + Λ) θ = AᵀWr + Λμ, by conjugate gradients (A is sparse: 3 entries a row).
+            // (AᵀWA + Λ) θ = AᵀWr + Λμ, by conjugate gradients (A is sparse: 3 entries a row). With
+            // the exponent fixed, its column moves to the right-hand side and its row is θ_n = n.
+            let free = fixed == nil
             func apply(_ x: [Double]) -> [Double] {
                 var out = (0 ..< dim).map { precision[$0] * x[$0] }
+                if !free { out[nIndex] = x[nIndex] }
                 for (k, row) in rows.enumerated() {
                     let w = row.w * robust[k]
-                    let ax = x[row.c] + x[row.t] - x[nIndex] * row.l
+                    let ax = x[row.c] + x[row.t] - (free ? x[nIndex] * row.l : 0)
                     out[row.c] += w * ax
                     out[row.t] += w * ax
-                    out[nIndex] -= w * ax * row.l
+                    if free { out[nIndex] -= w * ax * row.l }
                 }
                 return out
             }
             var b = (0 ..< dim).map { precision[$0] * mean[$0] }
+            if let fixed { b[nIndex] = fixed }
             for (k, row) in rows.enumerated() {
                 let w = row.w * robust[k]
-                b[row.c] += w * row.r
-                b[row.t] += w * row.r
-                b[nIndex] -= w * row.r * row.l
+                let r = row.r + (fixed.map { $0 * row.l } ?? 0)
+                b[row.c] += w * r
+                b[row.t] += w * r
+                if free { b[nIndex] -= w * r * row.l }
             }
             theta = conjugateGradient(apply, b, start: theta, iterations: 4 * dim + 20)
-            theta[nIndex] = min(max(theta[nIndex], priors.exponentRange.lowerBound), priors.exponentRange.upperBound)
+            if free, !priors.exponentRange.contains(theta[nIndex]) {
+                // Fixed at the bound, and everything else fitted again around it at once.
+                let bound = min(max(theta[nIndex], priors.exponentRange.lowerBound), priors.exponentRange.upperBound)
+                fixed = bound
+                theta[nIndex] = bound
+                continue
+            }
             for k in rows.indices {
                 let e = abs(residual(k, theta))
                 robust[k] = e <= priors.huber ? 1 : priors.huber / e
@@ -151,7 +222,7 @@ public enum Calibration {
         }
         return Fit(rxOffsets: Dictionary(uniqueKeysWithValues: receivers.enumerated().map { ($1, -theta[$0]) }),
                    txPowers: Dictionary(uniqueKeysWithValues: transmitters.enumerated().map { ($1, theta[receivers.count + $0]) }),
-                   exponent: theta[nIndex], rms: (sum / weights).squareRoot(),
+                   exponent: theta[nIndex], rms: (sum / weights).squareRoot(), exponentAtBound: fixed != nil,
                    nodeResiduals: perNode.mapValues { ($0.sorted()[$0.count / 2], $0.count) },
                    residuals: residuals)
     }

@@ -106,7 +106,7 @@ public struct FleetCalibration: Sendable {
             return .init(receiver: p.receiver, transmitter: p.transmitter, distance: p.distance, rssi: p.rssi, stated: p.stated,
                          weight: min(max(decayed, 0.01), 50))
         }
-        guard let fit = Calibration.fit(observations, priors: configuration.priors) else { return false }
+        guard let fit = Calibration.fit(observations, priors: configuration.priors, holdout: true) else { return false }
         self.fit = fit
         lastFit = t
         for (i, key) in keys.enumerated() { pairs[key]?.residual = fit.residuals[i] }
