@@ -17,9 +17,11 @@ public struct FleetPositions: Sendable {
     /// A hearing counts for this long, seconds.
     public var staleAfter: Double
     public var configuration: GridPositioner.Configuration
+    /// Which estimator places each device: the fleet's grid filter, or a baseline.
+    public let estimator: FleetEstimator
     /// Device → node → its last hearing.
     private var hearings: [String: [String: NodeHearing]] = [:]
-    private var positioners: [String: GridPositioner] = [:]
+    private var positioners: [String: any Positioner] = [:]
     private var planNodes: Set<String>
     /// The calibration kept up from the plan's nodes hearing each other; its model is the
     /// positioning's once it has a fit.
@@ -32,10 +34,11 @@ public struct FleetPositions: Sendable {
     /// The spread and sample count taken for a report of a node older than `rssi_spread` and `samples`.
     public static let defaultSpread = 3.0, defaultSamples = 5
 
-    public init(plan: FloorPlan, staleAfter: Double, configuration: GridPositioner.Configuration = .init()) {
+    public init(plan: FloorPlan, staleAfter: Double, configuration: GridPositioner.Configuration = .init(), estimator: FleetEstimator = .fleet) {
         self.plan = plan
         self.staleAfter = staleAfter
         self.configuration = configuration
+        self.estimator = estimator
         grid = PositioningGrid(plan: plan, outsideWeight: configuration.outsideWeight)
         planNodes = Set(plan.nodes.map(\.name))
         calibration = FleetCalibration(plan: plan)
@@ -61,6 +64,9 @@ public struct FleetPositions: Sendable {
 
     public func isPlanNode(_ node: String) -> Bool { planNodes.contains(node) }
 
+    /// The name of the node whose identity `device` is (from its state), if it is one.
+    public func nodeName(of device: String) -> String? { nodeNames[device.lowercased()] }
+
     /// What a node's report says for the positioning: its filtered RSSI (a node older than
     /// `rssi_filtered` gives its last sample, `rssi`), spread, samples, measured power and distance;
     /// nil when it has no RSSI or no distance (a peer no longer heard).
@@ -73,15 +79,17 @@ public struct FleetPositions: Sendable {
         return NodeHearing(node: node, rssi: rssi, spread: spread, samples: samples, measuredPower: power, distance: distance, time: t)
     }
 
-    /// A node's report of a device, arrived at `t`.
-    public mutating func hear(device: String, node: String, report: PeerReport, at t: Double) {
+    /// A node's report of a device, arrived at `t`; with `place` false it feeds the calibration
+    /// only (a node of the plan heard by another), and the device is not placed.
+    public mutating func hear(device: String, node: String, report: PeerReport, at t: Double, place: Bool = true) {
         let hearing = Self.hearing(node: node, report: report, at: t)
         if let other = nodeNames[device.lowercased()], let hearing {
             calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
         }
-        if let hearing {
+        if place, let hearing {
             hearings[device, default: [:]][node] = hearing
         } else if hearings[device]?[node] != nil {
+            // No longer heard, or not to be placed (a node of the plan, learnt as one since).
             hearings[device]?[node] = nil
             if hearings[device]?.isEmpty == true { hearings[device] = nil }
         }
@@ -117,7 +125,11 @@ public struct FleetPositions: Sendable {
     public mutating func step(at t: Double) -> [String: PositionEstimate] {
         if calibration.refit(at: t) {
             let model = calibration.model
-            for device in positioners.keys { positioners[device]!.model = model }
+            for device in positioners.keys {
+                guard var grid = positioners[device] as? GridPositioner else { continue }
+                grid.model = model
+                positioners[device] = grid
+            }
         }
         var out: [String: PositionEstimate] = [:]
         for device in hearings.keys.sorted() {
@@ -125,7 +137,7 @@ public struct FleetPositions: Sendable {
             hearings[device] = kept.isEmpty ? nil : kept
             let fresh = kept.values.filter { planNodes.contains($0.node) }.sorted { $0.node < $1.node }
             guard !fresh.isEmpty else { continue }
-            var positioner = positioners.removeValue(forKey: device) ?? GridPositioner(grid: grid, model: model, configuration: configuration)
+            var positioner = positioners.removeValue(forKey: device) ?? estimator.positioner(plan: plan, grid: grid, model: model, configuration: configuration)
             if let estimate = positioner.estimate(fresh, at: t) { out[device] = estimate }
             positioners[device] = positioner
         }

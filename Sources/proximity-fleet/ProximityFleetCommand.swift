@@ -189,7 +189,7 @@ struct Run: AsyncParsableCommand {
             FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(error)\n".utf8))
             Foundation.exit(66)
         }
-        var configuration = FleetConfiguration(broker: options)
+        var configuration = FleetConfiguration()
         configuration.root = root
         configuration.prefix = prefix
         configuration.rule = rule
@@ -203,7 +203,7 @@ struct Run: AsyncParsableCommand {
         configuration.outsideNodes = outsideNodes ?? configuration.outsideNodes
         let map = try http.map { (address: try FleetMapAddress(parsing: $0), views: FleetViews()) }
         configuration.views = map?.views
-        let service = FleetService(configuration, logger: logger)
+        let service = FleetService(configuration, broker: options, logger: logger)
         // SIGHUP reads the plan again (systemctl reload); without --plan it does nothing, rather
         // than end the service as its default action would.
         signal(SIGHUP, SIG_IGN)

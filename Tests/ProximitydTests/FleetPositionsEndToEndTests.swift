@@ -217,7 +217,7 @@ struct FleetPositionsEndToEndTests {
                 try await fleet.waitForOutput(containing: ignored, inStderr: true)
                 #expect(await sub.wait("proximity-fleet/devices/tag1/room", payload: "living"), "\(fleet.stderr)")
                 // Past the moment the garage's reports would have given tag2 its room (a nearest-node
-                // room waits FleetService.fallbackDelay, 2 s, then the next tick): a table made 3 s
+                // room waits FleetStep.fallbackDelay, 2 s, then the next tick): a table made 3 s
                 // after the garage's first report, with tag1 read by the plan's four nodes.
                 let prefix = "proximity-fleet/table|"
                 #expect(await sub.process.waitForOutput { out in
