@@ -110,7 +110,7 @@ let package = Package(
         ),
         // proximityd's and proximity-fleet's MQTT topics and payloads, as Codable types: written by
         // the node and the fleet service, read by the fleet service, proximityctl fleet and the tests.
-        .target(name: "ProximityMQTT", dependencies: ["MQTTKit"]),
+        .target(name: "ProximityMQTT", dependencies: ["MQTTKit", "ProximityCore"]),
         // Command-line options the executables share (the broker's, for proximity-fleet and
         // proximityctl fleet): declared once, outside the libraries.
         .target(

@@ -1,4 +1,5 @@
 import Foundation
+import ProximityCore
 import MQTTKit
 
 /// The JSON of every payload proximityd and proximity-fleet publish: sorted keys, slashes as they
@@ -124,6 +125,15 @@ public struct PeerReport: Codable, Hashable, Sendable {
         self.rssiFiltered = rssiFiltered
         self.rssiSpread = rssiSpread
         self.samples = samples
+    }
+
+    /// What a node publishes of `peer` at `time` (seconds since the Unix epoch): the one place
+    /// a report is made, for the node and for `proximity-fleet replay`.
+    public init(_ peer: PeerSnapshot, at time: Double) {
+        self.init(id: peer.identifier.rawValue, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),
+                  distance: MQTTRounding.metres(peer.distance), proximity: peer.proximity.rawValue, time: MQTTRounding.milliseconds(time),
+                  name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address,
+                  rssiFiltered: MQTTRounding.tenths(peer.smoothedRSSI), rssiSpread: MQTTRounding.tenths(peer.spread), samples: peer.samples)
     }
 
     /// A peer no longer heard: no distance, so a fleet service hands over at once.

@@ -4,7 +4,7 @@ import ProximityCore
 import ProximityFleet
 
 /// `proximity-fleet replay --plan PLAN.yaml TRACE.csv [--score]`: a recording through each node's
-/// own ranging and the fleet's positioning, exactly as live (``PositionReplay``).
+/// own ranging and report code and the fleet service's own step, exactly as live (``FleetReplay``).
 struct Replay: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Play a recording of RSSI samples through the nodes' ranging and the fleet's positioning.",
@@ -14,10 +14,12 @@ struct Replay: ParsableCommand {
             per row, nodes in any order; other columns are ignored, but x,y,z (metres), when \
             present, are the device's true position at that time. Each node's samples go through \
             its own ranging (the found-devices table with proximityd's defaults) and its MQTT \
-            rate control; the positioning reads what the nodes would publish, as the live fleet \
-            does. Prints time,device,x,y,z,room once a second of trace time, each estimate made \
-            only from samples up to that time (x,y,z empty and room not_home when no node hears \
-            the device; room empty when it is placed in no room).
+            reports (the rate control, the payloads); the fleet service's own step takes what \
+            the nodes would have published, on the trace's clock, as the live service does. \
+            Prints time,device,x,y,z,room once a second of trace time: the position and the room \
+            the service had published by then, from samples up to that time (x,y,z empty while it \
+            published no position: a device is placed 2 s after its first report; room as \
+            published: a room's name, home when the position is in no room, not_home).
 
             With --score (the trace must have x,y,z), the rows are followed by lines that start \
             with '#': median, mean and p90 error in metres, the share within 1, 2 and 3 m, room \
@@ -44,7 +46,7 @@ struct Replay: ParsableCommand {
 
     @Option(help: ArgumentHelp("fleet (the grid filter), espresense (ESPresense Companion's multilateration), centroid or nearest.",
                                valueName: "estimator"))
-    var estimator: EstimatorKind = .fleet
+    var estimator: FleetEstimator = .fleet
 
     func run() throws {
         let floorPlan = Self.loadPlan(plan)
@@ -60,17 +62,23 @@ struct Replay: ParsableCommand {
         var out = "time,device,x,y,z,room\n"
         let truth = TruthTrack(samples)
         var scored = PositionScore()
-        PositionReplay.play(samples, plan: floorPlan, positioner: estimator.factory(floorPlan)) { rows in
+        var configuration = FleetConfiguration()
+        configuration.plan = floorPlan
+        configuration.estimator = estimator
+        configuration.discovery = false
+        FleetReplay.play(samples, configuration: configuration) { rows in
             for row in rows {
                 let time = Self.number(row.time, places: 3)
-                if let e = row.estimate {
-                    let room = e.room.map { floorPlan.rooms[$0].name } ?? ""
-                    out += "\(time),\(Self.field(row.device)),\(Self.number(e.position.x, places: 2)),\(Self.number(e.position.y, places: 2)),"
-                        + "\(Self.number(e.position.z, places: 2)),\(Self.field(room))\n"
+                if let p = row.position {
+                    out += "\(time),\(Self.field(row.device)),\(Self.number(p.x, places: 2)),\(Self.number(p.y, places: 2)),"
+                        + "\(Self.number(p.z, places: 2)),\(Self.field(row.room))\n"
                 } else {
-                    out += "\(time),\(Self.field(row.device)),,,,not_home\n"
+                    out += "\(time),\(Self.field(row.device)),,,,\(Self.field(row.room))\n"
                 }
-                if score { scored.add(device: row.device, estimate: row.estimate, truth: truth.position(of: row.device, at: row.time), plan: floorPlan) }
+                if score {
+                    scored.add(device: row.device, estimate: Self.estimate(row, plan: floorPlan), truth: truth.position(of: row.device, at: row.time),
+                               plan: floorPlan)
+                }
             }
             if out.utf8.count > 1 << 16 {
                 FileHandle.standardOutput.write(Data(out.utf8))
@@ -98,19 +106,16 @@ struct Replay: ParsableCommand {
     }
 }
 
-enum EstimatorKind: String, ExpressibleByArgument, CaseIterable {
-    case fleet, espresense, centroid, nearest
+extension FleetEstimator: ExpressibleByArgument {}
 
-    func factory(_ plan: FloorPlan) -> @Sendable (String) -> any Positioner {
-        let model = PathLossModel(plan: plan)
-        switch self {
-        case .fleet:
-            let grid = PositioningGrid(plan: plan, outsideWeight: GridPositioner.Configuration().outsideWeight)
-            return { _ in GridPositioner(grid: grid, model: model) }
-        case .espresense: return { _ in MultilaterationPositioner(plan: plan) }
-        case .centroid: return { _ in WeightedCentroidPositioner(plan: plan) }
-        case .nearest: return { _ in NearestNodePositioner(plan: plan) }
-        }
+extension Replay {
+    /// A row as the score reads it: the published position, and the published room (none for
+    /// home and not_home).
+    static func estimate(_ row: FleetReplay.Row, plan: FloorPlan) -> PositionEstimate? {
+        guard let p = row.position else { return nil }
+        let floor = plan.floors.firstIndex { $0.name == p.floor } ?? 0
+        let room = plan.rooms.firstIndex { $0.name == row.room }
+        return PositionEstimate(position: PlanPoint(x: p.x, y: p.y, z: p.z), floor: floor, uncertainty: p.uncertainty, room: room)
     }
 }
 

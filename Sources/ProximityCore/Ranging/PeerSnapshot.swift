@@ -46,3 +46,16 @@ public struct PeerSnapshot: Sendable, Hashable {
         self.samples = samples
     }
 }
+
+extension PeerSnapshot {
+    /// `peer` as the table ranges it now, shown with `name` (its display name, or the name it
+    /// advertises); nil for a peer the table holds no details of. The node's report and a replay
+    /// of a node's samples make their snapshots here, so both publish the same.
+    public init?(_ peer: PeerRanging, name: String) {
+        guard let details = peer.details else { return nil }
+        self.init(identifier: peer.identifier, kind: details.kind, address: details.address, name: name, beacon: details.beacon,
+                  proximity: peer.proximity, distance: peer.distance, rssi: Int16(clamping: Int(peer.rssi.rounded())),
+                  smoothedRSSI: peer.smoothedRSSI, measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())),
+                  firstSeen: peer.firstSeen, lastSeen: peer.lastSeen, spread: peer.spread, samples: peer.recentSamples)
+    }
+}

@@ -61,11 +61,7 @@ struct MQTTMessages: Sendable {
     func reports(_ peer: PeerSnapshot, at time: Double) -> [MQTTOutgoing] {
         let id = peer.identifier.rawValue
         let distance = MQTTRounding.metres(peer.distance)
-        let native = PeerReport(id: id, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),
-                                distance: distance, proximity: peer.proximity.rawValue, time: MQTTRounding.milliseconds(time),
-                                name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address,
-                                rssiFiltered: MQTTRounding.tenths(peer.smoothedRSSI), rssiSpread: MQTTRounding.tenths(peer.spread),
-                                samples: peer.samples)
+        let native = PeerReport(peer, at: time)
         var out = [MQTTOutgoing(topic: topics.peer(id), payload: MQTTJSON.encode(native), qos: 0)]
         let shownName = peer.name.isEmpty ? id : peer.name
         if settings.compatibility.contains(.espresense) {

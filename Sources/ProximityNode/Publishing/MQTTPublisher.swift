@@ -47,9 +47,9 @@ public actor MQTTPublisher {
 
     private var view: NodeView
     private var regions: [String: RegionState] = [:]
-    private var throttle = ReportThrottle()
-    /// Peers whose last report said where they are (a `gone` report follows when they go).
-    private var reported: Set<String> = []
+    /// Which peers each report publishes (the rate control, and `gone` once for a peer no
+    /// longer heard).
+    private var publishing = PeerPublishing()
 
     public init(identity: UUID, configuration: NodeConfiguration, engine: NodeEngine, state: StateDirectory, eventLog: EventLog,
                 clock: any NodeClock, logger: Logger) {
@@ -97,8 +97,7 @@ public actor MQTTPublisher {
     private func start(_ settings: MQTTSettings) {
         let messages = MQTTMessages(identity: identity, name: name, settings: settings)
         self.messages = messages
-        throttle = ReportThrottle(configuration: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved))
-        reported = []
+        publishing = PeerPublishing(throttle: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved))
         if let outbox { outbox.capacity = settings.outboxSize } else {
             outbox = MQTTOutbox(state: state, log: eventLog, capacity: settings.outboxSize, clock: clock, logger: logger)
         }
@@ -206,8 +205,7 @@ public actor MQTTPublisher {
             logger.notice(everConnected ? "reconnected to the MQTT broker" : "connected to the MQTT broker",
                           metadata: ["mqtt.broker": "\(settings.broker)"])
             everConnected = true
-            throttle = ReportThrottle(configuration: throttle.configuration)
-            reported = []
+            publishing.restart()
             send(messages.status(true))
             send(messages.state(currentView))
             for id in regions.keys.sorted() { send(messages.region(id, regions[id])) }
@@ -344,22 +342,11 @@ public actor MQTTPublisher {
     private func publish(_ report: NodeReport) {
         guard connected, let messages else { return }
         let time = clock.epoch(report.time)
-        for peer in report.peers {
-            let id = peer.identifier.rawValue
-            if peer.proximity == .unknown {
-                if reported.remove(id) != nil {
-                    throttle.forget(device: id)
-                    send(messages.gone(id, at: time))
-                }
-                continue
+        for publication in publishing.publications(peers: report.peers, removed: report.removed, at: report.time) {
+            switch publication {
+            case .report(let peer): for message in messages.reports(peer, at: time) { send(message) }
+            case .gone(let peer): send(messages.gone(peer.rawValue, at: time))
             }
-            guard throttle.offer(device: id, distance: peer.distance, at: report.time) else { continue }
-            reported.insert(id)
-            for message in messages.reports(peer, at: time) { send(message) }
-        }
-        for peer in report.removed where reported.remove(peer.rawValue) != nil {
-            throttle.forget(device: peer.rawValue)
-            send(messages.gone(peer.rawValue, at: time))
         }
     }
 

@@ -399,14 +399,9 @@ public struct NodeStep: Sendable {
         var peers: [PeerSnapshot] = []
         peers.reserveCapacity(table.count)
         for peer in table.peers.values {
-            guard let details = peer.details else { continue }
-            peers.append(PeerSnapshot(
-                identifier: peer.identifier, kind: details.kind, address: details.address, name: names.shown(peer.identifier, advertised: details.name),
-                beacon: details.beacon, proximity: peer.proximity, distance: peer.distance,
-                rssi: Int16(clamping: Int(peer.rssi.rounded())), smoothedRSSI: peer.smoothedRSSI,
-                measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())), firstSeen: peer.firstSeen, lastSeen: peer.lastSeen,
-                spread: peer.spread, samples: peer.recentSamples))
-            if details.kind == .node, resolver.isVerified(at: details.address) { peers[peers.count - 1].verified = true }
+            guard var snapshot = PeerSnapshot(peer, name: names.shown(peer.identifier, advertised: peer.details?.name)) else { continue }
+            if snapshot.kind == .node, resolver.isVerified(at: snapshot.address) { snapshot.verified = true }
+            peers.append(snapshot)
         }
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
         effects.append(.publish(.report(NodeReport(time: t, epoch: time.epoch, peers: peers, silenced: report.silenced,

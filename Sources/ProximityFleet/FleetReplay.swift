@@ -1,0 +1,127 @@
+import Foundation
+import ProximityCore
+import ProximityMQTT
+
+/// A fleet played from its nodes' samples (`proximity-fleet replay`), through the code that runs
+/// live: each node's ranging (its found-devices table, the node's defaults) takes its samples and
+/// reports once a second, publishing what the node's MQTT rate control lets through
+/// (``PeerPublishing``, the reports as ``PeerReport`` makes them), and the fleet's own
+/// ``FleetStep`` takes those reports and ticks, on the recording's clock. What it publishes, the
+/// position and the room of each device, is what the replay gives: the same as the service would
+/// have published live. Each second rests only on samples up to it. Pure: samples in, rows out.
+public struct FleetReplay: Sendable {
+    /// One second of one device, as the service published it by then.
+    public struct Row: Sendable, Hashable {
+        public var time: Double
+        public var device: String
+        /// The position last published (nil: none, or deleted).
+        public var position: FleetPosition?
+        /// The room last published: a room's name, `home` (placed in no room) or `not_home`.
+        public var room: String
+    }
+
+    /// One node of the recording.
+    struct Node: Sendable {
+        var table: FoundDevicesTable
+        var publishing: PeerPublishing
+    }
+
+    /// The RSSI at 1 m a node ranges a device with when nothing says otherwise, dBm.
+    public static let measuredPower = -59.0
+
+    private var step: FleetStep
+    private let ranging: RangingConfiguration
+    private let throttle: ReportThrottle.Configuration
+    private var nodes: [String: Node] = [:]
+    /// Every device seen so far, in order of first appearance.
+    public private(set) var devices: [String] = []
+    private var rooms: [String: String] = [:]
+    private var positions: [String: FleetPosition] = [:]
+    /// Each device's room and position topics, to read the step's publications by.
+    private var known: Set<String> = []
+    private var roomTopics: [String: String] = [:]
+    private var positionTopics: [String: String] = [:]
+
+    /// `configuration` is the service's (with its plan); `ranging` and `throttle` the nodes'.
+    public init(_ configuration: FleetConfiguration, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init()) {
+        step = FleetStep(configuration)
+        self.ranging = ranging
+        self.throttle = throttle
+        // As live: connected before anything is heard.
+        _ = step.connection(.connected)
+    }
+
+    /// A sample, in time order (a node's samples after those before them; nodes may interleave).
+    public mutating func add(_ sample: TraceSample) {
+        if !known.contains(sample.device) {
+            known.insert(sample.device)
+            devices.append(sample.device)
+            let topics = FleetTopics(prefix: step.configuration.prefix)
+            roomTopics[topics.room(sample.device)] = sample.device
+            positionTopics[topics.position(sample.device)] = sample.device
+        }
+        var node = nodes.removeValue(forKey: sample.node) ?? Node(table: FoundDevicesTable(configuration: ranging), publishing: PeerPublishing(throttle: throttle))
+        node.table.observe(PeerID(sample.device), rssi: sample.rssi, at: sample.time, measuredPower: Self.measuredPower,
+                           details: PeerDetails(kind: Self.kind(of: sample.device), address: ""))
+        nodes[sample.node] = node
+    }
+
+    /// The nodes' reports at `t` (a whole second, after every sample up to it), the fleet's tick,
+    /// then a row per device seen so far.
+    public mutating func step(at t: Double) -> [Row] {
+        for name in nodes.keys.sorted() {
+            var node = nodes.removeValue(forKey: name)!
+            let report = node.table.tick(at: t)
+            var peers = node.table.peers.values.compactMap { PeerSnapshot($0, name: "") }
+            peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
+            for publication in node.publishing.publications(peers: peers, removed: report.removed, at: t) {
+                let payload: PeerReport
+                switch publication {
+                case .report(let peer): payload = PeerReport(peer, at: t)
+                case .gone(let id): payload = .gone(id.rawValue, at: MQTTRounding.milliseconds(t))
+                }
+                take(step.receive(.report(node: name, device: payload.id, payload), at: t))
+            }
+            nodes[name] = node
+        }
+        take(step.tick(at: t))
+        return devices.map { Row(time: t, device: $0, position: positions[$0], room: rooms[$0] ?? "not_home") }
+    }
+
+    /// What the service published: each device's room and position.
+    private mutating func take(_ effects: [FleetEffect]) {
+        for case .publish(let topic, let payload, _) in effects {
+            if let device = roomTopics[topic] {
+                rooms[device] = payload
+            } else if let device = positionTopics[topic] {
+                positions[device] = payload.isEmpty ? nil : MQTTJSON.decode(FleetPosition.self, from: Array(payload.utf8))
+            }
+        }
+    }
+
+    /// A device's kind from its identifier's form (`ibeacon:…`, `irk:…`); an iBeacon otherwise
+    /// (a recording does not say, and only a node's kind changes what the service does).
+    static func kind(of device: String) -> PeerKind {
+        PeerKind.allCases.first { device.hasPrefix($0.rawValue + ":") } ?? .ibeacon
+    }
+
+    /// Plays `samples` (sorted here by time, stably), handing each whole second's rows, from the
+    /// first sample's to the last's, to `each` as they come (a long trace's rows need not all be
+    /// held).
+    public static func play(_ samples: [TraceSample], configuration: FleetConfiguration, each: ([Row]) -> Void) {
+        let sorted = samples.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
+        guard let first = sorted.first, let last = sorted.last else { return }
+        var replay = FleetReplay(configuration)
+        var i = 0
+        var t = first.time.rounded(.up)
+        if t == first.time { t += 1 }
+        while t <= last.time.rounded(.up) {
+            while i < sorted.count, sorted[i].time <= t {
+                replay.add(sorted[i])
+                i += 1
+            }
+            each(replay.step(at: t))
+            t += 1
+        }
+    }
+}
