@@ -283,7 +283,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityFleetTests",
-            dependencies: ["ProximityFleet", "ProximityCore", "ProximityMQTT"]
+            dependencies: ["ProximityFleet", "ProximityCore", "ProximityMQTT", "MQTTKit", "ProximityTesting",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "BlueZSimTests",

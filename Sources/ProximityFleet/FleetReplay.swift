@@ -69,28 +69,43 @@ public struct FleetReplay: Sendable {
     /// The nodes' reports at `t` (a whole second, after every sample up to it), the fleet's tick,
     /// then a row per device seen so far.
     public mutating func step(at t: Double) -> [Row] {
+        for (node, report) in nodeReports(at: t) { take(step.receive(.report(node: node, device: report.id, report), at: t)) }
+        take(step.tick(at: t))
+        return devices.map { Row(time: t, device: $0, position: positions[$0], room: rooms[$0] ?? "not_home") }
+    }
+
+    /// What each node publishes at its report at `t` (nodes by name, each in its report's
+    /// order): the messages a live fleet service would receive.
+    public mutating func nodeReports(at t: Double) -> [(node: String, report: PeerReport)] {
+        var out: [(String, PeerReport)] = []
         for name in nodes.keys.sorted() {
             var node = nodes.removeValue(forKey: name)!
             let report = node.table.tick(at: t)
             var peers = node.table.peers.values.compactMap { PeerSnapshot($0, name: "") }
             peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
             for publication in node.publishing.publications(peers: peers, removed: report.removed, at: t) {
-                let payload: PeerReport
                 switch publication {
-                case .report(let peer): payload = PeerReport(peer, at: t)
-                case .gone(let id): payload = .gone(id.rawValue, at: MQTTRounding.milliseconds(t))
+                case .report(let peer): out.append((name, PeerReport(peer, at: t)))
+                case .gone(let id): out.append((name, .gone(id.rawValue, at: MQTTRounding.milliseconds(t))))
                 }
-                take(step.receive(.report(node: name, device: payload.id, payload), at: t))
             }
             nodes[name] = node
         }
-        take(step.tick(at: t))
-        return devices.map { Row(time: t, device: $0, position: positions[$0], room: rooms[$0] ?? "not_home") }
+        return out
     }
+
+    /// Every room and position the service published, in order, as `(topic, payload)` (kept only
+    /// with `keepingPublications`).
+    public private(set) var publications: [(topic: String, payload: String)] = []
+    private var keepingPublications = false
+
+    /// Keeps every room and position publication in ``publications`` from now on.
+    public mutating func keepPublications() { keepingPublications = true }
 
     /// What the service published: each device's room and position.
     private mutating func take(_ effects: [FleetEffect]) {
         for case .publish(let topic, let payload, _) in effects {
+            if keepingPublications, roomTopics[topic] != nil || positionTopics[topic] != nil { publications.append((topic, payload)) }
             if let device = roomTopics[topic] {
                 rooms[device] = payload
             } else if let device = positionTopics[topic] {

@@ -41,8 +41,12 @@ public actor FleetService {
         carryOut(step.replacePlan(plan, at: now()))
     }
 
-    /// Runs until the task is cancelled: connects, and ticks the step once a second.
-    public func run() async throws {
+    /// A value read from the step (the map, tests).
+    public func read<T: Sendable>(_ value: (FleetStep) -> T) -> T { value(step) }
+
+    /// Runs until the task is cancelled: connects, and ticks the step once a second (or at each
+    /// element of `ticks`, a test's clock).
+    public func run(ticks: AsyncStream<Void>? = nil) async throws {
         var options = broker
         options.will = .init(topic: topics.status, payload: "offline", qos: 1, retain: true)
         let client = try MQTTClient(options)
@@ -56,9 +60,13 @@ public actor FleetService {
                                                  "cells": "\(step.positions?.grid.count ?? 0)"])
         }
         client.connect()
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: .seconds(1)) } catch { break }
-            carryOut(step.tick(at: now()))
+        if let ticks {
+            for await _ in ticks { carryOut(step.tick(at: now())) }
+        } else {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: .seconds(1)) } catch { break }
+                carryOut(step.tick(at: now()))
+            }
         }
         // Not in this (cancelled) task: saying offline waits for the broker's acknowledgement.
         await Task { await self.finish(events: events, messages: messages) }.value

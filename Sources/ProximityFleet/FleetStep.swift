@@ -87,6 +87,9 @@ public struct FleetStep: Sendable {
     private var nodeStatus: [String: String] = [:]
     /// The calibration as last published (the map shows its nodes' fit).
     private var lastCalibration: FleetCalibrationPayload?
+    /// How many node reports it has taken, and when it last ticked.
+    public private(set) var reportsTaken = 0
+    public private(set) var lastTick: Double?
 
     /// With a plan, a device new to the fleet is placed only after this long, seconds, and gets
     /// a nearest-node room only if no node in the plan has heard it by then: the nodes that hear
@@ -183,6 +186,7 @@ public struct FleetStep: Sendable {
                 effects.append(.log(.init(.info, "node offline: its reports are dropped", ["node": node])))
             }
         case .report(let node, let device, let report):
+            reportsTaken += 1
             effects += hear(node: node, device: device, report: report, at: t)
         case .nodeActivity:
             break
@@ -294,6 +298,7 @@ public struct FleetStep: Sendable {
     /// Once a second: the rule's time-driven changes, the positions and their rooms, the table,
     /// the attributes and the map.
     public mutating func tick(at t: Double) -> [FleetEffect] {
+        lastTick = t
         var effects = apply(rule.tick(at: t))
         if positions != nil { effects += place(at: t) }
         let devices = rule.devices.count

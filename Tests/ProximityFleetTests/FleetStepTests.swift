@@ -1,0 +1,78 @@
+import Foundation
+import ProximityCore
+import ProximityFleet
+import ProximityMQTT
+import Testing
+
+/// The fleet service's step in this process, on plain numbers for time: messages and ticks in,
+/// effects out.
+@Suite struct FleetStepTests {
+    static let identities = ["alpha": "11111111-1111-4111-8111-111111111111", "bravo": "22222222-2222-4222-8222-222222222222",
+                             "charlie": "33333333-3333-4333-8333-333333333333", "delta": "44444444-4444-4444-8444-444444444444"]
+
+    static func step(track: Set<String>? = nil) -> FleetStep {
+        var configuration = FleetConfiguration()
+        configuration.plan = FleetPositionsTests.plan
+        configuration.track = track
+        var step = FleetStep(configuration)
+        _ = step.connection(.connected)
+        return step
+    }
+
+    /// Every node's state, then each hearing the others at `t`.
+    static func nodesHearEachOther(_ step: inout FleetStep, at t: Double) -> [FleetEffect] {
+        var effects: [FleetEffect] = []
+        for (node, id) in identities {
+            let state = NodeStatePayload(id: id, name: node, adapter: "hci0", advertising: true, discovering: true, peers: 3, rssiOffset: 0,
+                                         outboxDropped: 0)
+            effects += step.receive(.nodeState(node: node, state), at: t)
+        }
+        for rx in identities.keys.sorted() {
+            for (tx, id) in identities where tx != rx {
+                let p = FleetPositionsTests.plan.node(named: tx)!.position
+                var report = FleetPositionsTests.report(FleetPositionsTests.plan, node: rx, x: p.x, y: p.y)
+                report.id = id
+                report.kind = "node"
+                effects += step.receive(.report(node: rx, device: id, report), at: t)
+            }
+        }
+        return effects + step.tick(at: t)
+    }
+
+    static func rooms(_ effects: [FleetEffect]) -> [String] {
+        effects.compactMap { if case .publish(let topic, let payload, _) = $0, topic.hasSuffix("/room") { "\(topic)|\(payload)" } else { nil } }
+    }
+
+    @Test("the plan's nodes are nodes, not devices: hearing each other they get no room, position or discovery, and feed the calibration; --track naming one by its name tracks it")
+    func planNodesAreNotDevices() {
+        var step = Self.step()
+        var effects: [FleetEffect] = []
+        for t in stride(from: 100.0, through: 110, by: 1) { effects += Self.nodesHearEachOther(&step, at: t) }
+        let published = effects.compactMap { if case .publish(let topic, _, _) = $0 { topic } else { nil } }
+        #expect(!published.contains { $0.contains("/devices/") || $0.contains("device_tracker") || $0.contains("/sensor/") }, "\(published)")
+        #expect(step.table(at: 110).devices.isEmpty)
+        #expect(step.positions?.calibration.pairs.count == 12)
+
+        var tracking = Self.step(track: ["alpha"])
+        var tracked: [FleetEffect] = []
+        for t in stride(from: 100.0, through: 110, by: 1) { tracked += Self.nodesHearEachOther(&tracking, at: t) }
+        #expect(Self.rooms(tracked).map { $0.split(separator: "|")[0] } == ["proximity-fleet/devices/\(Self.identities["alpha"]!)/room"],
+                "\(Self.rooms(tracked))")
+    }
+
+    @Test("a device new to the fleet is placed 2 s after its first report, not on the first node's report alone")
+    func placedAfterTheOthersReported() {
+        var step = Self.step()
+        // Only charlie has reported yet: placed on that alone it would be in the kitchen.
+        var effects = step.receive(.report(node: "charlie", device: "tag", FleetPositionsTests.report(FleetPositionsTests.plan, node: "charlie", x: 2, y: 2)), at: 100)
+        effects += step.tick(at: 100)
+        #expect(Self.rooms(effects).isEmpty, "\(Self.rooms(effects))")
+        for node in ["alpha", "bravo", "delta"] {
+            effects += step.receive(.report(node: node, device: "tag", FleetPositionsTests.report(FleetPositionsTests.plan, node: node, x: 2, y: 2)), at: 100.5)
+        }
+        effects += step.tick(at: 101)
+        #expect(Self.rooms(effects).isEmpty, "\(Self.rooms(effects))")
+        effects += step.tick(at: 102)
+        #expect(Self.rooms(effects) == ["proximity-fleet/devices/tag/room|living"], "\(Self.rooms(effects))")
+    }
+}
