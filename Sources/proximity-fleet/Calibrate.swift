@@ -10,18 +10,22 @@ struct CalibrateCommand: ParsableCommand {
         commandName: "calibrate",
         abstract: "Fit the plan's calibration from a calibration walk and print the calibrated plan.",
         discussion: """
-            WALK.csv has a header row naming its columns, among them time,node,device,rssi,x,y \\
-            (and z on several floors): a tag's samples, recorded by each node (proximityctl \\
-            record), with where the tag was held (x,y,z, metres) at each sample. A device whose \\
-            name is a node of the plan is that node transmitting, at its plan position. The \\
-            hearings are averaged per node, device and spot (the median of the samples within \\
-            10 cm), then fitted: each node's receive offset (rx-offset), the transmit power of \\
-            the nodes heard (tx-power) and the path-loss exponent (docs/positioning.md, \\
-            Calibration). The plan, with those keys, goes to standard output; a summary (the \\
-            exponent, each node's offset and how well the fit explains its hearings) to \\
+            WALK.csv has a header row naming its columns, among them time,node,device,rssi,x,y \
+            (and z on several floors): a tag's samples, recorded by each node (proximityctl \
+            record), with where the tag was held (x,y,z, metres) at each sample. A device whose \
+            name is a node of the plan is that node transmitting, at its plan position. The \
+            hearings are averaged per node, device and spot (the median of the samples within \
+            10 cm), then fitted: each node's receive offset (rx-offset), the transmit power of \
+            the nodes heard (tx-power) and the path-loss exponent (docs/positioning.md, \
+            Calibration). The plan, with those keys, goes to standard output; a summary (the \
+            exponent, each node's offset and how well the fit explains its hearings) to \
             standard error.
 
-            Exit status: 0; 64 for a bad argument; 65 for a bad plan or walk, or one with no \\
+            The walk is CSV as RFC 4180 has it (LF or CRLF line ends, quoted fields, a UTF-8 \
+            byte order mark); lines starting with # are comments. The rows skipped after the \
+            header (empty ones, comments) are counted on standard error: FILE: N rows skipped: ….
+
+            Exit status: 0; 64 for a bad argument; 65 for a bad plan or walk, or one with no \
             hearing of a plan node at a known spot; 66 when a file cannot be read.
 
             Examples:

@@ -21,6 +21,16 @@ struct Replay: ParsableCommand {
             published no position: a device is placed 2 s after its first report; room as \
             published: a room's name, home when the position is in no room, not_home).
 
+            TRACE.csv may also be one node's `proximityctl record` file, read as it is: the node \
+            is the one its first line names (name=…), the devices are its peer column, and its \
+            rows without an rssi (reports, truth marks) are skipped. proximity-fleet walk \
+            (without --marks) merges several nodes' recordings into one trace.
+
+            The file is CSV as RFC 4180 has it (LF or CRLF line ends, quoted fields, a UTF-8 \
+            byte order mark); lines starting with # are comments. The rows skipped after the \
+            header (empty ones, comments, a recording's rows without an rssi) are counted on \
+            standard error: FILE: N rows skipped: ….
+
             With --score (the trace must have x,y,z), the rows are followed by lines that start \
             with '#': median, mean and p90 error in metres, the share within 1, 2 and 3 m, room \
             accuracy, and room changes per minute against the truth's. docs/positioning.md.
@@ -33,12 +43,14 @@ struct Replay: ParsableCommand {
                 The positions, once a second.
               $ proximity-fleet replay --plan house.yaml walk.csv --score --estimator espresense
                 ESPresense Companion's multilateration on the same recording, scored.
+              $ proximity-fleet replay --plan house.yaml kitchen.csv
+                One node's proximityctl record file, as it is.
             """)
 
     @Option(help: ArgumentHelp("The floor plan (docs/positioning.md).", valueName: "file"))
     var plan: String
 
-    @Argument(help: ArgumentHelp("The recording: time,node,device,rssi[,x,y,z].", valueName: "trace.csv"))
+    @Argument(help: ArgumentHelp("The recording: time,node,device,rssi[,x,y,z], or a proximityctl record file.", valueName: "trace.csv"))
     var trace: String
 
     @Flag(help: "Score the estimates against the trace's x,y,z.")
@@ -102,7 +114,7 @@ struct Replay: ParsableCommand {
     static func percent(_ v: Double) -> String { v.isFinite ? String(format: "%.1f %%", 100 * v) : "nan" }
     /// A CSV field, quoted when it must be.
     static func field(_ s: String) -> String {
-        s.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        s.unicodeScalars.contains(where: { ",\"\r\n".unicodeScalars.contains($0) }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
     }
 }
 

@@ -192,6 +192,114 @@ struct FleetReplayTests {
         #expect(bad.status == 65 && bad.stderr.hasSuffix("bad.csv:2: start must not be after end\n"), "\(bad)")
     }
 
+    /// `text` as a spreadsheet or Python's csv module saves it: CRLF line ends, a UTF-8 BOM.
+    static func crlf(_ text: String) -> String { "\u{FEFF}" + text.replacingOccurrences(of: "\n", with: "\r\n") }
+
+    @Test("replay: a trace saved with CRLF line ends and a BOM gives the same bytes as saved with LF; no row skipped, none said")
+    func replayCRLF() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        let (plan, lf) = try Self.files(Self.trace())
+        let (_, crlf) = try Self.files(Self.crlf(Self.trace()))
+        let a = try await runCommand(fleet, ["replay", "--plan", plan, lf, "--score"])
+        let b = try await runCommand(fleet, ["replay", "--plan", plan, crlf, "--score"])
+        #expect(a.status == 0 && b.status == 0, "\(a)\n\(b)")
+        #expect(Array(b.stdout.utf8) == Array(a.stdout.utf8) && a.stdout.split(separator: "\n").count == 66, "\(a.stdout)\n\(b.stdout)")
+        #expect(b.stderr == a.stderr && !b.stderr.contains("skipped"), "\(b.stderr)")
+    }
+
+    @Test("calibrate: a walk saved with CRLF and a BOM gives the same plan and summary as with LF; its empty rows and comments counted on standard error")
+    func calibrateCRLF() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        let walk = Self.walk([(2, 2), (8, 2), (8, 6), (2, 6), (5, 4)], bias: ["a": 3, "b": -2, "c": 0, "d": 1], seed: 3)
+        let (plan, lf) = try Self.files(walk)
+        // The same rows, with an empty row after the header and a comment among them.
+        let lines = walk.split(separator: "\n", omittingEmptySubsequences: false)
+        let edited = ([lines[0], "", "# held at the door"] + lines[1...]).joined(separator: "\n")
+        let (_, crlf) = try Self.files(Self.crlf(edited))
+        let a = try await runCommand(fleet, ["calibrate", "--plan", plan, lf])
+        let b = try await runCommand(fleet, ["calibrate", "--plan", plan, crlf])
+        #expect(a.status == 0 && b.status == 0, "\(a)\n\(b)")
+        #expect(a.stderr.hasPrefix("calibrated from 20 spots: ") && b.stdout == a.stdout, "\(a)\n\(b)")
+        #expect(b.stderr == "proximity-fleet: \(crlf): 2 rows skipped: 1 empty, 1 commented out (#)\n" + a.stderr, "\(b.stderr)")
+    }
+
+    /// A `proximityctl record` file of node `name` (its first line naming it unless nil), holding
+    /// `samples` (time, peer, rssi) and, after each, a report row.
+    static func record(_ name: String?, _ samples: [(time: String, peer: String, rssi: String)]) -> String {
+        var out = "# proximityctl record: node=0f8e62a4-5c1e-4a57-9f0a-3b6c2d1e7f90 started=2026-11-26T10:00:00.000Z path_loss_exponent=2"
+            + " clear_interval=10 default_measured_power=-59\(name.map { " name=\($0)" } ?? "")\n"
+            + "# peers: tag\n# time: seconds since the Unix epoch\ntime,peer,rssi,truth,measured_power,zone,distance\n"
+        for s in samples { out += "\(s.time),\(s.peer),\(s.rssi),,-59,,\n\(s.time),\(s.peer),,,-59,near,1.2\n" }
+        return out
+    }
+
+    @Test("replay takes a proximityctl record file as it is: the node its first line names, the devices its peers; the same bytes as the trace of those rows; without the name, one line says how")
+    func replayRecord() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        // Node a's rows of the trace, as a's recording, with a report row after each sample.
+        let rows = Self.trace().split(separator: "\n").dropFirst().map { $0.split(separator: ",").map(String.init) }.filter { $0[1] == "a" }
+        let (plan, trace) = try Self.files("time,node,device,rssi\n" + rows.map { "\($0[0]),a,\($0[2]),\($0[3])\n" }.joined())
+        let (_, record) = try Self.files(Self.crlf(Self.record("a", rows.map { ($0[0], "\"\($0[2])\"", $0[3]) })))
+        let expected = try await runCommand(fleet, ["replay", "--plan", plan, trace])
+        let result = try await runCommand(fleet, ["replay", "--plan", plan, record])
+        #expect(expected.status == 0 && expected.stdout.split(separator: "\n").count == 61, "\(expected)")
+        #expect(result.status == 0 && Array(result.stdout.utf8) == Array(expected.stdout.utf8), "\(result)")
+        #expect(result.stderr == "proximity-fleet: \(record): \(rows.count) rows skipped: \(rows.count) without an rssi (a report's or a truth mark's row)\n",
+                "\(result.stderr)")
+        let (_, unnamed) = try Self.files(Self.record(nil, [("1", "tag", "-60")]))
+        let refused = try await runCommand(fleet, ["replay", "--plan", plan, unnamed])
+        #expect(refused.status == 65 && refused.stderr == "proximity-fleet: error: \(unnamed): a proximityctl record file without its node's name "
+                + "(name=… in its first line): proximity-fleet walk NAME=\(unnamed) > trace.csv makes a trace of it\n", "\(refused)")
+    }
+
+    @Test("walk: CRLF records and marks give the same walk as LF; without --marks, x,y,z empty; the rows skipped are counted on standard error")
+    func walkCRLF() async throws {
+        let fleet = BuiltProducts.path("proximity-fleet")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        func write(_ name: String, _ text: String) throws -> String {
+            let url = dir.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+        let a = Self.record("a", [("1000.10", "tag", "-60"), ("1000.50", "\"tag, 2\"", "-61"), ("1003.00", "tag", "-70")])
+        let b = Self.record(nil, [("1000.20", "tag", "-75")])
+        let marks = "start,end,x,y\n\n1000.0,1001.0,2,3\n# not held still\n1002.5,1003.5,4,5\n"
+        let lf = (a: try write("a.csv", a), b: try write("b.csv", b), marks: try write("marks.csv", marks))
+        let crlf = (a: try write("a-crlf.csv", Self.crlf(a)), b: try write("b-crlf.csv", Self.crlf(b)), marks: try write("marks-crlf.csv", Self.crlf(marks)))
+        let expected = try await runCommand(fleet, ["walk", "--marks", lf.marks, lf.a, "hall=\(lf.b)"])
+        #expect(expected.status == 0 && expected.stdout == """
+            time,node,device,rssi,x,y,z
+            1000.100,a,tag,-60,2,3,1
+            1000.200,hall,tag,-75,2,3,1
+            1000.500,a,"tag, 2",-61,2,3,1
+            1003.000,a,tag,-70,4,5,1
+
+            """, "\(expected)")
+        let result = try await runCommand(fleet, ["walk", "--marks", crlf.marks, crlf.a, "hall=\(crlf.b)"])
+        #expect(result.status == 0 && Array(result.stdout.utf8) == Array(expected.stdout.utf8), "\(result)")
+        #expect(result.stderr == """
+            proximity-fleet: \(crlf.marks): 2 rows skipped: 1 empty, 1 commented out (#)
+            proximity-fleet: \(crlf.a): 3 rows skipped: 3 without an rssi (a report's or a truth mark's row)
+            proximity-fleet: \(crlf.b): 1 row skipped: 1 without an rssi (a report's or a truth mark's row)
+
+            """, "\(result.stderr)")
+        // Without marks: the rows with x,y,z empty, a trace for replay.
+        let unmarked = try await runCommand(fleet, ["walk", crlf.a, "hall=\(crlf.b)"])
+        #expect(unmarked.status == 0 && unmarked.stdout == """
+            time,node,device,rssi,x,y,z
+            1000.100,a,tag,-60,,,
+            1000.200,hall,tag,-75,,,
+            1000.500,a,"tag, 2",-61,,,
+            1003.000,a,tag,-70,,,
+
+            """, "\(unmarked)")
+        let (plan, _) = try Self.files("t")
+        let trace = try write("trace.csv", unmarked.stdout)
+        let replayed = try await runCommand(fleet, ["replay", "--plan", plan, trace])
+        #expect(replayed.status == 0 && replayed.stdout.hasPrefix("time,device,x,y,z,room\n"), "\(replayed)")
+    }
+
     @Test("bad input: a trace without the columns or with a bad number (FILE:LINE, 65), --score without truth, a missing file (66), a bad plan (FILE:LINE:COLUMN, 65)")
     func refused() async throws {
         let fleet = BuiltProducts.path("proximity-fleet")
