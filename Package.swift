@@ -181,7 +181,7 @@ let package = Package(
         .executableTarget(
             name: "ranging-bench",
             dependencies: [
-                "ProximityCore", "BlueZSim", "ProximityBenchmarking",
+                "ProximityCore", "BlueZSim", "ProximityBenchmarking", "ProximityFleet",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/ranging-bench"

@@ -314,7 +314,7 @@ struct RecordReplayTests {
             ("# c\ntime,peer,rssi,truth\n1,p,-60,near\n", "bad.csv:3: truth: \"near\" is neither a distance in metres (0 or more) nor absent"),
             ("time,peer,rssi,truth,zone\n1,p,-60,,near\n", "bad.csv:2: a row is a sample (rssi) or a report (zone), not both"),
             ("time,peer,rssi,truth\n,p,-60,\n", "bad.csv:2: time is empty"),
-            ("time,peer,rssi,truth\n1,\"p,-60,\n", "bad.csv:2: a quoted field is not closed"),
+            ("time,peer,rssi,truth\n1,\"p,-60,\n", "bad.csv:2: a quoted field opens on this line and is not closed"),
             ("time,peer,rssi,truth,zone\n1,p,,,close\n", "bad.csv:2: zone: \"close\" is not immediate, near, far, unknown or removed"),
             ("time,peer,rssi,truth\n1,p,,\n", "bad.csv:2: a row needs rssi (a sample), zone (a report) or truth"),
             ("time,peer,rssi,truth\n1,p,,3\n", "bad.csv: no sample rows"),

@@ -3,6 +3,7 @@ import BlueZSim
 import Foundation
 import ProximityBenchmarking
 import ProximityCore
+import ProximityFleet
 
 // `ranging-bench --replay FILE.csv…`: every pipeline on traces recorded on a real radio with
 // `proximityctl record` (docs/ranging.md, "Record and replay").
@@ -102,16 +103,19 @@ struct Recording: Sendable {
         var order: [String] = []
         var lineNumber = 0
         func problem(_ message: String) -> ParseError { ParseError(description: "\(path):\(lineNumber): \(message)") }
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            lineNumber += 1
-            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
-            if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
-            if line.hasPrefix("#") {
-                if line.hasPrefix("# proximityctl record:") { recording.readComment(String(line)) }
+        // RFC 4180, as users write it (LF or CRLF, quoted fields, a BOM): proximity-fleet's reader.
+        var reader = CSVReader(Data(text.utf8), path: path, comments: true)
+        while true {
+            let next: CSVReader.Record?
+            do { next = try reader.next() } catch { throw ParseError(description: error.message) }
+            guard let record = next else { break }
+            lineNumber = record.line
+            if record.isComment {
+                if let line = record.fields.first, line.hasPrefix("# proximityctl record:") { recording.readComment(line) }
                 continue
             }
-            guard let split = splitCSV(line) else { throw problem("a quoted field is not closed") }
-            let fields = split.map { $0.trimmingCharacters(in: .whitespaces) }
+            if record.isEmpty { continue }
+            let fields = record.fields.map { $0.trimmingCharacters(in: .whitespaces) }
             guard let columns else {
                 var found: [String: Int] = [:]
                 for (i, name) in fields.enumerated() {
@@ -201,48 +205,6 @@ struct Recording: Sendable {
             default: break
             }
         }
-    }
-
-    /// One CSV line's fields (RFC 4180 quoting; a line holds one record); nil when a quoted field
-    /// is not closed.
-    static func splitCSV(_ line: Substring) -> [String]? {
-        var fields: [String] = []
-        var current = ""
-        var quoted = false
-        var i = line.startIndex
-        var fieldStart = true
-        while i < line.endIndex {
-            let c = line[i]
-            if quoted {
-                if c == "\"" {
-                    let next = line.index(after: i)
-                    if next < line.endIndex, line[next] == "\"" {
-                        current.append("\"")
-                        i = next
-                    } else {
-                        quoted = false
-                    }
-                } else {
-                    current.append(c)
-                }
-            } else if c == "," {
-                fields.append(current)
-                current = ""
-                fieldStart = true
-                i = line.index(after: i)
-                continue
-            } else if c == "\"" && fieldStart && current.trimmingCharacters(in: .whitespaces).isEmpty {
-                quoted = true
-                current = ""
-            } else {
-                current.append(c)
-            }
-            fieldStart = false
-            i = line.index(after: i)
-        }
-        if quoted { return nil }
-        fields.append(current)
-        return fields
     }
 }
 
