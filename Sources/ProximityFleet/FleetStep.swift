@@ -71,7 +71,7 @@ public struct FleetStep: Sendable {
     private var mobile: Set<String> = []
     /// With a plan: the hearings, each device's estimator and the calibration.
     public private(set) var positions: FleetPositions?
-    /// With a plan: each drifting node's reason, as last logged.
+    /// With a plan: each drifting node's reason, as logged when it started drifting.
     private var drift: [String: String] = [:]
     /// The room each placed device's position gives (a room's name, or `home` in none); a device
     /// not in it has the rule's room.
@@ -414,7 +414,9 @@ public struct FleetStep: Sendable {
             .log(.init(.info, "calibration fitted", ["path-loss-exponent": "\(payload.exponent)", "rms": "\(payload.rms)",
                                                      "pairs": "\(payload.pairs.count)"])),
         ]
-        for node in payload.nodes where drift[node.name] != node.drift {
+        // Once when a node starts drifting and once when it stops: not again at every fit whose
+        // figures moved a little.
+        for node in payload.nodes where (drift[node.name] != nil) != (node.drift != nil) {
             drift[node.name] = node.drift
             if let reason = node.drift {
                 effects.append(.log(.init(.warning, "node drifting: \(reason)", ["node": node.name])))

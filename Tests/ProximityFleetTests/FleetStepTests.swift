@@ -19,8 +19,10 @@ import Testing
         return step
     }
 
-    /// Every node's state, then each hearing the others at `t`.
-    static func nodesHearEachOther(_ step: inout FleetStep, at t: Double) -> [FleetEffect] {
+    /// Every node's state, then each hearing the others at `t` (`offset` dB on what `blocked`
+    /// receives, and `noise` dB of seeded noise on every hearing).
+    static func nodesHearEachOther(_ step: inout FleetStep, at t: Double, blocked: String? = nil, offset: Double = 0, noise: Double = 0,
+                                   seed: inout UInt64) -> [FleetEffect] {
         var effects: [FleetEffect] = []
         for (node, id) in identities {
             let state = NodeStatePayload(id: id, name: node, adapter: "hci0", advertising: true, discovering: true, peers: 3, rssiOffset: 0,
@@ -30,7 +32,9 @@ import Testing
         for rx in identities.keys.sorted() {
             for (tx, id) in identities where tx != rx {
                 let p = FleetPositionsTests.plan.node(named: tx)!.position
-                var report = FleetPositionsTests.report(FleetPositionsTests.plan, node: rx, x: p.x, y: p.y)
+                seed = seed &* 6364136223846793005 &+ 1442695040888963407
+                let jitter = noise * (Double(seed >> 11) / Double(1 << 53) * 2 - 1)
+                var report = FleetPositionsTests.report(FleetPositionsTests.plan, node: rx, x: p.x, y: p.y, offset: (rx == blocked ? offset : 0) + jitter)
                 report.id = id
                 report.kind = "node"
                 effects += step.receive(.report(node: rx, device: id, report), at: t)
@@ -47,7 +51,8 @@ import Testing
     func planNodesAreNotDevices() {
         var step = Self.step()
         var effects: [FleetEffect] = []
-        for t in stride(from: 100.0, through: 110, by: 1) { effects += Self.nodesHearEachOther(&step, at: t) }
+        var seed: UInt64 = 1
+        for t in stride(from: 100.0, through: 110, by: 1) { effects += Self.nodesHearEachOther(&step, at: t, seed: &seed) }
         let published = effects.compactMap { if case .publish(let topic, _, _) = $0 { topic } else { nil } }
         #expect(!published.contains { $0.contains("/devices/") || $0.contains("device_tracker") || $0.contains("/sensor/") }, "\(published)")
         #expect(step.table(at: 110).devices.isEmpty)
@@ -55,7 +60,7 @@ import Testing
 
         var tracking = Self.step(track: ["alpha"])
         var tracked: [FleetEffect] = []
-        for t in stride(from: 100.0, through: 110, by: 1) { tracked += Self.nodesHearEachOther(&tracking, at: t) }
+        for t in stride(from: 100.0, through: 110, by: 1) { tracked += Self.nodesHearEachOther(&tracking, at: t, seed: &seed) }
         #expect(Self.rooms(tracked).map { $0.split(separator: "|")[0] } == ["proximity-fleet/devices/\(Self.identities["alpha"]!)/room"],
                 "\(Self.rooms(tracked))")
     }
@@ -74,5 +79,29 @@ import Testing
         #expect(Self.rooms(effects).isEmpty, "\(Self.rooms(effects))")
         effects += step.tick(at: 102)
         #expect(Self.rooms(effects) == ["proximity-fleet/devices/tag/room|living"], "\(Self.rooms(effects))")
+    }
+
+    @Test("a node whose receiver starts reading 10 dB low is logged drifting once, however its figures move from fit to fit, and no longer drifting once when it is back; the others never")
+    func driftLoggedOnce() {
+        var step = Self.step()
+        var seed: UInt64 = 7
+        var logs: [String] = []
+        func minutes(_ count: Int, from start: Double, offset: Double) -> Double {
+            var t = start
+            for _ in 0 ..< count * 60 {
+                for case .log(let line) in Self.nodesHearEachOther(&step, at: t, blocked: "charlie", offset: offset, noise: 2, seed: &seed)
+                    where line.message.contains("drifting") {
+                    logs.append("\(line.metadata["node"] ?? "") \(line.message.hasPrefix("node drifting") ? "drifting" : "back")")
+                }
+                t += 1
+            }
+            return t
+        }
+        var t = minutes(3, from: 1000, offset: 0)
+        #expect(logs.isEmpty, "\(logs)")
+        t = minutes(10, from: t, offset: -10)
+        #expect(logs == ["charlie drifting"], "\(logs)")
+        _ = minutes(15, from: t, offset: 0)
+        #expect(logs == ["charlie drifting", "charlie back"], "\(logs)")
     }
 }

@@ -4,9 +4,11 @@ import Foundation
 /// known distances (`docs/positioning.md`, Self-calibration): each pair's RSSI averaged over
 /// ``Configuration/memory`` seconds, refitted every ``Configuration/refitInterval`` seconds
 /// (``Calibration/fit(_:priors:iterations:)``, robust), and each node checked against where it
-/// started: a node whose offsets moved by more than ``Configuration/driftLimit`` dB, or whose
-/// hearings the fit no longer explains (median residual above ``Configuration/residualLimit``), is
-/// reported drifting (moved, turned, blocked). Pure: hearings and time in.
+/// stood in the first good fit (the exponent inside its range, residual RMS within
+/// ``Configuration/residualLimit``): a node whose offsets moved by more than
+/// ``Configuration/driftLimit`` dB since, or whose hearings the fit no longer explains while the
+/// others' it does (median residual above ``Configuration/residualLimit``), is reported drifting
+/// (moved, turned, blocked). Pure: hearings and time in.
 public struct FleetCalibration: Sendable {
     public struct Configuration: Sendable, Hashable {
         public var refitInterval = 60.0
@@ -111,9 +113,16 @@ public struct FleetCalibration: Sendable {
         lastFit = t
         for (i, key) in keys.enumerated() { pairs[key]?.residual = fit.residuals[i] }
         var states: [String: NodeState] = [:]
+        // A drift is judged against a good fit (the exponent inside its range, the hearings
+        // explained), not against whatever the first fit was: a first fit of half-heard pairs would
+        // otherwise make every node drift from then on.
+        let good = !fit.exponentAtBound && fit.rms <= configuration.residualLimit
+        // A node's hearings off the fit count against it only when the others' are explained.
+        let residuals = plan.nodes.compactMap { fit.nodeResiduals[$0.name]?.median }.sorted()
+        let othersExplained = residuals.isEmpty || residuals[residuals.count / 2] <= configuration.residualLimit
         for node in plan.nodes {
             var state = NodeState(rxOffset: fit.rxOffsets[node.name], txPower: fit.txPowers[node.name], residual: fit.nodeResiduals[node.name]?.median)
-            if baseline[node.name] == nil, state.rxOffset != nil || state.txPower != nil { baseline[node.name] = (state.rxOffset, state.txPower) }
+            if baseline[node.name] == nil, good, state.rxOffset != nil || state.txPower != nil { baseline[node.name] = (state.rxOffset, state.txPower) }
             var reasons: [String] = []
             if let base = baseline[node.name] {
                 if let now = state.rxOffset, let then = base.rx, abs(now - then) > configuration.driftLimit {
@@ -123,7 +132,7 @@ public struct FleetCalibration: Sendable {
                     reasons.append(String(format: "transmit power moved %+.1f dB", now - then))
                 }
             }
-            if let residual = state.residual, residual > configuration.residualLimit {
+            if let residual = state.residual, residual > configuration.residualLimit, othersExplained {
                 reasons.append(String(format: "its hearings are %.1f dB off the fit (moved, or blocked?)", residual))
             }
             state.drift = reasons.isEmpty ? nil : reasons.joined(separator: "; ")
