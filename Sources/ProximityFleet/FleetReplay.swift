@@ -124,19 +124,7 @@ public struct FleetReplay: Sendable {
     /// first sample's to the last's, to `each` as they come (a long trace's rows need not all be
     /// held).
     public static func play(_ samples: [TraceSample], configuration: FleetConfiguration, each: ([Row]) -> Void) {
-        let sorted = samples.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
-        guard let first = sorted.first, let last = sorted.last else { return }
         var replay = FleetReplay(configuration)
-        var i = 0
-        var t = first.time.rounded(.up)
-        if t == first.time { t += 1 }
-        while t <= last.time.rounded(.up) {
-            while i < sorted.count, sorted[i].time <= t {
-                replay.add(sorted[i])
-                i += 1
-            }
-            each(replay.step(at: t))
-            t += 1
-        }
+        TraceSample.play(samples, add: { replay.add($0) }, second: { each(replay.step(at: $0)) })
     }
 }

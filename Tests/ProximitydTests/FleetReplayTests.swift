@@ -47,6 +47,18 @@ struct FleetReplayTests {
         return out + "1.0,garage,tag 1,-80,2,2,1,x\n"
     }
 
+    /// Writes files into a new temporary folder named after `prefix`: `write(NAME, TEXT)` returns
+    /// the file's path.
+    static func writer(_ prefix: String) throws -> (String, String) throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return { name, text in
+            let url = dir.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+    }
+
     static func files(_ trace: String, plan: String = plan) throws -> (plan: String, trace: String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -163,13 +175,7 @@ struct FleetReplayTests {
     @Test("walk: proximityctl record's files (the node's name from their first line, or NAME=FILE) and the marks become one walk CSV, samples in time order with the mark's position")
     func walk() async throws {
         let fleet = BuiltProducts.path("proximity-fleet")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        func write(_ name: String, _ text: String) throws -> String {
-            let url = dir.appendingPathComponent(name)
-            try Data(text.utf8).write(to: url)
-            return url.path
-        }
+        let write = try Self.writer("walk")
         let preamble = { (name: String) in
             "# proximityctl record: node=0f8e62a4-5c1e-4a57-9f0a-3b6c2d1e7f90 started=2026-11-26T10:00:00.000Z path_loss_exponent=2 clear_interval=10 default_measured_power=-59 name=\(name)\n"
                 + "# peers: tag\n# time: seconds since the Unix epoch\ntime,peer,rssi,truth,measured_power,zone,distance\n"
@@ -255,13 +261,7 @@ struct FleetReplayTests {
     @Test("walk: CRLF records and marks give the same walk as LF; without --marks, x,y,z empty; the rows skipped are counted on standard error")
     func walkCRLF() async throws {
         let fleet = BuiltProducts.path("proximity-fleet")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("walk-\(UUID())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        func write(_ name: String, _ text: String) throws -> String {
-            let url = dir.appendingPathComponent(name)
-            try Data(text.utf8).write(to: url)
-            return url.path
-        }
+        let write = try Self.writer("walk")
         let a = Self.record("a", [("1000.10", "tag", "-60"), ("1000.50", "\"tag, 2\"", "-61"), ("1003.00", "tag", "-70")])
         let b = Self.record(nil, [("1000.20", "tag", "-75")])
         let marks = "start,end,x,y\n\n1000.0,1001.0,2,3\n# not held still\n1002.5,1003.5,4,5\n"

@@ -106,18 +106,27 @@ public struct PositionReplay: Sendable {
     /// come (a long trace's rows need not all be held).
     public static func play(_ samples: [TraceSample], plan: FloorPlan, configuration: Configuration = .init(),
                             positioner: @escaping @Sendable (String) -> any Positioner, each: ([Row]) -> Void) {
+        var replay = PositionReplay(plan: plan, configuration: configuration, positioner: positioner)
+        TraceSample.play(samples, add: { replay.add($0) }, second: { each(replay.step(at: $0)) })
+    }
+}
+
+extension TraceSample {
+    /// Plays `samples` second by second, as a live fleet lives them: sorted by time (stably), each
+    /// handed to `add` once its time has come, then `second` at each whole second, from the first
+    /// sample's to the last's (so each second rests only on samples up to it).
+    public static func play(_ samples: [TraceSample], add: (TraceSample) -> Void, second: (Double) -> Void) {
         let sorted = samples.enumerated().sorted { ($0.element.time, $0.offset) < ($1.element.time, $1.offset) }.map(\.element)
         guard let first = sorted.first, let last = sorted.last else { return }
-        var replay = PositionReplay(plan: plan, configuration: configuration, positioner: positioner)
         var i = 0
         var t = first.time.rounded(.up)
         if t == first.time { t += 1 }
         while t <= last.time.rounded(.up) {
             while i < sorted.count, sorted[i].time <= t {
-                replay.add(sorted[i])
+                add(sorted[i])
                 i += 1
             }
-            each(replay.step(at: t))
+            second(t)
             t += 1
         }
     }
