@@ -20,9 +20,9 @@ public enum TraceFile {
     }
 
     /// A trace or a record file (`replay`, `calibrate`), with at least one sample.
-    public static func load(path: String, truthRequired: Bool = false) throws(Problem) -> Trace {
+    public static func load(path: String, truthFor: String? = nil) throws(Problem) -> Trace {
         var reader = try CSVReader(path: path, comments: true)
-        return try read(&reader, truthRequired: truthRequired)
+        return try read(&reader, truthFor: truthFor)
     }
 
     /// A `proximityctl record` file (`walk`): its samples as the node `node`'s (by default the one
@@ -34,7 +34,7 @@ public enum TraceFile {
 
     /// The samples of `reader`'s file: a trace or a record file (with `recordOnly`, only a record
     /// file), whose samples are `node`'s when it is given.
-    public static func read(_ reader: inout CSVReader, truthRequired: Bool = false, recordOnly: Bool = false,
+    public static func read(_ reader: inout CSVReader, truthFor: String? = nil, recordOnly: Bool = false,
                             node given: String? = nil) throws(Problem) -> Trace {
         let path = reader.path
         var named: String?
@@ -60,7 +60,7 @@ public enum TraceFile {
                                                        : "no \(missing.joined(separator: ", ")) column (the header names \(header.joined(separator: ",")))")
         }
         let truthColumns = ["x", "y", "z"].compactMap { column[$0] }
-        if truthRequired, truthColumns.count < 2 { throw problem(headerRow.line, "--score needs the truth: x,y columns (and z on several floors)") }
+        if let truthFor, truthColumns.count < 2 { throw problem(headerRow.line, "\(truthFor) needs the truth: x,y columns (and z on several floors)") }
         var recordedBy: String?
         if isRecord {
             guard let node = given ?? named, !node.isEmpty else {

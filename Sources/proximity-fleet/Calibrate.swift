@@ -41,7 +41,7 @@ struct CalibrateCommand: ParsableCommand {
 
     func run() throws {
         var floorPlan = Self.loadPlan(plan)
-        let samples = Self.loadTrace(walk, truthRequired: true)
+        let samples = Self.loadTrace(walk, truthFor: "calibrate")
         let observations = Self.observations(samples, plan: floorPlan)
         guard let fit = Calibration.fit(observations, holdout: true) else {
             Self.fail("\(walk): no hearing of a plan node at a known spot (rows need a node of the plan and x,y)", status: 65)

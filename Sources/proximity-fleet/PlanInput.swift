@@ -11,9 +11,9 @@ extension ParsableCommand {
 
     /// The recording at `path` (a trace or a `proximityctl record` file), or the end of the
     /// command: its problem (65) or why it cannot be read (66). The rows it skipped are said.
-    static func loadTrace(_ path: String, truthRequired: Bool) -> [TraceSample] {
+    static func loadTrace(_ path: String, truthFor: String? = nil) -> [TraceSample] {
         do {
-            let trace = try TraceFile.load(path: path, truthRequired: truthRequired)
+            let trace = try TraceFile.load(path: path, truthFor: truthFor)
             noteSkipped(trace.skipped, in: path)
             return trace.samples
         } catch { fail(error.message, status: error.unreadable ? 66 : 65) }

@@ -62,7 +62,7 @@ struct Replay: ParsableCommand {
 
     func run() throws {
         let floorPlan = Self.loadPlan(plan)
-        let samples = Self.loadTrace(trace, truthRequired: score)
+        let samples = Self.loadTrace(trace, truthFor: score ? "--score" : nil)
         // A row a second per device: a trace spanning months (a stray time) would never end.
         if let first = samples.map(\.time).min(), let last = samples.map(\.time).max(), last - first > Self.maxSpan {
             Self.fail("\(trace): the samples span \(Int(last - first)) s (from \(first) to \(last)); a replay covers at most \(Int(Self.maxSpan)) s (7 days)", status: 65)

@@ -300,7 +300,7 @@ struct FleetReplayTests {
         #expect(replayed.status == 0 && replayed.stdout.hasPrefix("time,device,x,y,z,room\n"), "\(replayed)")
     }
 
-    @Test("bad input: a trace without the columns or with a bad number (FILE:LINE, 65), --score without truth, a missing file (66), a bad plan (FILE:LINE:COLUMN, 65)")
+    @Test("bad input: a trace without the columns or with a bad number (FILE:LINE, 65), --score and calibrate without truth, each saying which, a missing file (66), a bad plan (FILE:LINE:COLUMN, 65)")
     func refused() async throws {
         let fleet = BuiltProducts.path("proximity-fleet")
         var (plan, trace) = try Self.files("time,node,rssi\n1,a,-60\n")
@@ -315,6 +315,8 @@ struct FleetReplayTests {
         (plan, trace) = try Self.files("time,node,device,rssi\n1,a,t,-60\n2,a,t,loud\n")
         result = try await runCommand(fleet, ["replay", "--plan", plan, trace, "--score"])
         #expect(result.status == 65 && result.stderr.contains(":1: --score needs the truth"), "\(result)")
+        result = try await runCommand(fleet, ["calibrate", "--plan", plan, trace])
+        #expect(result.status == 65 && result.stderr.contains(":1: calibrate needs the truth: x,y columns"), "\(result)")
         result = try await runCommand(fleet, ["replay", "--plan", plan, "/nonexistent.csv"])
         #expect(result.status == 66 && result.stderr.hasPrefix("proximity-fleet: error: /nonexistent.csv: cannot read: "), "\(result)")
         (plan, trace) = try Self.files("time,node,device,rssi\n1,a,t,-60\n", plan: "nodes:\n  - {name: a, position: [0]}\nrooms: []\n")
