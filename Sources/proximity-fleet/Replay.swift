@@ -33,7 +33,8 @@ struct Replay: ParsableCommand {
 
             With --score (the trace must have x,y,z), the rows are followed by lines that start \
             with '#': median, mean and p90 error in metres, the share within 1, 2 and 3 m, room \
-            accuracy, and room changes per minute against the truth's. docs/positioning.md.
+            accuracy, room changes per minute against the truth's, and how late the positions \
+            come (the lag, 0 to 15 s, at which they are closest to where the device truly was). docs/positioning.md.
 
             Exit status: 0; 64 for a bad argument; 65 for a bad plan or trace (FILE:LINE:COLUMN \
             or FILE:LINE); 66 when a file cannot be read.
@@ -74,6 +75,7 @@ struct Replay: ParsableCommand {
         var out = "time,device,x,y,z,room\n"
         let truth = TruthTrack(samples)
         var scored = PositionScore()
+        var lateness = LatenessScore()
         var configuration = FleetConfiguration()
         configuration.plan = floorPlan
         configuration.estimator = estimator
@@ -90,6 +92,9 @@ struct Replay: ParsableCommand {
                 if score {
                     scored.add(device: row.device, estimate: Self.estimate(row, plan: floorPlan), truth: truth.position(of: row.device, at: row.time),
                                plan: floorPlan)
+                    if let p = row.position {
+                        lateness.add(PlanPoint(x: p.x, y: p.y, z: p.z)) { truth.position(of: row.device, at: row.time - Double($0)) }
+                    }
                 }
             }
             if out.utf8.count > 1 << 16 {
@@ -103,6 +108,10 @@ struct Replay: ParsableCommand {
             out += "# within 1 m \(Self.percent(scored.within(1))), 2 m \(Self.percent(scored.within(2))), 3 m \(Self.percent(scored.within(3)))\n"
             out += "# room accuracy \(Self.percent(scored.roomAccuracy))\n"
             out += "# room changes per minute \(Self.number(scored.changesPerMinute, places: 2)), truth \(Self.number(scored.trueChangesPerMinute, places: 2))\n"
+            if let lag = lateness.bestLag {
+                out += "# lateness: closest to the truth \(lag) s before (median error \(Self.number(lateness.median(atLag: lag), places: 2)) m; "
+                    + "\(Self.number(lateness.median(atLag: 0), places: 2)) m against the truth at the same moment)\n"
+            }
         }
         FileHandle.standardOutput.write(Data(out.utf8))
     }

@@ -128,6 +128,22 @@ import Testing
 }
 
 /// The replay: each node's own ranging and rate control, then the positioning, once a second.
+/// How late estimates are, against the truth a few seconds before.
+@Suite struct LatenessScoreTests {
+    @Test("estimates 4 s behind a walk at 1 m/s are closest to the truth 4 s before (0 m there, 4 m at the same moment); a device standing still is 0 s late")
+    func lag() {
+        var walk = LatenessScore()
+        for t in 20 ... 120 {
+            walk.add(PlanPoint(x: Double(t - 4), y: 0, z: 1)) { PlanPoint(x: Double(t - $0), y: 0, z: 1) }
+        }
+        #expect(walk.bestLag == 4 && walk.median(atLag: 4) == 0 && walk.median(atLag: 0) == 4)
+        var still = LatenessScore()
+        for t in 0 ... 60 { still.add(PlanPoint(x: 1, y: 2, z: 1)) { _ in PlanPoint(x: 1.5, y: 2, z: 1) }; _ = t }
+        #expect(still.bestLag == 0 && abs(still.median(atLag: 0) - 0.5) < 1e-9)
+        #expect(LatenessScore().bestLag == nil)
+    }
+}
+
 @Suite struct PositionReplayTests {
     /// A device standing in the kitchen for 40 s, then walking to the study and standing there;
     /// each node samples it 5 times a second with 4 dB of noise, its transmitter 4 dB off.

@@ -83,7 +83,8 @@ struct FleetReplayTests {
         let score = lines.filter { $0.hasPrefix("#") }
         // The service places a device 2 s after its first report (FleetStep.fallbackDelay): the
         // first two seconds have no position, as live.
-        #expect(score.count == 5 && score[0] == "# estimator fleet, 58 estimates of 60 device-seconds", "\(score)")
+        #expect(score.count == 6 && score[0] == "# estimator fleet, 58 estimates of 60 device-seconds", "\(score)")
+        #expect(score[5].hasPrefix("# lateness: closest to the truth ") && score[5].hasSuffix(" m against the truth at the same moment)"), "\(score)")
         #expect(rows.prefix(2).allSatisfy { $0[2].isEmpty } && rows.dropFirst(2).allSatisfy { !$0[2].isEmpty }, "\(rows.prefix(4))")
         #expect(score[1].hasPrefix("# error m: median ") && score[3].hasPrefix("# room accuracy ") && score[4].hasPrefix("# room changes per minute "), "\(score)")
         // The baseline, on the same recording.
@@ -209,7 +210,7 @@ struct FleetReplayTests {
         let a = try await runCommand(fleet, ["replay", "--plan", plan, lf, "--score"])
         let b = try await runCommand(fleet, ["replay", "--plan", plan, crlf, "--score"])
         #expect(a.status == 0 && b.status == 0, "\(a)\n\(b)")
-        #expect(Array(b.stdout.utf8) == Array(a.stdout.utf8) && a.stdout.split(separator: "\n").count == 66, "\(a.stdout)\n\(b.stdout)")
+        #expect(Array(b.stdout.utf8) == Array(a.stdout.utf8) && a.stdout.split(separator: "\n").count == 67, "\(a.stdout)\n\(b.stdout)")
         #expect(b.stderr == a.stderr && !b.stderr.contains("skipped"), "\(b.stderr)")
     }
 

@@ -218,3 +218,41 @@ public struct PositionScore: Sendable, Hashable {
         return sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))]
     }
 }
+
+/// How late the estimates are: each one's error against where the device truly was `k` seconds
+/// before, for k from 0 to ``maxLag``. A tracker that follows a walk 8 s late is closest to where
+/// the device was 8 s ago, so the lag with the smallest median error is how late it comes (error
+/// alone hides it: a late track along a straight walk is a small error, and a wrong one at every
+/// turn). Devices standing still look the same at every lag; ties go to the shortest lag.
+public struct LatenessScore: Sendable, Hashable {
+    public let maxLag: Int
+    private var errors: [[Double]]
+
+    public init(maxLag: Int = 15) {
+        self.maxLag = maxLag
+        errors = Array(repeating: [], count: maxLag + 1)
+    }
+
+    /// An estimate, and the truth `k` seconds before it (nil where unknown).
+    public mutating func add(_ estimate: PlanPoint, truthBefore: (Int) -> PlanPoint?) {
+        for k in 0 ... maxLag {
+            if let truth = truthBefore(k) { errors[k].append(estimate.distance2D(to: truth)) }
+        }
+    }
+
+    /// The median error against the truth `k` seconds before.
+    public func median(atLag k: Int) -> Double {
+        guard errors.indices.contains(k), !errors[k].isEmpty else { return .nan }
+        let sorted = errors[k].sorted()
+        return sorted[sorted.count / 2]
+    }
+
+    /// The lag with the smallest median error (within 1 cm of the smallest, the shortest); nil
+    /// without estimates.
+    public var bestLag: Int? {
+        let medians = (0 ... maxLag).map { median(atLag: $0) }
+        guard let least = medians.filter(\.isFinite).min() else { return nil }
+        return medians.firstIndex { $0.isFinite && $0 <= least + 0.01 }
+    }
+}
+
