@@ -462,9 +462,10 @@ public actor Air {
         var force: Set<String> = []
         if discoverable && (!merged.filtered || Self.filterMatch(adapter.clients, report.serviceUUIDs)) {
             stats.reports += 1
-            boxes[name]?.lastDelivery = time
-            if dev.setRSSI(rssi, delta: merged.filtered ? 0 : DeviceState.rssiThreshold), merged.filtered {
-                force.insert("RSSI")
+            if dev.setRSSI(rssi, delta: merged.filtered ? 0 : DeviceState.rssiThreshold) {
+                // A sample goes out on the bus (under a filter every report's, forced).
+                boxes[name]?.lastDelivery = time
+                if merged.filtered { force.insert("RSSI") }
             }
             if let tx = report.txPower { dev.txPower = tx }
             if let a = report.appearance { dev.appearance = a }
