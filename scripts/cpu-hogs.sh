@@ -1,5 +1,5 @@
 # CPU hogs: busy loops that load the machine while a test run shows it does not depend on an idle
-# one. Sourced by scripts/flaky.sh and scripts/test.sh (--load).
+# one. Sourced by scripts/flaky.sh (which .ci/run runs under two of them).
 #   start_cpu_hogs N    starts N busy loops (one per core for a full load), their PIDs kept
 #   stop_cpu_hogs       stops them by those PIDs (safe to call twice, and from an EXIT trap)
 cpu_hog_pids=()

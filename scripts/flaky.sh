@@ -12,9 +12,10 @@
 #     -- ARGS       passed to swift test (e.g. --filter MQTTReportTests)
 #
 # It builds the tests once (swift build --build-tests), then runs the suite as scripts/test.sh
-# does (scripts/swift-suite.sh: two passes, the …RealTimeTests suites alone in the second). Each run prints one line: its kind, its time, and
-# the tests that failed. At the end: one line per test that failed in any run, with how often and
-# under which kind, and "N passed, N failed" counting runs. Exits 1 if any run failed.
+# does (scripts/swift-suite.sh: two passes, the …RealTimeTests suites alone in the second). Each
+# run prints one line: its kind, its time, and the tests that failed (with what they recorded).
+# At the end: one line per test that failed in any run, with how often and under which kind, and
+# "N passed, N failed" counting runs. Exits 1 if any run failed.
 #
 # Examples:
 #   scripts/flaky.sh --runs 10 --load          20 runs: 10 quiet, 10 under load
