@@ -175,9 +175,6 @@ public struct NodeStep: Sendable {
     /// Address → identity of the peer nodes identified (`Node1.GetIdentities`).
     public var identities: [String: String] { resolver.identities }
     public var isRegistered: Bool { link.isRegistered }
-    /// When the found-devices table last heard `peer`, in the node's time; nil when it is not in
-    /// the table.
-    public func lastHeard(_ peer: PeerID) -> Timestamp? { table.peers[peer]?.lastSeen }
 
     public mutating func input(_ input: NodeInput, at time: NodeTime) -> [NodeEffect] {
         let t = time.now
