@@ -72,7 +72,8 @@ struct IdentificationSimulationTests {
             try await withNode("alpha", on: boxes) { alpha in try await withNode("beta", on: boxes) { beta in
                 #expect(try await boxes.advance(until: 20, keepingUp: [alpha, beta]) { await alpha.identities["AA:00:00:00:00:02"] != nil })
                 let identity = await alpha.identities["AA:00:00:00:00:02"]
-                let first = try #require(alpha.events.events.compactMap(\.identification).first)
+                // The event reaches the recorder after the engine's state shows it: waited for.
+                let first = try #require(await alpha.events.wait(timeout: .seconds(10)) { $0.identification != nil }?.identification)
                 #expect(first.address == "AA:00:00:00:00:02")
                 // Beta's private address rotates: higher than alpha's still, so alpha connects again.
                 try await boxes.control("SetAddress", [.string("beta"), .string("AA:00:00:00:00:09")])

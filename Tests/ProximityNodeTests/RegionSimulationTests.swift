@@ -102,18 +102,24 @@ struct RegionSimulationTests {
                 _ = try await boxes.control("MoveBox", [.string("visitor"), .double(5_000), .double(0), .double(0)])
                 // Finer steps: the clock moves without waiting for the node, so each step also gives
                 // the node real time to take in what the air delivered before the clock moves on.
-                // Every 0.2 s, until the three exits are in, the clock waits for the node's report of
-                // the last second: on a loaded machine a node left behind would report late on the
-                // simulated clock, and its exits with it. (Once its table is empty the node stops
-                // reporting, so the waiting stops with the exits.)
+                // Until the three exits are in, once a report is due (a second after the last one)
+                // the clock waits for it: on a loaded machine a report left behind would run late on
+                // the simulated clock, and the exits it decides with it. So each report runs at most
+                // a step after it was due. (Once its table is empty the node stops reporting, so the
+                // waiting stops with the exits.)
                 func exited() -> Int {
                     recorded().filter { if case .exited = $0.event { $0.time >= left } else { false } }.count
                 }
-                for step in 1...750 {
+                func lastReport() -> Timestamp {
+                    watcher.events.events.reversed().lazy.compactMap { if case .report(let r) = $0 { r.time } else { nil } }.first ?? 0
+                }
+                var reported = lastReport()
+                for _ in 1...750 {
                     await boxes.advance(0.02)
-                    if step % 10 == 0, exited() < 3 {
-                        let caughtUp = boxes.simulator.clock.now - 1
-                        await watcher.events.wait(timeout: .seconds(2)) { if case .report(let r) = $0 { r.time >= caughtUp } else { false } }
+                    if exited() < 3, boxes.simulator.clock.now >= reported + 1 {
+                        let after = reported
+                        let report = await watcher.events.wait(timeout: .seconds(10)) { if case .report(let r) = $0 { r.time > after } else { false } }
+                        if case .report(let r)? = report { reported = r.time } else { reported = lastReport() }
                     }
                 }
                 let exits = recorded().filter { $0.time >= left }.compactMap { entry -> (String, Timestamp, Timestamp)? in
@@ -127,9 +133,9 @@ struct RegionSimulationTests {
                 // air delivered while the simulated clock moves on (under load, a second or more);
                 // the strict bound from the walk-out, exit period plus one second, is checked end to
                 // end in real time (RegionRealTimeTests).
-                // The report itself can run late on the simulated clock too (the clock does not wait
-                // for the node's tick): up to half a second allowed for that.
-                let lateReport = 0.5
+                // The report itself runs at most a step (0.02 s) after it was due, as above: 0.1 s
+                // allowed for that.
+                let lateReport = 0.1
                 for (region, time, lastHeard) in exits {
                     #expect(time - lastHeard <= 10 + 1 + lateReport, "\(region) exited \(time - lastHeard) s after the node last heard its peers")
                     #expect(time - left >= 10 - 1, "\(region) exited early: \(time - left) s after its peers left")
