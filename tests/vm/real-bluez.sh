@@ -178,16 +178,23 @@ for i in "${NODES[@]}"; do
     done
 done
 # An open node advertises its name (LocalName), and bluetoothd shows it to the others as the
-# device's Name: the control for section 8, where a keyed node advertises none. (Over a link
-# bluetoothd also reads the peer's GAP Device Name, the adapter's "BlueZ 5.66" here, but the
-# advertised name is what it shows for an open node.)
+# device's Name: the control for section 8, where a keyed node advertises none. Over a link
+# bluetoothd also reads the peer's GAP Device Name (the adapter's "BlueZ 5.66" here), and a
+# controller that linked to the node after its last advertisement was heard shows that one
+# instead (seen once in CI, on one pair of six): the control asks that some other controller
+# shows each node's advertised name.
 shows_name() { [ "$(device_prop "$1" "$2" Name | bare)" = "$3" ]; }
-for i in "${NODES[@]}"; do
+shown_by_another() {
+    local j
     for j in "${NODES[@]}"; do
-        [ "$i" = "$j" ] && continue
-        wait_for 30 "hci$j shows node$i's advertised name" shows_name "$j" "${ADDR[$i]}" "node$i" &&
-            pass "hci$j shows node$i's advertised name (Device1.Name node$i)"
+        [ "$j" = "$1" ] && continue
+        if shows_name "$j" "${ADDR[$1]}" "node$1"; then SHOWN_BY=$j; return 0; fi
     done
+    return 1
+}
+for i in "${NODES[@]}"; do
+    wait_for 30 "another controller shows node$i's advertised name" shown_by_another "$i" &&
+        pass "hci$SHOWN_BY shows node$i's advertised name (Device1.Name node$i)"
 done
 if [ -n "${REAL_BLUEZ_RESULTS:-}" ]; then
     for key in "${!IDENTIFIED_AT[@]}"; do echo "time_to_identify $key ${IDENTIFIED_AT[$key]}"; done >>"$REAL_BLUEZ_RESULTS"
