@@ -20,19 +20,13 @@ public struct FleetReplay: Sendable {
         public var room: String
     }
 
-    /// One node of the recording.
-    struct Node: Sendable {
-        var table: FoundDevicesTable
-        var publishing: PeerPublishing
-    }
-
     /// The RSSI at 1 m a node ranges a device with when nothing says otherwise, dBm.
     public static let measuredPower = -59.0
 
     private var step: FleetStep
     private let ranging: RangingConfiguration
     private let throttle: ReportThrottle.Configuration
-    private var nodes: [String: Node] = [:]
+    private var nodes: [String: NodeReporter] = [:]
     /// Every device seen so far, in order of first appearance.
     public private(set) var devices: [String] = []
     private var rooms: [String: String] = [:]
@@ -60,9 +54,8 @@ public struct FleetReplay: Sendable {
             roomTopics[topics.room(sample.device)] = sample.device
             positionTopics[topics.position(sample.device)] = sample.device
         }
-        var node = nodes.removeValue(forKey: sample.node) ?? Node(table: FoundDevicesTable(configuration: ranging), publishing: PeerPublishing(throttle: throttle))
-        node.table.observe(PeerID(sample.device), rssi: sample.rssi, at: sample.time, measuredPower: Self.measuredPower,
-                           details: PeerDetails(kind: Self.kind(of: sample.device), address: ""))
+        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: ranging, throttle: throttle)
+        node.hear(sample.device, rssi: sample.rssi, at: sample.time, measuredPower: Self.measuredPower)
         nodes[sample.node] = node
     }
 
@@ -80,10 +73,7 @@ public struct FleetReplay: Sendable {
         var out: [(String, PeerReport)] = []
         for name in nodes.keys.sorted() {
             var node = nodes.removeValue(forKey: name)!
-            let report = node.table.tick(at: t)
-            var peers = node.table.peers.values.compactMap { PeerSnapshot($0, name: "") }
-            peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
-            for publication in node.publishing.publications(peers: peers, removed: report.removed, at: t) {
+            for publication in node.publications(at: t) {
                 switch publication {
                 case .report(let peer): out.append((name, PeerReport(peer, at: t)))
                 case .gone(let id): out.append((name, .gone(id.rawValue, at: MQTTRounding.milliseconds(t))))
@@ -114,11 +104,6 @@ public struct FleetReplay: Sendable {
         }
     }
 
-    /// A device's kind from its identifier's form (`ibeacon:…`, `irk:…`); an iBeacon otherwise
-    /// (a recording does not say, and only a node's kind changes what the service does).
-    static func kind(of device: String) -> PeerKind {
-        PeerKind.allCases.first { device.hasPrefix($0.rawValue + ":") } ?? .ibeacon
-    }
 
     /// Plays `samples` (sorted here by time, stably), handing each whole second's rows, from the
     /// first sample's to the last's, to `each` as they come (a long trace's rows need not all be

@@ -55,7 +55,7 @@ public struct FleetStep: Sendable {
     private var rule: any RoomRule
     private var connected = false
     /// The room each device was last published with (restored from the retained messages too).
-    public private(set) var published: [String: String] = [:]
+    private var published: [String: String] = [:]
     private var discovered: Set<String> = []
     /// The devices' display names and kinds, as the nodes last reported them.
     private var names: [String: String] = [:]
@@ -77,7 +77,7 @@ public struct FleetStep: Sendable {
     /// not in it has the rule's room.
     private var placed: [String: String] = [:]
     /// The position each device was last published with.
-    public private(set) var lastPosition: [String: FleetPosition] = [:]
+    private var lastPosition: [String: FleetPosition] = [:]
     /// Nodes not in the plan already logged as such (since they last were in it).
     private var outsidePlan: Set<String> = []
     /// With a plan: when each device was first reported since it was last not_home.

@@ -133,38 +133,54 @@ extension TraceSample {
 }
 
 /// One node as the fleet hears it, from its samples: its own ranging (the found-devices table),
-/// a report each second, and its MQTT rate control (``ReportThrottle``) deciding which devices'
-/// reports go out. What ``PositionReplay`` plays for each node, and what a benchmark of the
-/// fleet's calibration plays for the nodes hearing each other.
+/// a report each second, and which of its peers the report publishes (``PeerPublishing``, the
+/// node's own rate control and `gone`). What `proximity-fleet replay` plays for each node, and
+/// what ``PositionReplay`` and a benchmark of the fleet's calibration read.
 public struct NodeReporter: Sendable {
     public let name: String
     private var table: FoundDevicesTable
-    private var throttle: ReportThrottle
+    private var publishing: PeerPublishing
 
     public init(name: String, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init()) {
         self.name = name
         table = FoundDevicesTable(configuration: ranging)
-        self.throttle = ReportThrottle(configuration: throttle)
+        publishing = PeerPublishing(throttle: throttle)
     }
 
     /// A sample of `device`, in time order.
     public mutating func hear(_ device: String, rssi: Double, at t: Double, measuredPower: Double) {
-        table.observe(PeerID(device), rssi: rssi, at: t, measuredPower: measuredPower)
+        table.observe(PeerID(device), rssi: rssi, at: t, measuredPower: measuredPower,
+                      details: PeerDetails(kind: Self.kind(of: device), address: ""))
     }
 
-    /// The node's report at `t`: the hearings it publishes now (what the fleet reads of them),
-    /// and the devices it no longer hears (silent or gone: their report says so).
-    public mutating func report(at t: Double) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
+    /// What the node's report at `t` publishes, as the node does: its peers nearest first, then
+    /// those no longer heard.
+    public mutating func publications(at t: Double) -> [PeerPublishing.Publication] {
         let report = table.tick(at: t)
-        let gone = (report.removed + report.silenced).map(\.rawValue)
-        for device in gone { throttle.forget(device: device) }
-        var published: [(String, NodeHearing)] = []
-        for (id, peer) in table.peers where peer.proximity != .unknown
-            && throttle.offer(device: id.rawValue, distance: peer.distance, at: t) {
-            published.append((id.rawValue, NodeHearing(node: name, rssi: peer.smoothedRSSI, spread: peer.spread, samples: peer.recentSamples,
-                                                       measuredPower: peer.measuredPower, distance: peer.distance, time: t)))
+        var peers = table.peers.values.compactMap { PeerSnapshot($0, name: "") }
+        peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
+        return publishing.publications(peers: peers, removed: report.removed, at: t)
+    }
+
+    /// The report at `t` as the positioning reads it: the hearings published now, and the devices
+    /// said gone.
+    public mutating func report(at t: Double) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
+        var published: [(String, NodeHearing)] = [], gone: [String] = []
+        for publication in publications(at: t) {
+            switch publication {
+            case .report(let p):
+                published.append((p.identifier.rawValue, NodeHearing(node: name, rssi: p.smoothedRSSI, spread: p.spread, samples: p.samples,
+                                                                     measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
+            case .gone(let id): gone.append(id.rawValue)
+            }
         }
         return (published, gone)
+    }
+
+    /// A device's kind from its identifier's form (`ibeacon:…`, `irk:…`); an iBeacon otherwise
+    /// (a recording does not say, and only a node's kind changes what the fleet does).
+    static func kind(of device: String) -> PeerKind {
+        PeerKind.allCases.first { device.hasPrefix($0.rawValue + ":") } ?? .ibeacon
     }
 }
 
