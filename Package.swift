@@ -283,7 +283,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityFleetTests",
-            dependencies: ["ProximityFleet", "ProximityCore", "ProximityMQTT", "MQTTKit", "ProximityTesting",
+            dependencies: ["ProximityFleet", "ProximityCore", "ProximityMQTT", "MQTTKit", "ProximityTesting", "BlueZSim", "ProximityBenchmarking",
                            .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(

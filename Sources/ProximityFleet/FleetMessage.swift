@@ -17,6 +17,8 @@ public enum FleetMessage: Sendable, Hashable {
     /// A node's report of a device (`<root>/<node>/peers/<device>`); nil when the payload is not
     /// one.
     case report(node: String, device: String, PeerReport?)
+    /// What a node heard in a second (`<root>/<node>/hearings`); nil when the payload is not one.
+    case hearings(node: String, HearingBatch?)
     /// Anything else a node publishes under the root (its regions, events …): it is alive.
     case nodeActivity(node: String)
 
@@ -37,6 +39,8 @@ public enum FleetMessage: Sendable, Hashable {
             return .nodeState(node: node, MQTTJSON.decode(NodeStatePayload.self, from: payload))
         case (2, "status"):
             return .nodeStatus(node: node, status: String(String(decoding: payload, as: UTF8.self).prefix(16)))
+        case (2, NodeTopics.hearingsLevel):
+            return .hearings(node: node, MQTTJSON.decode(HearingBatch.self, from: payload))
         case (3, "peers"):
             return .report(node: node, device: MQTTTopic.name(levels[depth + 2]), MQTTJSON.decode(PeerReport.self, from: payload))
         default:
@@ -47,7 +51,7 @@ public enum FleetMessage: Sendable, Hashable {
     /// The node it came from, for a node's message.
     var node: String? {
         switch self {
-        case .nodeState(let node, _), .nodeStatus(let node, _), .report(let node, _, _), .nodeActivity(let node): node
+        case .nodeState(let node, _), .nodeStatus(let node, _), .report(let node, _, _), .hearings(let node, _), .nodeActivity(let node): node
         case .ownRoom, .homeAssistant: nil
         }
     }

@@ -28,6 +28,14 @@ public struct FleetPositions: Sendable {
     public private(set) var calibration: FleetCalibration
     /// A node's identity (its lowercase UUID, as the others report it) → its name, from its state.
     private var nodeNames: [String: String] = [:]
+    /// The nodes that publish their hearings each second (``HearingBatch``): the positioning and
+    /// the calibration read those of them, not their peer reports (whose levels come late: the
+    /// zone filter's, let through by the rate control).
+    private var secondNodes: Set<String> = []
+
+    /// A second's hearing counts for this long, seconds: this second's and the one before (a
+    /// device advertising once a second is not heard in every one).
+    public static let secondStale = 2.5
 
     /// The RSSI at 1 m taken for a report that does not say (`rssi@1m` absent), dBm.
     public static let defaultMeasuredPower = -59.0
@@ -70,6 +78,40 @@ public struct FleetPositions: Sendable {
     /// What a node's report says for the positioning: its filtered RSSI (a node older than
     /// `rssi_filtered` gives its last sample, `rssi`), spread, samples, measured power and distance;
     /// nil when it has no RSSI or no distance (a peer no longer heard).
+    /// What a node's hearings of one second say of one device (``HearingBatch/Device``), for the
+    /// positioning; nil for levels no radio gives. The distance is the node's model's (the
+    /// distance-based baselines read it): exponent 2, the stated measured power.
+    public static func hearing(node: String, second: HearingBatch.Device, at t: Double) -> NodeHearing? {
+        guard second.rssi.isFinite, second.rssi < 30, second.rssi > -200, second.n > 0 else { return nil }
+        let spread = second.spread.isFinite && second.spread >= 0 ? min(second.spread, 60) : defaultSpread
+        let power = (-127 ... 20).contains(second.rssiAt1m) ? Double(second.rssiAt1m) : defaultMeasuredPower
+        let distance = LogDistanceModel(exponent: 2).distance(rssi: second.rssi, measuredPower: power)
+        return NodeHearing(node: node, rssi: second.rssi, spread: spread, samples: second.n, measuredPower: power, distance: distance, time: t)
+    }
+
+    /// A node's hearings of one second, arrived at `t`: each device's for the positioning (those
+    /// `place` says are to be placed) and, for a device that is a node, the calibration. From now
+    /// on the node's peer reports no longer feed either.
+    public mutating func hear(node: String, seconds batch: [HearingBatch.Device], at t: Double, place: (String) -> Bool) {
+        secondNodes.insert(node)
+        for second in batch {
+            guard let hearing = Self.hearing(node: node, second: second, at: t) else { continue }
+            let device = second.id
+            if let other = nodeNames[device.lowercased()] {
+                calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
+            }
+            if place(device) {
+                hearings[device, default: [:]][node] = hearing
+            } else if hearings[device]?[node] != nil {
+                hearings[device]?[node] = nil
+                if hearings[device]?.isEmpty == true { hearings[device] = nil }
+            }
+        }
+    }
+
+    /// How long `node`'s hearing counts: a second's ``secondStale``, a peer report's ``staleAfter``.
+    private func stale(_ node: String) -> Double { secondNodes.contains(node) ? Self.secondStale : staleAfter }
+
     public static func hearing(node: String, report: PeerReport, at t: Double) -> NodeHearing? {
         guard let distance = report.distance, distance.isFinite, distance > 0 else { return nil }
         guard let rssi = report.rssiFiltered ?? report.rssi.map(Double.init), rssi.isFinite, rssi < 30, rssi > -200 else { return nil }
@@ -82,6 +124,8 @@ public struct FleetPositions: Sendable {
     /// A node's report of a device, arrived at `t`; with `place` false it feeds the calibration
     /// only (a node of the plan heard by another), and the device is not placed.
     public mutating func hear(device: String, node: String, report: PeerReport, at t: Double, place: Bool = true) {
+        // A node that publishes its seconds: only a report that the device is gone counts here.
+        if secondNodes.contains(node), report.distance != nil { return }
         let hearing = Self.hearing(node: node, report: report, at: t)
         if let other = nodeNames[device.lowercased()], let hearing {
             calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
@@ -97,6 +141,7 @@ public struct FleetPositions: Sendable {
 
     /// A node went offline (or is mobile): its hearings are dropped.
     public mutating func forget(node: String) {
+        secondNodes.remove(node)
         for device in hearings.keys where hearings[device]?[node] != nil {
             hearings[device]?[node] = nil
             if hearings[device]?.isEmpty == true { hearings[device] = nil }
@@ -111,13 +156,13 @@ public struct FleetPositions: Sendable {
 
     /// The fresh hearings of `device` by nodes in the plan, by node name.
     public func hearings(of device: String, at t: Double) -> [NodeHearing] {
-        (hearings[device] ?? [:]).values.filter { planNodes.contains($0.node) && t - $0.time < staleAfter }.sorted { $0.node < $1.node }
+        (hearings[device] ?? [:]).values.filter { planNodes.contains($0.node) && t - $0.time < stale($0.node) }.sorted { $0.node < $1.node }
     }
 
     /// Whether a node in the plan has heard `device` within ``staleAfter``: its position, not the
     /// nearest node, decides its room.
     public func isPlaced(_ device: String, at t: Double) -> Bool {
-        hearings[device]?.values.contains { planNodes.contains($0.node) && t - $0.time < staleAfter } ?? false
+        hearings[device]?.values.contains { planNodes.contains($0.node) && t - $0.time < stale($0.node) } ?? false
     }
 
     /// One step of every device a node in the plan hears: its estimate. Hearings gone stale are
@@ -133,7 +178,7 @@ public struct FleetPositions: Sendable {
         }
         var out: [String: PositionEstimate] = [:]
         for device in hearings.keys.sorted() {
-            let kept = hearings[device]!.filter { t - $0.value.time < staleAfter }
+            let kept = hearings[device]!.filter { t - $0.value.time < stale($0.key) }
             hearings[device] = kept.isEmpty ? nil : kept
             let fresh = kept.values.filter { planNodes.contains($0.node) }.sorted { $0.node < $1.node }
             guard !fresh.isEmpty else { continue }

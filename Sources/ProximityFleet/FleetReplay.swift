@@ -1,12 +1,14 @@
 import Foundation
+import MQTTKit
 import ProximityCore
 import ProximityMQTT
 
 /// A fleet played from its nodes' samples (`proximity-fleet replay`), through the code that runs
 /// live: each node's ranging (its found-devices table, the node's defaults) takes its samples and
-/// reports once a second, publishing what the node's MQTT rate control lets through
-/// (``PeerPublishing``, the reports as ``PeerReport`` makes them), and the fleet's own
-/// ``FleetStep`` takes those reports and ticks, on the recording's clock. What it publishes, the
+/// reports once a second, publishing what it heard in that second (``HearingBatch``) and what the
+/// node's MQTT rate control lets through (``PeerPublishing``, the reports as ``PeerReport``
+/// makes them), on the node's topics; the fleet's own ``FleetStep`` takes those messages, parsed
+/// as the service parses them (``FleetMessage``), and ticks, on the recording's clock. What it publishes, the
 /// position and the room of each device, is what the replay gives: the same as the service would
 /// have published live. Each second rests only on samples up to it. Pure: samples in, rows out.
 public struct FleetReplay: Sendable {
@@ -54,29 +56,38 @@ public struct FleetReplay: Sendable {
             roomTopics[topics.room(sample.device)] = sample.device
             positionTopics[topics.position(sample.device)] = sample.device
         }
-        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: ranging, throttle: throttle)
+        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: ranging, throttle: throttle, hearings: true)
         node.hear(sample.device, rssi: sample.rssi, at: sample.time, measuredPower: Self.measuredPower)
         nodes[sample.node] = node
     }
 
-    /// The nodes' reports at `t` (a whole second, after every sample up to it), the fleet's tick,
-    /// then a row per device seen so far.
+    /// The nodes' messages at `t` (a whole second, after every sample up to it), the fleet's
+    /// tick, then a row per device seen so far.
     public mutating func step(at t: Double) -> [Row] {
-        for (node, report) in nodeReports(at: t) { take(step.receive(.report(node: node, device: report.id, report), at: t)) }
+        let c = step.configuration
+        for m in nodeMessages(at: t) {
+            guard let message = FleetMessage.parse(topic: m.topic, payload: Array(m.payload.utf8), root: c.root, prefix: c.prefix,
+                                                   discoveryPrefix: c.discoveryPrefix) else { continue }
+            take(step.receive(message, at: t))
+        }
         take(step.tick(at: t))
         return devices.map { Row(time: t, device: $0, position: positions[$0], room: rooms[$0] ?? "not_home") }
     }
 
-    /// What each node publishes at its report at `t` (nodes by name, each in its report's
-    /// order): the messages a live fleet service would receive.
-    public mutating func nodeReports(at t: Double) -> [(node: String, report: PeerReport)] {
-        var out: [(String, PeerReport)] = []
+    /// What each node publishes at its report at `t` (nodes by name, each as the node sends
+    /// them: its hearings of the second, then its peer reports), on the topics a node named so
+    /// publishes them under the service's root: the messages a live fleet service would receive.
+    public mutating func nodeMessages(at t: Double) -> [(topic: String, payload: String)] {
+        var out: [(String, String)] = []
         for name in nodes.keys.sorted() {
             var node = nodes.removeValue(forKey: name)!
-            for publication in node.publications(at: t) {
+            let topics = NodeTopics(prefix: "\(step.configuration.root)/\(MQTTTopic.segment(name))")
+            let (peers, publications) = node.report(at: t)
+            for batch in HearingBatch.batches(peers, at: t) { out.append((topics.hearings, MQTTJSON.encode(batch))) }
+            for publication in publications {
                 switch publication {
-                case .report(let peer): out.append((name, PeerReport(peer, at: t)))
-                case .gone(let id): out.append((name, .gone(id.rawValue, at: MQTTRounding.milliseconds(t))))
+                case .report(let peer): out.append((topics.peer(peer.identifier.rawValue), MQTTJSON.encode(PeerReport(peer, at: t))))
+                case .gone(let id): out.append((topics.peer(id.rawValue), MQTTJSON.encode(PeerReport.gone(id.rawValue, at: MQTTRounding.milliseconds(t)))))
                 }
             }
             nodes[name] = node

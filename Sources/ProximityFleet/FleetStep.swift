@@ -87,7 +87,7 @@ public struct FleetStep: Sendable {
     private var nodeStatus: [String: String] = [:]
     /// The calibration as last published (the map shows its nodes' fit).
     private var lastCalibration: FleetCalibrationPayload?
-    /// How many node reports it has taken, and when it last ticked.
+    /// How many node reports and hearings it has taken, and when it last ticked.
     public private(set) var reportsTaken = 0
     public private(set) var lastTick: Double?
 
@@ -127,7 +127,7 @@ public struct FleetStep: Sendable {
             // rooms back before any node's report can decide one afresh.
             // Then the nodes' retained states (their roles), before any report.
             effects.append(.subscribe(["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/state", "\(configuration.root)/+/status",
-                                       "\(configuration.root)/+/peers/+"] + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])))
+                                       "\(configuration.root)/+/peers/+", "\(configuration.root)/+/\(NodeTopics.hearingsLevel)"] + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])))
             for device in published.keys.sorted() { effects += discover(device) }
             dirty = true
             return effects
@@ -188,6 +188,14 @@ public struct FleetStep: Sendable {
         case .report(let node, let device, let report):
             reportsTaken += 1
             effects += hear(node: node, device: device, report: report, at: t)
+        case .hearings(let node, let batch):
+            reportsTaken += 1
+            // The positions' only: the rooms' rule and a device's presence rest on the reports.
+            guard let batch, !mobile.contains(node), takes(node), var positions else { break }
+            let tracked = Dictionary(batch.devices.map { ($0.id, follows($0.id)) }, uniquingKeysWith: { a, _ in a })
+            self.positions = nil   // the only copy while it changes
+            positions.hear(node: node, seconds: batch.devices, at: t) { tracked[$0] ?? false }
+            self.positions = positions
         case .nodeActivity:
             break
         }
@@ -201,6 +209,7 @@ public struct FleetStep: Sendable {
         case .nodeState(_, let state): state != nil
         case .nodeStatus(_, let status): !status.isEmpty
         case .report(_, _, let report): report != nil
+        case .hearings(_, let batch): batch != nil
         case .nodeActivity: true
         case .ownRoom, .homeAssistant: false
         }
@@ -219,8 +228,7 @@ public struct FleetStep: Sendable {
         var effects: [FleetEffect] = []
         // The plan's own nodes are nodes, not devices: their hearings of each other feed the
         // calibration only, unless --track names them (by identity or by name).
-        let planNode = isPlanNode(device: device)
-        let follow = configuration.track.map { $0.contains(device) || (planNode && $0.contains(positions?.nodeName(of: device) ?? "")) } ?? !planNode
+        let follow = follows(device)
         if positions != nil {
             // Before the rule sees it: a device a node in the plan hears waits for its position.
             positions?.hear(device: device, node: node, report: report, at: t, place: follow)
@@ -236,6 +244,13 @@ public struct FleetStep: Sendable {
         reported.insert(device)
         dirty = true
         return effects
+    }
+
+    /// Whether `device` is tracked: every device but the plan's nodes, or those `--track` names
+    /// (a node by its identity or its name).
+    private func follows(_ device: String) -> Bool {
+        let planNode = isPlanNode(device: device)
+        return configuration.track.map { $0.contains(device) || (planNode && $0.contains(positions?.nodeName(of: device) ?? "")) } ?? !planNode
     }
 
     /// Whether `device` is one of the plan's nodes (by the identity its state gave).
@@ -362,6 +377,7 @@ public struct FleetStep: Sendable {
     /// hear goes back to the rule's room; one nobody hears keeps its room until the rule's not_home.
     private mutating func place(at t: Double) -> [FleetEffect] {
         guard var positions else { return [] }
+        self.positions = nil   // the only copy while it changes: every belief is changed in place
         var effects: [FleetEffect] = []
         let fitted = positions.calibration.lastFit
         let estimates = positions.step(at: t)

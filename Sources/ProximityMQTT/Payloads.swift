@@ -44,6 +44,66 @@ public struct NodeTopics: Sendable, Hashable {
     public func region(_ id: String) -> String { "\(prefix)/regions/\(MQTTTopic.segment(id))" }
     /// ``EventPayload``s of one source of the event log.
     public func events(_ source: String) -> String { "\(prefix)/events/\(MQTTTopic.segment(source))" }
+    /// ``HearingBatch``es: what the node heard in each second, QoS 0, not retained.
+    public var hearings: String { "\(prefix)/hearings" }
+    /// The last level of ``hearings``.
+    public static let hearingsLevel = "hearings"
+}
+
+/// What `<prefix>/hearings` holds: every peer the node heard in the second before `time`, with
+/// how many samples, their median and their spread (``HeardSecond``); one message a second (more
+/// only past ``maxDevices`` peers), so a node hearing 200 devices sends one or two messages, not
+/// 200. A fleet's positioning reads these: they are at most a second old, where a peer report
+/// waits for the zone filter and the rate control (docs/mqtt.md, hearings).
+public struct HearingBatch: Codable, Hashable, Sendable {
+    public struct Device: Codable, Hashable, Sendable {
+        /// The peer's identifier, as in `<prefix>/peers/<id>`.
+        public var id: String
+        /// How many samples.
+        public var n: Int
+        /// Their median, dBm (0.1 dB; with the node's RSSI offset).
+        public var rssi: Double
+        /// 1.4826 × their median absolute deviation, dB (0.1 dB).
+        public var spread: Double
+        /// `rssi@1m`: the measured power the node ranges the peer with, dBm.
+        public var rssiAt1m: Int
+
+        enum CodingKeys: String, CodingKey { case id, n, rssi, spread, rssiAt1m = "rssi@1m" }
+
+        public init(id: String, n: Int, rssi: Double, spread: Double, rssiAt1m: Int) {
+            self.id = id
+            self.n = n
+            self.rssi = rssi
+            self.spread = spread
+            self.rssiAt1m = rssiAt1m
+        }
+    }
+
+    /// Seconds since the Unix epoch (0.001 s): the end of the second the samples fall in.
+    public var time: Double
+    public var devices: [Device]
+
+    /// Peers per message: a batch of more is split (each message about 80 bytes a peer).
+    public static let maxDevices = 100
+
+    public init(time: Double, devices: [Device]) {
+        self.time = time
+        self.devices = devices
+    }
+
+    /// What a node publishes at its report at `time` (seconds since the Unix epoch): the peers
+    /// heard since the report before, by identifier, in messages of at most ``maxDevices``. The
+    /// one place a batch is made, for the node and for `proximity-fleet replay`.
+    public static func batches(_ peers: [PeerSnapshot], at time: Double) -> [HearingBatch] {
+        let heard = peers.compactMap { peer in
+            peer.heard.map {
+                Device(id: peer.identifier.rawValue, n: $0.count, rssi: MQTTRounding.tenths($0.rssi), spread: MQTTRounding.tenths($0.spread),
+                       rssiAt1m: Int(peer.measuredPower))
+            }
+        }.sorted { $0.id < $1.id }
+        let t = MQTTRounding.milliseconds(time)
+        return stride(from: 0, to: heard.count, by: maxDevices).map { HearingBatch(time: t, devices: Array(heard[$0 ..< min($0 + maxDevices, heard.count)])) }
+    }
 }
 
 /// What `<prefix>/state` holds: the node as it is.

@@ -109,21 +109,30 @@ import Testing
         #expect(fleet < 0.8 * ml && fleet < centroid, "fleet \(fleet), espresense \(ml), centroid \(centroid)")
     }
 
-    @Test("room hysteresis: a lead below the margin or shorter than the hold keeps the room; a clear, held lead moves it")
+    @Test("room choice: a lead within the margin, or one that comes and goes, keeps the room; a clear lead moves it once its evidence is in; only the belief inside rooms votes; a room that loses its hold gives way to none, not to a room short of confidence")
     func hysteresis() {
         var rooms = RoomHysteresis()
         var c = RoomHysteresis.Configuration()
+        c.margin = 0.2
+        c.evidence = 0.8
         c.hold = 2
-        #expect(rooms.update(mass: [0.6, 0.3], at: 0, configuration: c) == 0)
-        #expect(rooms.update(mass: [0.45, 0.55], at: 1, configuration: c) == 0)   // lead 0.1 < margin
-        #expect(rooms.update(mass: [0.2, 0.8], at: 2, configuration: c) == 0)     // lead 0.6, held 0 s
-        #expect(rooms.update(mass: [0.6, 0.4], at: 3, configuration: c) == 0)     // gone again
-        #expect(rooms.update(mass: [0.2, 0.8], at: 4, configuration: c) == 0)
-        #expect(rooms.update(mass: [0.2, 0.8], at: 5, configuration: c) == 0)
-        #expect(rooms.update(mass: [0.2, 0.8], at: 6, configuration: c) == 1)     // held 2 s
-        #expect(rooms.update(mass: [0.05, 0.1], at: 7, configuration: c) == 1)    // little belief, but the room still leads
-        #expect(rooms.update(mass: [0.02, 0.03], at: 8, configuration: c) == 1)   // below the minimum: none leads; not yet held
-        #expect(rooms.update(mass: [0.02, 0.03], at: 10, configuration: c) == nil)
+        c.confident = 0.6
+        c.keep = 0.3
+        #expect(rooms.update(mass: [0.4, 0.3], at: 0, configuration: c) == nil)   // 57 % of the inside: not confident
+        #expect(rooms.update(mass: [0.3, 0.1], at: 1, configuration: c) == 0)     // 75 % of the inside (60 % outside every room)
+        #expect(rooms.update(mass: [0.4, 0.5], at: 2, configuration: c) == 0)     // lead 0.11 < margin
+        #expect(rooms.update(mass: [0.1, 0.9], at: 3, configuration: c) == 0)     // lead 0.8: 0.6 of evidence
+        #expect(rooms.update(mass: [0.6, 0.4], at: 4, configuration: c) == 0)     // gone again: evidence back to 0.2
+        #expect(rooms.update(mass: [0.6, 0.4], at: 5, configuration: c) == 0)     // and to none
+        #expect(rooms.update(mass: [0.1, 0.9], at: 6, configuration: c) == 0)     // 0.6
+        #expect(rooms.update(mass: [0.1, 0.9], at: 7, configuration: c) == 1)     // 1.2 ≥ 0.8: moved
+        #expect(rooms.update(mass: [0.5, 0.3, 0.2], at: 8, configuration: c) == 1)  // a third room: none confident; 0.3 holds
+        #expect(rooms.update(mass: [0.5, 0.2, 0.3], at: 9, configuration: c) == 1)  // 0.2 < keep: weak since 9
+        #expect(rooms.update(mass: [0.5, 0.2, 0.3], at: 10, configuration: c) == 1)
+        #expect(rooms.update(mass: [0.5, 0.2, 0.3], at: 11, configuration: c) == nil)  // weak for 2 s and room 0 at 50 %: unknown
+        #expect(rooms.update(mass: [0.7, 0.2, 0.1], at: 12, configuration: c) == 0)   // from none, the first confident room at once
+        #expect(rooms.update(mass: [0.01, 0.01, 0.01], at: 13, configuration: c) == 0)  // below the minimum inside rooms: not yet held
+        #expect(rooms.update(mass: [0.01, 0.01, 0.01], at: 15, configuration: c) == nil)
     }
 }
 
@@ -206,5 +215,34 @@ struct SeededShuffle: RandomNumberGenerator {
     mutating func next() -> UInt64 {
         state = state &* 6364136223846793005 &+ 1442695040888963407
         return state
+    }
+}
+
+/// The room published with a position holds it.
+@Suite struct RoomHoldsPositionTests {
+    @Test("a device by the wall between two rooms, its belief's mean on one side and its room the other: the position published is inside its room")
+    func positionInsideRoom() {
+        let plan = FloorPlan(nodes: [.init(name: "a", position: PlanPoint(x: 1, y: 2, z: 1)), .init(name: "b", position: PlanPoint(x: 9, y: 2, z: 1))],
+                             rooms: [.init(name: "west", floor: 0, polygon: [.init(x: 0, y: 0), .init(x: 5, y: 0), .init(x: 5, y: 4), .init(x: 0, y: 4)]),
+                                     .init(name: "east", floor: 0, polygon: [.init(x: 5, y: 0), .init(x: 10, y: 0), .init(x: 10, y: 4), .init(x: 5, y: 4)])],
+                             pathLossExponent: 2)
+        let grid = PositioningGrid(plan: plan, outsideWeight: 0.2)
+        var filter = GridPositioner(grid: grid, model: PathLossModel(plan: plan))
+        func hear(x: Double, at t: Double) -> PositionEstimate? {
+            let hearings = plan.nodes.map { node in
+                let d = max(0.3, PlanPoint(x: x, y: 2, z: 1).distance(to: node.position))
+                return NodeHearing(node: node.name, rssi: -59 - 20 * log10(d), spread: 1, samples: 10, distance: d, time: t)
+            }
+            return filter.estimate(hearings, at: t)
+        }
+        var checked = 0
+        for t in 0 ..< 30 { _ = hear(x: 2, at: Double(t)) }
+        // Walking east across the wall: every estimate with a room lies in it.
+        for (i, x) in stride(from: 2.0, through: 8, by: 0.25).enumerated() {
+            guard let e = hear(x: x, at: 30 + Double(i)), let room = e.room else { continue }
+            #expect(plan.room(x: e.position.x, y: e.position.y, floor: 0) == room, "t \(30 + i): \(e)")
+            checked += 1
+        }
+        #expect(checked > 15)
     }
 }

@@ -117,12 +117,10 @@ struct FleetLiveReplayTests {
             var j = 0
             for t in seconds {
                 while j < samples.count, samples[j].time <= t { source.add(samples[j]); j += 1 }
-                let reports = source.nodeReports(at: t)
+                let reports = source.nodeMessages(at: t)
                 clock.withLock { $0 = t }
                 let taken = await service.read(\.reportsTaken)
-                for (node, report) in reports {
-                    try nodes.send("proximityd/\(node)/peers/\(MQTTTopic.segment(report.id))", MQTTJSON.encode(report), qos: 1)
-                }
+                for m in reports { try nodes.send(m.topic, m.payload, qos: 1) }
                 try await Self.until(service, "takes the \(reports.count) reports of \(t) after \(taken)") { $0.reportsTaken == taken + reports.count }
                 tick.yield()
                 try await Self.until(service, "ticks at \(t)") { $0.lastTick == t }

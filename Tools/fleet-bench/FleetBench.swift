@@ -92,11 +92,17 @@ struct FleetBench: ParsableCommand {
     @Option(help: "Positions: what the positioning knows of the offsets (uncalibrated, oracle, oracle-nodes, self-calibrated). Repeat for several.")
     var offsets: [PositionsOffsetsArgument] = [.uncalibrated, .oracle, .oracleNodes, .selfCalibrated]
 
+    @Option(help: "Positions: noise draws of ESPresense Companion's accuracy scenario (0: not run).")
+    var companionSeeds = 40
+
+    @Option(help: "Positions: what the positioning reads from the nodes: seconds (their hearings of each second, as proximity-fleet does) or reports (their peer reports).")
+    var inputs: PositionsInputs = .seconds
+
     @Option(help: "Positions: the path-loss exponent the floor plan states (default: the simulated radio's, --exponent).")
     var planExponent: Double?
 
     @Option(name: .customLong("grid"), help: ArgumentHelp(
-        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, outside, margin, hold, minimum. Repeat for variants (reference rows); the first replaces the defaults. For tuning.",
+        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, outside, margin, evidence, hold, minimum, confident, keep. Repeat for variants (reference rows); the first replaces the defaults. For tuning.",
         visibility: .hidden))
     var gridOverrides: [String] = []
 

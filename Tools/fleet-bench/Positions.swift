@@ -57,7 +57,7 @@ func selfCalibratedModel(plan: FloorPlan, seed: UInt64, radio: RadioModel, minut
         }
     }
     for (receiver, samples) in heard {
-        var node = NodeReporter(name: receiver)
+        var node = NodeReporter(name: receiver, hearings: true)
         var k = 0
         let ordered = samples.sorted { $0.t < $1.t }
         for second in 1 ... Int(duration) {
@@ -66,7 +66,7 @@ func selfCalibratedModel(plan: FloorPlan, seed: UInt64, radio: RadioModel, minut
                 node.hear(ordered[k].transmitter, rssi: ordered[k].rssi, at: ordered[k].t, measuredPower: -59)
                 k += 1
             }
-            for (transmitter, h) in node.report(at: t).published {
+            for (transmitter, h) in node.hearings(at: t, seconds: true).published {
                 calibration.hear(receiver: receiver, transmitter: transmitter, rssi: h.rssi, stated: h.measuredPower, samples: h.samples, at: t)
             }
         }
@@ -95,6 +95,8 @@ struct PositionsCell: Sendable {
     var score = PositionScore()
     /// Per seed: the median error (for the spread across seeds).
     var seedMedians: [Double] = []
+    /// Per seed: how late the walker's positions come (``LatenessScore/bestLag``), seconds.
+    var lags: [Double] = []
 }
 
 struct PositionsRun {
@@ -108,6 +110,9 @@ struct PositionsRun {
     var warmup = 30.0
     /// Print every row of these estimators (names) for the first seed (`--dump-positions`).
     var dump: Set<String> = []
+    /// Whether the positioning reads the nodes' hearings of each second (as `proximity-fleet`
+    /// does from nodes that publish them) or their published peer reports (`--inputs reports`).
+    var seconds = true
 
     /// plan → condition label → offsets → spec name → cell.
     typealias Results = [String: [String: [PositionsOffsets: [String: PositionsCell]]]]
@@ -141,6 +146,7 @@ struct PositionsRun {
                         for n in p.plan.nodes { rx[n.name] = realistic.isOff ? 0 : -realistic.deviceOffset(seed: seed, device: n.name, role: "rx") }
                         for mode in offsets {
                             var configuration = PositionReplay.Configuration()
+                            configuration.seconds = seconds
                             var known: PathLossModel?
                             var deviceKnown = false
                             switch mode {
@@ -163,6 +169,7 @@ struct PositionsRun {
                                 }
                                 var cell = results[p.name, default: [:]][condition.label(namingSimple: true), default: [:]][mode, default: [:]][spec.name] ?? PositionsCell()
                                 var own = PositionScore()
+                                var lateness = LatenessScore(maxLag: 10)
                                 for row in rows where row.time >= warmup {
                                     let truth = PlanPoint(trajectory.position(at: row.time))
                                     if dump.contains(spec.name), seed == seeds.first {
@@ -171,10 +178,14 @@ struct PositionsRun {
                                         print("dump \(p.name) \(condition.interval) \(mode.rawValue) \(spec.name) \(row.device) t=\(format(row.time, 0)) truth \(format(truth.x, 1)),\(format(truth.y, 1)) \(room(plan.room(x: truth.x, y: truth.y, floor: 0)))"
                                               + " est \(e.map { format($0.position.x, 1) + "," + format($0.position.y, 1) + " ±" + format($0.uncertainty, 1) } ?? "-") \(room(e?.room)) err \(e.map { format($0.position.distance2D(to: truth), 1) } ?? "-")")
                                     }
-                                    cell.score.add(device: "\(seed)/\(row.device)", estimate: row.estimate, truth: truth, plan: plan)
                                     own.add(device: row.device, estimate: row.estimate, truth: truth, plan: plan)
+                                    if kind == .walker, let e = row.estimate {
+                                        lateness.add(e.position) { k in PlanPoint(trajectory.position(at: row.time - Double(k))) }
+                                    }
                                 }
+                                cell.score.merge(own)
                                 cell.seedMedians.append(own.median)
+                                if let lag = lateness.bestLag { cell.lags.append(Double(lag)) }
                                 results[p.name, default: [:]][condition.label(namingSimple: true), default: [:]][mode, default: [:]][spec.name] = cell
                             }
                         }
@@ -230,6 +241,9 @@ func gridConfiguration(_ text: String) throws -> GridPositioner.Configuration {
         case "margin": c.room.margin = v
         case "hold": c.room.hold = v
         case "minimum": c.room.minimum = v
+        case "confident": c.room.confident = v
+        case "keep": c.room.keep = v
+        case "evidence": c.room.evidence = v
         default: throw PositionsError("--grid: no parameter \(kv[0])")
         }
     }
@@ -258,6 +272,14 @@ enum PositionsPlanName: String, CaseIterable, ExpressibleByArgument {
         case .corridor: .corridor(exponent: exponent)
         }
     }
+}
+
+/// What the positioning reads from the nodes (`--inputs`).
+enum PositionsInputs: String, CaseIterable, ExpressibleByArgument {
+    /// Each node's hearings of each second (`<prefix>/hearings`).
+    case seconds
+    /// The peer reports: the zone filter's level, let through by the rate control.
+    case reports
 }
 
 enum PositionsOffsetsArgument: String, CaseIterable, ExpressibleByArgument {
@@ -295,11 +317,20 @@ extension FleetBench {
             offsets: offsets.map(\.offsets), seeds: (0 ..< UInt64(positionSeeds)).map { seedBase + $0 }, minutes: positionMinutes,
             specs: positionerSpecs(fleet: fleet, variants: variants, rankSigma: rankSigma, centroidPower: centroidPower))
         run.dump = Set(dumpPositions)
+        run.seconds = inputs == .seconds
+        var companionGoals: [PositionsReport.Goal] = []
+        if companionSeeds > 0 {
+            let specs = run.specs
+            let companion = CompanionScenario.evaluate(specs: specs, seeds: (0 ..< UInt64(companionSeeds)).map { seedBase + $0 })
+            let (text, goals) = CompanionScenario.render(companion, specs: specs, seeds: companionSeeds)
+            print(text)
+            companionGoals = goals
+        }
         let results = run.evaluate(progress: progress)
-        print("Positions: seeds \(run.seeds.first!)–\(run.seeds.last!); simulated path-loss exponent \(format(exponent, 1)), the plans' \(format(planExponent ?? exponent, 1)); espresense rank σ \(format(rankSigma, 2)), centroid 1/d^\(format(centroidPower, 1))")
+        print("Positions, from the nodes' \(inputs == .seconds ? "hearings of each second" : "peer reports"): seeds \(run.seeds.first!)–\(run.seeds.last!); simulated path-loss exponent \(format(exponent, 1)), the plans' \(format(planExponent ?? exponent, 1)); espresense rank σ \(format(rankSigma, 2)), centroid 1/d^\(format(centroidPower, 1))")
         print(PositionsReport.render(run, results))
-        print("goals (the fleet uncalibrated; issue 24, item 7):")
-        for g in PositionsReport.goals(run, results) {
+        print("goals (the fleet uncalibrated; issue 30, item 7, and issue 24, item 7):")
+        for g in companionGoals + PositionsReport.goals(run, results) {
             print("  " + (g.met.map { $0 ? "met: " : "MISSED: " } ?? "not run: ") + g.line)
         }
         let cpu = Double(clock() - started) / Double(CLOCKS_PER_SEC)

@@ -430,9 +430,35 @@ public struct GridPositioner: Positioner {
             }
         }
         let room = rooms.update(mass: roomMass, at: t, configuration: configuration.room)
-        let position = PlanPoint(x: mx, y: my, z: mz)
+        var position = PlanPoint(x: mx, y: my, z: mz)
+        if let room, grid.plan.room(x: mx, y: my, floor: floor) != room { position = inside(room, w: w, near: position) }
         lastEstimate = position
         return PositionEstimate(position: position, floor: floor, uncertainty: mass > 0 ? (variance / mass).squareRoot() : .nan, room: room)
+    }
+
+    /// The position published with `room` when the belief's mean lies outside it: the mean of the
+    /// belief inside the room (inside it when the room is convex), else the room's cell nearest
+    /// to that. A device is never published in a room whose outline does not hold its position.
+    private func inside(_ room: Int, w: Window, near mean: PlanPoint) -> PlanPoint {
+        let f = grid.floors[w.floor]
+        var mx = 0.0, my = 0.0, mz = 0.0, mass = 0.0
+        var cells: [Int] = []
+        for row in w.r0 ..< w.r1 {
+            let base = f.first + row * f.columns
+            for c in base + w.c0 ..< base + w.c1 where Int(grid.roomOf[c]) == room {
+                cells.append(c)
+                let p = Double(belief[c])
+                mx += p * Double(grid.x[c]); my += p * Double(grid.y[c]); mz += p * Double(grid.z[c]); mass += p
+            }
+        }
+        guard !cells.isEmpty else { return mean }
+        let target = mass > 0 ? PlanPoint(x: mx / mass, y: my / mass, z: mz / mass) : mean
+        if grid.plan.room(x: target.x, y: target.y, floor: w.floor) == room { return target }
+        let nearest = cells.min {
+            let a = PlanPoint(x: Double(grid.x[$0]), y: Double(grid.y[$0])), b = PlanPoint(x: Double(grid.x[$1]), y: Double(grid.y[$1]))
+            return a.distance2D(to: target) < b.distance2D(to: target)
+        }!
+        return PlanPoint(x: Double(grid.x[nearest]), y: Double(grid.y[nearest]), z: Double(grid.z[nearest]))
     }
 }
 
@@ -440,52 +466,87 @@ private extension Int {
     func clamped(_ upper: Int) -> Int { Swift.min(self, upper) }
 }
 
-/// Which room a device is in, from how much belief each room holds: it moves to another room only
-/// once that room holds clearly more (``Configuration/margin``) for ``Configuration/hold``
-/// seconds, so a device standing by a wall does not flicker between the rooms either side.
+/// Which room a device is in, from how its belief inside the rooms is shared between them (the
+/// part outside every outline does not vote: a belief that spills past an outer wall still picks
+/// the room holding most of what is inside). A room is taken only when it holds at least
+/// ``Configuration/confident`` of that. The device leaves its room for another that does and
+/// leads it by more than ``Configuration/margin``, once the lead beyond the margin, summed over
+/// the seconds it lasts, reaches ``Configuration/evidence`` (a clear lead moves it in a second or
+/// two, a slight one takes longer, a lead that comes and goes never does: a device standing by a
+/// wall does not flicker); and for none (unknown: the evidence singles out no room) once its room
+/// has held less than ``Configuration/keep`` for ``Configuration/hold`` seconds and no room is
+/// taken. Unknown rather than wrong: a device between two rooms, or heard too faintly to tell,
+/// is in no room, not in the nearer one's neighbour.
 public struct RoomHysteresis: Sendable, Hashable {
     public struct Configuration: Sendable, Hashable {
-        /// How much more belief the challenger must hold than the current room, and for how long,
-        /// seconds (0.25 and 1 s: tuned on fleet-bench --positions' tuning seeds, with room
-        /// accuracy and room changes against the truth's; a longer hold or a floor under the
-        /// leader's belief gave fewer seconds in the right room, and 2 s changed rooms up to 1.7
-        /// times as often as the truth).
-        public var margin: Double = 0.25
-        public var hold: Double = 1
-        /// With less than this in every room, the device is in none (the belief's spread reaches
-        /// past the plan's outlines by metres, so the share outside every room says little).
+        /// The lead over the current room (shares of the belief inside rooms) a challenger must
+        /// exceed before it gathers evidence.
+        public var margin: Double = 0.2
+        /// The evidence a challenger needs: its lead beyond the margin, summed over seconds.
+        public var evidence: Double = 0.5
+        /// How long the device's room must hold less than ``keep`` before it is given up, seconds.
+        public var hold: Double = 3
+        /// With less than this share of the belief inside every room, the device is in none.
         public var minimum: Double = 0.05
+        /// The share of the belief inside rooms a room needs to be taken.
+        public var confident: Double = 0.5
+        /// Below this share for ``hold`` seconds, the device leaves its room (for unknown, unless
+        /// another room is taken).
+        public var keep: Double = 0.25
 
         public init() {}
     }
 
     public private(set) var current: Int?
-    /// The room (nil: none) that leads by the margin, and since when.
-    private var challenger: Int??
-    private var since = 0.0
+    /// Each challenger's evidence against the current room.
+    private var gathered: [Int: Double] = [:]
+    /// Since when the current room has held less than ``Configuration/keep`` (or the belief
+    /// inside rooms been below the minimum).
+    private var weakSince: Double?
+    private var last: Double?
 
     public init() {}
 
-    public mutating func update(mass: [Double], at t: Double, configuration: Configuration) -> Int? {
-        let best = mass.indices.max { mass[$0] < mass[$1] }
-        let leader: Int? = best.flatMap { mass[$0] > 0 && mass[$0] >= configuration.minimum ? $0 : nil }
-        guard leader != current else {
-            challenger = nil
+    public mutating func update(mass: [Double], at t: Double, configuration c: Configuration) -> Int? {
+        let dt = last.map { min(max(t - $0, 0), 5) } ?? 1
+        last = t
+        let inside = mass.reduce(0, +)
+        guard inside >= c.minimum, inside.isFinite else {
+            gathered = [:]
+            if current != nil, weakSince == nil { weakSince = t }
+            if let since = weakSince, t - since >= c.hold { current = nil; weakSince = nil }
             return current
         }
-        let held = current.map { mass[$0] } ?? max(0, 1 - mass.reduce(0, +))
-        let lead = leader.map { mass[$0] } ?? max(0, 1 - mass.reduce(0, +))
-        guard current == nil || lead - held >= configuration.margin else {
-            challenger = nil
-            return current
-        }
-        if challenger != .some(leader) {
-            challenger = .some(leader)
-            since = t
-        }
-        if current == nil || t - since >= configuration.hold {
+        let share = mass.map { $0 / inside }
+        let best = share.indices.max { share[$0] < share[$1] }
+        let leader = best.flatMap { share[$0] >= c.confident ? $0 : nil }
+        guard let room = current else {
+            // From none: the first room that holds the belief, at once.
             current = leader
-            challenger = nil
+            gathered = [:]
+            weakSince = nil
+            return current
+        }
+        for r in share.indices where r != room {
+            let lead = share[r] - share[room] - c.margin
+            let total = max(0, (gathered[r] ?? 0) + lead * dt)
+            gathered[r] = total > 0 ? total : nil
+        }
+        if let leader, leader != room, (gathered[leader] ?? 0) >= c.evidence {
+            current = leader
+            gathered = [:]
+            weakSince = nil
+            return current
+        }
+        if share[room] < c.keep {
+            if weakSince == nil { weakSince = t }
+            if let since = weakSince, t - since >= c.hold {
+                current = leader
+                gathered = [:]
+                weakSince = nil
+            }
+        } else {
+            weakSince = nil
         }
         return current
     }

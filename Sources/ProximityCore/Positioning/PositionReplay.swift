@@ -33,6 +33,11 @@ public struct PositionReplay: Sendable {
         public var staleAfter = 12.0
         /// The RSSI at 1 m a node ranges a device with when nothing says otherwise, dBm.
         public var measuredPower = -59.0
+        /// Whether the positioning reads each node's hearings of each second (``HeardSecond``,
+        /// as `proximity-fleet` does from nodes that publish them), fresh for ``secondStale``
+        /// seconds; false: the published peer reports, fresh for ``staleAfter``.
+        public var seconds = true
+        public var secondStale = 2.5
 
         public init() {}
     }
@@ -68,7 +73,8 @@ public struct PositionReplay: Sendable {
             positioners[sample.device] = makePositioner(sample.device)
             devices.append(sample.device)
         }
-        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: configuration.ranging, throttle: configuration.throttle)
+        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: configuration.ranging, throttle: configuration.throttle,
+                                                                            hearings: configuration.seconds)
         node.hear(sample.device, rssi: sample.rssi, at: sample.time, measuredPower: configuration.measuredPower)
         nodes[sample.node] = node
     }
@@ -78,14 +84,15 @@ public struct PositionReplay: Sendable {
     public mutating func step(at t: Double) -> [Row] {
         for name in nodes.keys.sorted() {
             var node = nodes.removeValue(forKey: name)!
-            let report = node.report(at: t)
+            let report = node.hearings(at: t, seconds: configuration.seconds)
             for device in report.gone { hearings[device]?[name] = nil }
             for hearing in report.published { hearings[hearing.device, default: [:]][name] = hearing.hearing }
             nodes[name] = node
         }
         var rows: [Row] = []
         for device in devices {
-            let fresh = (hearings[device] ?? [:]).values.filter { t - $0.time <= configuration.staleAfter }.sorted { $0.node < $1.node }
+            let stale = configuration.seconds ? configuration.secondStale : configuration.staleAfter
+            let fresh = (hearings[device] ?? [:]).values.filter { t - $0.time < stale }.sorted { $0.node < $1.node }
             var positioner = positioners.removeValue(forKey: device)!
             rows.append(Row(time: t, device: device, estimate: fresh.isEmpty ? nil : positioner.estimate(fresh, at: t)))
             positioners[device] = positioner
@@ -133,17 +140,19 @@ extension TraceSample {
 }
 
 /// One node as the fleet hears it, from its samples: its own ranging (the found-devices table),
-/// a report each second, and which of its peers the report publishes (``PeerPublishing``, the
-/// node's own rate control and `gone`). What `proximity-fleet replay` plays for each node, and
-/// what ``PositionReplay`` and a benchmark of the fleet's calibration read.
+/// a report each second, which of its peers the report publishes (``PeerPublishing``, the node's
+/// own rate control and `gone`), and what it heard of each in that second (``HeardSecond``,
+/// with `hearings`). What `proximity-fleet replay` plays for each node, and what
+/// ``PositionReplay`` and a benchmark of the fleet's calibration read.
 public struct NodeReporter: Sendable {
     public let name: String
     private var table: FoundDevicesTable
     private var publishing: PeerPublishing
 
-    public init(name: String, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init()) {
+    public init(name: String, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init(), hearings: Bool = false) {
         self.name = name
         table = FoundDevicesTable(configuration: ranging)
+        table.collectsSeconds = hearings
         publishing = PeerPublishing(throttle: throttle)
     }
 
@@ -153,22 +162,31 @@ public struct NodeReporter: Sendable {
                       details: PeerDetails(kind: Self.kind(of: device), address: ""))
     }
 
-    /// What the node's report at `t` publishes, as the node does: its peers nearest first, then
-    /// those no longer heard.
-    public mutating func publications(at t: Double) -> [PeerPublishing.Publication] {
+    /// The node's report at `t`, as the node makes it: every peer's snapshot, nearest first (what
+    /// its hearings are made of), and the reports it publishes, then the peers no longer heard.
+    public mutating func report(at t: Double) -> (peers: [PeerSnapshot], publications: [PeerPublishing.Publication]) {
         let report = table.tick(at: t)
         var peers = table.peers.values.compactMap { PeerSnapshot($0, name: "") }
         peers.sort { ($0.proximity, $0.distance, $0.identifier) < ($1.proximity, $1.distance, $1.identifier) }
-        return publishing.publications(peers: peers, removed: report.removed, at: t)
+        return (peers, publishing.publications(peers: peers, removed: report.removed, at: t))
     }
 
-    /// The report at `t` as the positioning reads it: the hearings published now, and the devices
-    /// said gone.
-    public mutating func report(at t: Double) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
+    /// The report at `t` as the positioning reads it: the hearings published now (with
+    /// `seconds`, each peer's second instead of its published report), and the devices said gone.
+    public mutating func hearings(at t: Double, seconds: Bool = false) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
         var published: [(String, NodeHearing)] = [], gone: [String] = []
-        for publication in publications(at: t) {
+        let (peers, publications) = report(at: t)
+        if seconds {
+            for p in peers {
+                guard let h = p.heard else { continue }
+                published.append((p.identifier.rawValue, NodeHearing(node: name, rssi: h.rssi, spread: h.spread, samples: h.count,
+                                                                     measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
+            }
+        }
+        for publication in publications {
             switch publication {
             case .report(let p):
+                guard !seconds else { continue }
                 published.append((p.identifier.rawValue, NodeHearing(node: name, rssi: p.smoothedRSSI, spread: p.spread, samples: p.samples,
                                                                      measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
             case .gone(let id): gone.append(id.rawValue)
@@ -186,17 +204,40 @@ public struct NodeReporter: Sendable {
 
 /// How good a replay's estimates are against the truth: position errors (median, mean, p90, the
 /// share within 1, 2 and 3 m; metres on the floor, plus the heights apart on the wrong floor),
-/// room accuracy (no room counts as a room: a device in the corridor placed in none is right),
-/// and room changes per minute, the estimates' against the truth's.
+/// rooms (accuracy, where no room counts as a room: a device in the corridor placed in none is
+/// right; wrong, a room that is not the true one; unknown, no room where the truth has one), room
+/// changes per minute (the estimates' against the truth's), the room changes of a device standing
+/// still (per hour, after ``stillAfter`` seconds in place), and how late each room change comes:
+/// from the first second in a new room to the first second the estimate names it (a change the
+/// estimate misses before the device leaves again counts as infinitely late).
 public struct PositionScore: Sendable, Hashable {
     public var errors: [Double] = []
     public var roomHits = 0
     public var roomTotal = 0
+    public var roomWrong = 0
+    public var roomUnknown = 0
     public var estimatedChanges = 0
     public var trueChanges = 0
     public var seconds = 0.0
+    /// Seconds a device stood still (for ``stillAfter`` and more), and its estimate's room changes then.
+    public var stillSeconds = 0.0
+    public var stillChanges = 0
+    /// Each true room change's lateness, seconds (infinity: missed).
+    public var latencies: [Double] = []
     private var lastRoom: [String: Int??] = [:]
     private var lastTrueRoom: [String: Int?] = [:]
+    private var lastTruth: [String: PlanPoint] = [:]
+    private var stillSince: [String: Double] = [:]
+    /// A device's true room change not yet named by its estimate: the room and when.
+    private struct Pending: Sendable, Hashable {
+        var room: Int?
+        var since: Double
+    }
+    private var pending: [String: Pending] = [:]
+    private var clock: [String: Double] = [:]
+
+    /// A device counts as standing still after this long in place, seconds.
+    public static let stillAfter = 30.0
 
     public init() {}
 
@@ -205,15 +246,33 @@ public struct PositionScore: Sendable, Hashable {
     public mutating func add(device: String, estimate: PositionEstimate?, truth: PlanPoint?, plan: FloorPlan) {
         guard let truth else { return }
         seconds += 1
+        let now = (clock[device] ?? 0) + 1
+        clock[device] = now
         let floor = plan.floor(atHeight: truth.z)
         let trueRoom = plan.room(x: truth.x, y: truth.y, floor: floor)
-        if let previous = lastTrueRoom[device], previous != trueRoom { trueChanges += 1 }
+        if let previous = lastTrueRoom[device], previous != trueRoom {
+            trueChanges += 1
+            if let p = pending[device], p.room != nil { latencies.append(.infinity) }
+            pending[device] = Pending(room: trueRoom, since: now)
+        }
         lastTrueRoom[device] = trueRoom
+        if let before = lastTruth[device], before.distance2D(to: truth) > 0.05 { stillSince[device] = now }
+        if stillSince[device] == nil { stillSince[device] = now }
+        lastTruth[device] = truth
+        let still = now - stillSince[device]! >= Self.stillAfter
+        if still { stillSeconds += 1 }
         let room = estimate?.room
-        if let previous = lastRoom[device], previous != .some(room) { estimatedChanges += 1 }
+        if let previous = lastRoom[device], previous != .some(room) {
+            estimatedChanges += 1
+            if still { stillChanges += 1 }
+        }
         lastRoom[device] = .some(room)
+        if let p = pending[device], room == p.room {
+            if p.room != nil { latencies.append(now - p.since) }
+            pending[device] = nil
+        }
         roomTotal += 1
-        if room == trueRoom { roomHits += 1 }
+        if room == trueRoom { roomHits += 1 } else if room != nil { roomWrong += 1 } else { roomUnknown += 1 }
         if let estimate {
             // On the wrong floor, the heights apart count too.
             errors.append(estimate.position.distance2D(to: truth) + (estimate.floor == floor ? 0 : abs(estimate.position.z - truth.z)))
@@ -222,11 +281,30 @@ public struct PositionScore: Sendable, Hashable {
 
     public var median: Double { quantile(0.5) }
     public var p90: Double { quantile(0.9) }
+    public var p95: Double { quantile(0.95) }
     public var mean: Double { errors.isEmpty ? .nan : errors.reduce(0, +) / Double(errors.count) }
     public func within(_ metres: Double) -> Double { errors.isEmpty ? .nan : Double(errors.filter { $0 <= metres }.count) / Double(errors.count) }
     public var roomAccuracy: Double { roomTotal == 0 ? .nan : Double(roomHits) / Double(roomTotal) }
+    public var wrongRoom: Double { roomTotal == 0 ? .nan : Double(roomWrong) / Double(roomTotal) }
+    public var unknownRoom: Double { roomTotal == 0 ? .nan : Double(roomUnknown) / Double(roomTotal) }
     public var changesPerMinute: Double { seconds == 0 ? .nan : Double(estimatedChanges) * 60 / seconds }
     public var trueChangesPerMinute: Double { seconds == 0 ? .nan : Double(trueChanges) * 60 / seconds }
+    /// The estimate's room changes per hour while the device stood still.
+    public var stillChangesPerHour: Double { stillSeconds == 0 ? .nan : Double(stillChanges) * 3600 / stillSeconds }
+    /// The `q` quantile of the room-change latencies, seconds (infinity: a missed change).
+    public func latency(_ q: Double) -> Double {
+        guard !latencies.isEmpty else { return .nan }
+        let sorted = latencies.sorted()
+        return sorted[min(sorted.count - 1, Int(q * Double(sorted.count)))]
+    }
+
+    /// Another score's rows, as if added here (each device's own history stays its own).
+    public mutating func merge(_ other: PositionScore) {
+        errors += other.errors
+        roomHits += other.roomHits; roomTotal += other.roomTotal; roomWrong += other.roomWrong; roomUnknown += other.roomUnknown
+        estimatedChanges += other.estimatedChanges; trueChanges += other.trueChanges; seconds += other.seconds
+        stillSeconds += other.stillSeconds; stillChanges += other.stillChanges; latencies += other.latencies
+    }
 
     func quantile(_ q: Double) -> Double {
         guard !errors.isEmpty else { return .nan }

@@ -109,6 +109,12 @@ public struct PeerRanging: Sendable {
     /// Set once the peer has been reported as unknown for silence; removed once unheard for the
     /// clear interval.
     var departing = false
+    /// What it was heard with between the last two reports (with
+    /// ``FoundDevicesTable/collectsSeconds``; nil when not heard in between).
+    public internal(set) var lastSecond: HeardSecond?
+    /// The samples since the last report (at most ``HeardSecond/keptSamples``), and how many.
+    var secondSamples: [Float] = []
+    var secondCount = 0
 
     /// Weight of one gap in `typicalGap`.
     static let gapWeight = 0.1
@@ -177,6 +183,9 @@ public struct FoundDevicesTable: Sendable {
         var farthest: (id: PeerID, distance: Double)?
     }
     private var roomScan: RoomScan?
+    /// Whether each peer keeps its samples between two reports for ``PeerRanging/lastSecond``
+    /// (a node that publishes its hearings, docs/mqtt.md); off, nothing is kept.
+    public var collectsSeconds = false
 
     /// New zone boundaries, for every peer at once: each keeps its zone until its next sample
     /// decides with the new boundaries (and the same hysteresis, a fraction of each boundary).
@@ -233,6 +242,10 @@ public struct FoundDevicesTable: Sendable {
         let deviation = rssi - peer.smoothedRSSI, variance = peer.spread * peer.spread
         peer.spread = (variance + PeerRanging.spreadWeight * (deviation * deviation - variance)).squareRoot()
         peer.filter.add(rssi, at: t)
+        if collectsSeconds {
+            peer.secondCount += 1
+            if peer.secondSamples.count < HeardSecond.keptSamples { peer.secondSamples.append(Float(rssi)) }
+        }
         peer.rssi = rssi
         peer.lastSeen = t
         peer.departing = false
@@ -302,6 +315,17 @@ public struct FoundDevicesTable: Sendable {
             }
         }
         if !removed.isEmpty { roomScan = nil }
+        if collectsSeconds {
+            // This report's second: each peer's samples since the last, then a fresh start
+            // (in place: the buffers keep their capacity).
+            for i in peers.indices {
+                let p = peers.values[i]
+                guard p.secondCount > 0 || p.lastSecond != nil else { continue }
+                peers.values[i].lastSecond = HeardSecond(samples: p.secondSamples, count: p.secondCount)
+                peers.values[i].secondSamples.removeAll(keepingCapacity: true)
+                peers.values[i].secondCount = 0
+            }
+        }
         var changes: [ZoneChange] = []
         for (id, peer) in peers where peer.reported != peer.proximity {
             changes.append(ZoneChange(peer: id, from: peer.reported, to: peer.proximity))

@@ -26,6 +26,9 @@ public struct PeerSnapshot: Sendable, Hashable {
     /// A node that proved its identity with the fleet's key (trusted fleets, docs/security.md);
     /// false for every other peer.
     public var verified = false
+    /// What the node heard of it since its last report (nil: nothing, or the node does not
+    /// collect it: ``FoundDevicesTable/collectsSeconds``).
+    public var heard: HeardSecond?
 
     public init(identifier: PeerID, kind: PeerKind, address: String, name: String = "", beacon: BeaconIdentity? = nil,
                 proximity: Proximity, distance: Double, rssi: Int16, smoothedRSSI: Double? = nil, measuredPower: Int16 = -59,
@@ -57,5 +60,6 @@ extension PeerSnapshot {
                   proximity: peer.proximity, distance: peer.distance, rssi: Int16(clamping: Int(peer.rssi.rounded())),
                   smoothedRSSI: peer.smoothedRSSI, measuredPower: Int16(clamping: Int(peer.measuredPower.rounded())),
                   firstSeen: peer.firstSeen, lastSeen: peer.lastSeen, spread: peer.spread, samples: peer.recentSamples)
+        heard = peer.lastSecond
     }
 }

@@ -50,6 +50,7 @@ extension ConfigDecoder {
                     guard d.isFinite, range.contains(d) else { throw OptionProblem("must be a number of metres in 0...100, not \(shown)") }
                     return d
                 }) { settings.reportMoved = v }
+            case "hearings": if let b = boolean(entry, path: key) { settings.hearings = b }
             case "compat":
                 if let modes = compatibility(entry, path: key) { settings.compatibility = modes }
             case "room": settings.room = text(entry, path: key, MQTTSettings.checked(level:))

@@ -29,7 +29,7 @@ public struct ConfigFile: Sendable, Hashable {
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
-        "report-interval", "report-moved", "compat", "room", "role", "discovery", "discovery-prefix", "outbox-size", "reconnect-max",
+        "report-interval", "report-moved", "hearings", "compat", "room", "role", "discovery", "discovery-prefix", "outbox-size", "reconnect-max",
     ]
     /// The keys of `zones:`.
     public static let zonesKeys = ["immediate", "near"]

@@ -77,6 +77,13 @@ struct MQTTMessages: Sendable {
         return out
     }
 
+    /// What the node heard in the second before `time`: one message (more past
+    /// ``HearingBatch/maxDevices`` peers), QoS 0; none when it heard nothing or `hearings:` is off.
+    func hearings(_ peers: [PeerSnapshot], at time: Double) -> [MQTTOutgoing] {
+        guard settings.hearings else { return [] }
+        return HearingBatch.batches(peers, at: time).map { MQTTOutgoing(topic: topics.hearings, payload: MQTTJSON.encode($0), qos: 0) }
+    }
+
     /// A peer no longer heard (silent, or gone from the table): one native report with no
     /// distance, so a fleet service hands over at once.
     func gone(_ peer: String, at time: Double) -> MQTTOutgoing {

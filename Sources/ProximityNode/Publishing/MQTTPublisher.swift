@@ -11,6 +11,8 @@ import ProximityMQTT
 /// - availability: `<prefix>/status`, retained `online`, with `offline` as the last will and at a
 ///   clean stop;
 /// - the node's state (`<prefix>/state`) and each region's (`<prefix>/regions/<id>`), retained;
+/// - what it heard of its peers in each second (`<prefix>/hearings`, QoS 0, one batch a
+///   second: ``HearingBatch``), for a fleet's positioning;
 /// - each peer's distance report (`<prefix>/peers/<id>`, QoS 0), at most one per
 ///   `report-interval` seconds per peer unless it moved by `report-moved` metres
 ///   (``ReportThrottle``), and in ESPresense's and `mqtt_room`'s forms when `compat` asks;
@@ -342,6 +344,8 @@ public actor MQTTPublisher {
     private func publish(_ report: NodeReport) {
         guard connected, let messages else { return }
         let time = clock.epoch(report.time)
+        // A mobile node is no room, nor a fixed point the fleet's positioning could use.
+        if settings?.role != .mobile { for message in messages.hearings(report.peers, at: time) { send(message) } }
         for publication in publishing.publications(peers: report.peers, removed: report.removed, at: report.time) {
             switch publication {
             case .report(let peer): for message in messages.reports(peer, at: time) { send(message) }

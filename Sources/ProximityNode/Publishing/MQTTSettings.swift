@@ -56,6 +56,9 @@ public struct MQTTSettings: Sendable, Hashable {
     public var reportInterval = 5.0
     /// … unless its distance changed by at least this many metres since the last one sent.
     public var reportMoved = 0.5
+    /// `hearings:`: what the node heard of each peer in each second (`<prefix>/hearings`, one
+    /// batch a second): what a fleet's positioning reads.
+    public var hearings = true
     public var compatibility: [Compatibility] = []
     /// `role:`: fixed (default) or mobile.
     public var role = Role.fixed

@@ -153,6 +153,7 @@ extension NodeStep {
         outcome.effects += (regionLines + alertLines + ruleLines).map(NodeEffect.log)
         if alertsChanged { outcome.effects += publishAlerts(alertEvents, at: time) }
         outcome.effects += applyClearInterval(configuration.clearInterval ?? settings.clearInterval ?? RangingConfiguration().clearInterval)
+        table.collectsSeconds = configuration.mqtt?.hearings == true
         if configuration.zones != table.configuration.thresholds {
             table.setThresholds(configuration.zones)
             outcome.effects.append(.log(LogLine(.notice, "the zone distances changed", [

@@ -77,6 +77,7 @@ public struct NodeStep: Sendable {
         scheduler = IdentificationScheduler(configuration: configuration.identification)
         table = FoundDevicesTable(configuration: Self.rangingConfiguration(
             configuration, clearInterval: Self.clearInterval(configuration, saved.settings)))
+        table.collectsSeconds = configuration.mqtt?.hearings == true
         regions = RegionStage(configuration, saved.regions, at: time.now)
         alerts = AlertStage(configuration, saved.alerts, at: time.now)
         profile = ProfileStage(configuration, saved.profile, at: time.now)
