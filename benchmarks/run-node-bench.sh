@@ -8,6 +8,7 @@
 # Usage: benchmarks/run-node-bench.sh [--json] [bluez-sim bench options...]
 #        benchmarks/run-node-bench.sh --baseline REF [--rounds N] [--json] [bluez-sim bench options...]
 #        benchmarks/run-node-bench.sh --irk-comparison N [--rotation S] [--rounds N]
+#        benchmarks/run-node-bench.sh --hearings-comparison [--rounds N]
 #   e.g. benchmarks/run-node-bench.sh --devices 400 --interval 0.02 --seconds 30 --max-peers 200
 #        benchmarks/run-node-bench.sh --baseline 8965b2f --rounds 3
 #        benchmarks/run-node-bench.sh --irk-comparison 100 --rotation 10
@@ -16,6 +17,12 @@
 # on the 200 iBeacons (the baseline), and on 200 phones advertising from resolvable private
 # addresses that change every --rotation seconds (default 60), the node knowing the IRKs of N of
 # them (bluez-sim bench --irks N): the cost of resolving every new address against N keys.
+#
+# --hearings-comparison measures this tree's proximityd twice per round at the same 5,000 updates/s,
+# publishing to a private Mosquitto on 127.0.0.1 (started here): with mqtt.hearings off (the
+# baseline: its peer reports only) and on (also P/hearings, once a second). It prints the CPU and
+# peak RSS of each side, the difference in per cent (the goal: at most +10 %), and the bytes a
+# second the node's hearings took on the broker (mosquitto_sub counts them).
 #
 # --baseline REF (a commit or ref) also measures REF's proximityd. REF is checked out in a detached
 # git worktree outside the repository, ${XDG_CACHE_HOME:-~/.cache}/proximityd-bench/SHA, and its
@@ -30,11 +37,11 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-case "${1:-}" in -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 
 die() { echo "run-node-bench.sh: $*" >&2; exit 64; }
 
-baseline="" rounds=2 rounds_given=0 json=0 irk_comparison="" rotation=60
+baseline="" rounds=2 rounds_given=0 json=0 irk_comparison="" rotation=60 hearings_comparison=0
 bench_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -45,10 +52,13 @@ while [ $# -gt 0 ]; do
         --json) json=1; shift ;;
         --irk-comparison) [ $# -ge 2 ] || die "--irk-comparison needs a number of IRKs"; irk_comparison="$2"; shift 2 ;;
         --rotation) [ $# -ge 2 ] || die "--rotation needs seconds"; rotation="$2"; shift 2 ;;
+        --hearings-comparison) hearings_comparison=1; shift ;;
         *) bench_args+=("$1"); shift ;;
     esac
 done
-[ -n "$baseline" ] || [ -n "$irk_comparison" ] || [ "$rounds_given" = 0 ] || die "--rounds needs --baseline or --irk-comparison"
+[ -n "$baseline" ] || [ -n "$irk_comparison" ] || [ "$hearings_comparison" = 1 ] || [ "$rounds_given" = 0 ] \
+    || die "--rounds needs --baseline, --irk-comparison or --hearings-comparison"
+[ "$hearings_comparison" = 0 ] || { [ -z "$baseline" ] && [ -z "$irk_comparison" ]; } || die "--hearings-comparison is a separate run"
 [ -z "$baseline" ] || [ -z "$irk_comparison" ] || die "--irk-comparison and --baseline are separate runs"
 [ -z "$irk_comparison" ] || case "$irk_comparison" in ''|*[!0-9]*|0) die "--irk-comparison must be a positive integer" ;; esac
 [ -z "$baseline" ] || case "$rounds" in ''|*[!0-9]*|0) die "--rounds must be a positive integer" ;; esac
@@ -108,6 +118,48 @@ if [ -n "$irk_comparison" ]; then
         [ "$side" = irks ] && label="200 phones, $irk_comparison IRKs, rotation ${rotation} s"
         printf '  %-45s CPU %6.2f%%   peak RSS %6s MB\n' "$label" "$(awk -v s="${cpu_sum[$side]}" -v n="$rounds" 'BEGIN { print s / n }')" "${rss_max[$side]}"
     done
+    exit 0
+fi
+if [ "$hearings_comparison" = 1 ]; then
+    command -v mosquitto >/dev/null || die "--hearings-comparison needs mosquitto (apt install mosquitto mosquitto-clients)"
+    field() { sed -n "s/.*\"$2\": \(-\{0,1\}[0-9.]*\).*/\1/p" <<<"$1"; }
+    work="$(mktemp -d)"
+    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+    printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" >"$work/mosquitto.conf"
+    mosquitto -c "$work/mosquitto.conf" >"$work/mosquitto.log" 2>&1 &
+    broker=$!
+    trap 'kill "$broker" 2>/dev/null; kill "${sub:-}" 2>/dev/null; rm -rf "$work"' EXIT
+    for _ in $(seq 50); do mosquitto_sub -p "$port" -t probe -W 1 -C 1 >/dev/null 2>&1 && break; [ $? = 27 ] && break; sleep 0.1; done
+    declare -A cpu_sum=() rss_max=()
+    bytes=0 seconds_counted=0
+    for ((round = 1; round <= rounds; round++)); do
+        for side in off on; do
+            echo "== round $round of $rounds: hearings $side" >&2
+            : >"$work/hearings"
+            mosquitto_sub -p "$port" -t 'proximityd/bench/hearings' >"$work/hearings" 2>/dev/null &
+            sub=$!
+            out="$(tail -n 1 <<<"$("$bin/bluez-sim" bench --proximityd "$bin/proximityd" "${defaults[@]}" --mqtt "mqtt://127.0.0.1:$port" \
+                --hearings "$([ "$side" = on ] && echo true || echo false)" ${bench_args[@]+"${bench_args[@]}"} --json)")"
+            kill "$sub" 2>/dev/null; wait "$sub" 2>/dev/null || true
+            cpu="$(field "$out" proximityd_cpu_percent)" rss="$(field "$out" proximityd_peak_rss_mb)"
+            [ -n "$cpu" ] && [ -n "$rss" ] || die "no proximityd figures in bluez-sim's output: $out"
+            heard="$(wc -c <"$work/hearings")" messages="$(wc -l <"$work/hearings")"
+            echo "round $round, hearings $side: proximityd CPU $cpu% of one core, peak RSS $rss MB, table $(field "$out" proximityd_table) peers," \
+                 "$(field "$out" updates_per_second) updates/s delivered; P/hearings $messages messages, $heard bytes"
+            if [ "$side" = on ]; then bytes=$((bytes + heard)); seconds_counted=$((seconds_counted + messages)); fi
+            cpu_sum[$side]="$(awk -v a="${cpu_sum[$side]:-0}" -v b="$cpu" 'BEGIN { print a + b }')"
+            rss_max[$side]="$(awk -v a="${rss_max[$side]:-0}" -v b="$rss" 'BEGIN { print (b > a ? b : a) }')"
+        done
+    done
+    echo
+    echo "mean CPU and highest peak RSS of $rounds runs each, publishing to Mosquitto (goal: hearings on at most +10 % on each):"
+    for side in off on; do
+        printf '  %-30s CPU %6.2f%%   peak RSS %6s MB\n' "hearings $side" "$(awk -v s="${cpu_sum[$side]}" -v n="$rounds" 'BEGIN { print s / n }')" "${rss_max[$side]}"
+    done
+    awk -v a="${cpu_sum[on]}" -v b="${cpu_sum[off]}" -v ra="${rss_max[on]}" -v rb="${rss_max[off]}" \
+        'BEGIN { printf "  %-30s CPU %+6.1f %%   peak RSS %+6.1f %%\n", "on against off", (a / b - 1) * 100, (ra / rb - 1) * 100 }'
+    [ "$seconds_counted" -gt 0 ] && awk -v b="$bytes" -v m="$seconds_counted" \
+        'BEGIN { printf "  P/hearings: %.0f bytes a message (about one a second: %.0f B/s for the node)\n", b / m, b / m }'
     exit 0
 fi
 if [ -z "$baseline" ]; then

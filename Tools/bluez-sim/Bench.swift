@@ -31,6 +31,9 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds of warm-up before counting (the node identifies nothing, but fills its table).") var warmUp = 1.0
     @Option(help: "Phones instead of beacons: the node knows the IRKs of this many of them (0: beacons).") var irks = 0
     @Option(help: "With --irks: seconds between a phone's address changes (1...3600).") var rotation = 900.0
+    @Option(help: ArgumentHelp("The node publishes to this MQTT broker (its mqtt: section, Home Assistant discovery off).", valueName: "mqtt://host:port"))
+    var mqtt: String?
+    @Option(help: "With --mqtt: the node's mqtt.hearings (true: it publishes what it heard of each peer in each second).") var hearings = true
 
     func validate() throws {
         guard (1...5000).contains(devices) else { throw ValidationError("--devices must be 1...5000") }
@@ -76,11 +79,12 @@ struct Bench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: state) }
         if let proximityd {
             var arguments = ["run", "--bus", bus, "--state-dir", state.path, "--name", "bench", "--max-peers", "\(maxPeers)", "--log-level", "warning"]
-            if !keys.isEmpty {
-                // The phones' IRKs, in a config file that is its owner's alone.
+            if !keys.isEmpty || mqtt != nil {
+                // The phones' IRKs and the broker, in a config file that is its owner's alone.
                 try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
                 let config = state.appendingPathComponent("bench.yaml")
-                let text = "irks:\n" + keys.map { "  \($0.name): \(Hex.text($0.irk.bytes))\n" }.joined()
+                var text = keys.isEmpty ? "" : "irks:\n" + keys.map { "  \($0.name): \(Hex.text($0.irk.bytes))\n" }.joined()
+                if let mqtt { text += "mqtt:\n  broker: \(mqtt)\n  discovery: false\n  hearings: \(hearings)\n" }
                 guard FileManager.default.createFile(atPath: config.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
                     throw ValidationError("cannot write \(config.path)")
                 }

@@ -102,7 +102,7 @@ struct FleetBench: ParsableCommand {
     var planExponent: Double?
 
     @Option(name: .customLong("grid"), help: ArgumentHelp(
-        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, outside, margin, evidence, hold, minimum, confident, keep. Repeat for variants (reference rows); the first replaces the defaults. For tuning.",
+        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, outside, margin, evidence, hold, minimum, confident, keep, smoothing. Repeat for variants (reference rows); the first replaces the defaults. For tuning.",
         visibility: .hidden))
     var gridOverrides: [String] = []
 

@@ -244,6 +244,10 @@ func gridConfiguration(_ text: String) throws -> GridPositioner.Configuration {
         case "confident": c.room.confident = v
         case "keep": c.room.keep = v
         case "evidence": c.room.evidence = v
+        case "smoothing": c.room.smoothing = v
+        case "drift": c.drift = v
+        case "drift-time": c.driftTime = v
+        case "deadband": c.driftDeadband = v
         default: throw PositionsError("--grid: no parameter \(kv[0])")
         }
     }

@@ -108,14 +108,14 @@ public struct GridPositioner: Positioner {
     public struct Configuration: Sendable, Hashable {
         /// The RSSI noise a hearing has on top of its samples' spread, dB (the static shadowing
         /// that averaging does not remove).
-        public var sigma: Double = 5.5
+        public var sigma: Double = 4.5
         /// The spread of devices' transmit offsets, dB.
         public var deviceSigma: Double = 6
         /// How much one second's hearings count (hearings a second apart are far from
         /// independent: the shadowing stays).
-        public var temper: Double = 0.35
+        public var temper: Double = 0.7
         /// Walking speed for the motion blur, metres per second.
-        public var speed: Double = 0.9
+        public var speed: Double = 1.2
         /// The share of the belief that moves each second (people mostly stand still): the rest
         /// stays where it is, so a device standing still keeps a sharp belief while one that
         /// walks off is followed. 1: all of it blurs.
@@ -133,6 +133,14 @@ public struct GridPositioner: Positioner {
         /// a window this many metres around the three nodes that hear the device loudest and its
         /// last position (a warehouse's far aisles cost nothing), metres.
         public var window: Double = 12
+        /// The share of the device's recent velocity (its estimates' movement, averaged over
+        /// ``driftTime`` seconds) by which the belief is carried forward at each step, before the
+        /// blur: a walk is followed rather than trailed. 0: off (a random walk only).
+        public var drift: Double = 0
+        public var driftTime: Double = 2
+        /// Below this speed, metres per second, the belief is not carried (a still device's
+        /// estimates jitter).
+        public var driftDeadband: Double = 0.2
 
         public init() {}
     }
@@ -149,6 +157,11 @@ public struct GridPositioner: Positioner {
     /// device best and the last estimate (the belief outside it is zero).
     private var window: [Window] = []
     private var lastEstimate: PlanPoint?
+    /// The belief's mean at the last step, its velocity (averaged), and the part of a shift
+    /// smaller than a cell carried to the next step, metres.
+    private var lastMean: (point: PlanPoint, t: Double)?
+    private var velocity = (x: 0.0, y: 0.0)
+    private var carried = (x: 0.0, y: 0.0)
 
     /// A rectangle of cells on one floor: columns c0..<c1, rows r0..<r1.
     struct Window: Hashable {
@@ -248,6 +261,7 @@ public struct GridPositioner: Positioner {
         defer { last = t }
         guard let last, t > last else { return }
         let dt = min(t - last, 30)
+        carry(dt)
         let sigma = configuration.speed * dt / grid.cell
         if sigma > 0.3 {
             let stay = Float(Foundation.pow(1 - min(1, max(0, configuration.moveShare)), dt))
@@ -266,6 +280,49 @@ public struct GridPositioner: Positioner {
         forEachRun { start, end in
             for c in start ..< end { belief[c] = (1 - mix) * belief[c] + scale * grid.prior[c] }
         }
+    }
+
+    /// Carries the belief forward by ``Configuration/drift`` × its velocity × `dt`, in whole
+    /// cells (the rest carried to the next step); the mass shifted past the window's edge stays
+    /// at the edge.
+    private mutating func carry(_ dt: Double) {
+        guard configuration.drift > 0 else { return }
+        let speed = (velocity.x * velocity.x + velocity.y * velocity.y).squareRoot()
+        guard speed >= configuration.driftDeadband else {
+            carried = (0, 0)
+            return
+        }
+        let dx = configuration.drift * velocity.x * dt + carried.x, dy = configuration.drift * velocity.y * dt + carried.y
+        let sx = Int((dx / grid.cell).rounded()), sy = Int((dy / grid.cell).rounded())
+        carried = (dx - Double(sx) * grid.cell, dy - Double(sy) * grid.cell)
+        guard sx != 0 || sy != 0 else { return }
+        var shifted = belief
+        for w in window {
+            let f = grid.floors[w.floor]
+            for row in w.r0 ..< w.r1 { for c in w.c0 ..< w.c1 { shifted[f.first + row * f.columns + c] = 0 } }
+            for row in w.r0 ..< w.r1 {
+                let r = min(max(row + sy, w.r0), w.r1 - 1)
+                for c in w.c0 ..< w.c1 {
+                    let cc = min(max(c + sx, w.c0), w.c1 - 1)
+                    shifted[f.first + r * f.columns + cc] += belief[f.first + row * f.columns + c]
+                }
+            }
+        }
+        belief = shifted
+    }
+
+    /// The belief's mean moved: its velocity, averaged over ``Configuration/driftTime``.
+    private mutating func track(_ mean: PlanPoint, at t: Double) {
+        defer { lastMean = (mean, t) }
+        guard configuration.drift > 0, let last = lastMean, t > last.t else { return }
+        let dt = t - last.t
+        guard dt < 10 else {
+            velocity = (0, 0)
+            return
+        }
+        let a = 1 - Foundation.exp(-dt / max(0.1, configuration.driftTime))
+        velocity.x += a * ((mean.x - last.point.x) / dt - velocity.x)
+        velocity.y += a * ((mean.y - last.point.y) / dt - velocity.y)
     }
 
     /// A separable Gaussian blur of `sigma` cells in the window on each floor (its edges keep
@@ -431,6 +488,7 @@ public struct GridPositioner: Positioner {
         }
         let room = rooms.update(mass: roomMass, at: t, configuration: configuration.room)
         var position = PlanPoint(x: mx, y: my, z: mz)
+        track(position, at: t)
         if let room, grid.plan.room(x: mx, y: my, floor: floor) != room { position = inside(room, w: w, near: position) }
         lastEstimate = position
         return PositionEstimate(position: position, floor: floor, uncertainty: mass > 0 ? (variance / mass).squareRoot() : .nan, room: room)
@@ -483,7 +541,7 @@ public struct RoomHysteresis: Sendable, Hashable {
         /// exceed before it gathers evidence.
         public var margin: Double = 0.2
         /// The evidence a challenger needs: its lead beyond the margin, summed over seconds.
-        public var evidence: Double = 0.5
+        public var evidence: Double = 2
         /// How long the device's room must hold less than ``keep`` before it is given up, seconds.
         public var hold: Double = 3
         /// With less than this share of the belief inside every room, the device is in none.
@@ -493,6 +551,10 @@ public struct RoomHysteresis: Sendable, Hashable {
         /// Below this share for ``hold`` seconds, the device leaves its room (for unknown, unless
         /// another room is taken).
         public var keep: Double = 0.25
+        /// The shares are averaged over about this many seconds (an exponential average) before
+        /// they vote: a belief that wanders across a wall and back for a second or two, as a
+        /// still device's does, moves no room. 0: each second's own.
+        public var smoothing: Double = 0
 
         public init() {}
     }
@@ -504,6 +566,8 @@ public struct RoomHysteresis: Sendable, Hashable {
     /// inside rooms been below the minimum).
     private var weakSince: Double?
     private var last: Double?
+    /// The averaged shares (``Configuration/smoothing``).
+    private var averaged: [Double] = []
 
     public init() {}
 
@@ -517,7 +581,14 @@ public struct RoomHysteresis: Sendable, Hashable {
             if let since = weakSince, t - since >= c.hold { current = nil; weakSince = nil }
             return current
         }
-        let share = mass.map { $0 / inside }
+        var share = mass.map { $0 / inside }
+        if c.smoothing > 0 {
+            if averaged.count == share.count {
+                let a = 1 - Foundation.exp(-dt / c.smoothing)
+                share = share.indices.map { averaged[$0] + a * (share[$0] - averaged[$0]) }
+            }
+            averaged = share
+        }
         let best = share.indices.max { share[$0] < share[$1] }
         let leader = best.flatMap { share[$0] >= c.confident ? $0 : nil }
         guard let room = current else {
