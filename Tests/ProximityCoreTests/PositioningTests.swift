@@ -138,6 +138,12 @@ import Testing
         #expect(rooms.update(mass: [0.7, 0.2, 0.1], at: 12, configuration: c) == 0)   // from none, the first confident room at once
         #expect(rooms.update(mass: [0.01, 0.01, 0.01], at: 13, configuration: c) == 0)  // below the minimum inside rooms: not yet held
         #expect(rooms.update(mass: [0.01, 0.01, 0.01], at: 15, configuration: c) == nil)
+        // A device that stands (a tenth of its belief walking) gathers evidence and weakness at a
+        // tenth of the pace: a clear lead (0.6 beyond the margin) for 8 s gathers 0.48 and does not
+        // move it; one second walking adds 0.6, and it moves.
+        #expect(rooms.update(mass: [0.9, 0.1], at: 20, configuration: c) == 0)
+        for t in 21 ... 28 { #expect(rooms.update(mass: [0.1, 0.9], at: Double(t), configuration: c, walking: 0.1) == 0) }
+        #expect(rooms.update(mass: [0.1, 0.9], at: 29, configuration: c, walking: 1) == 1)
     }
 }
 

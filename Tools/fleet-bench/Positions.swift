@@ -246,6 +246,8 @@ func gridConfiguration(_ text: String) throws -> GridPositioner.Configuration {
         case "evidence": c.room.evidence = v
         case "smoothing": c.room.smoothing = v
         case "drift": c.drift = v
+        case "start": c.startRate = v
+        case "stop": c.stopRate = v
         case "drift-time": c.driftTime = v
         case "deadband": c.driftDeadband = v
         default: throw PositionsError("--grid: no parameter \(kv[0])")

@@ -116,6 +116,13 @@ public struct GridPositioner: Positioner {
         public var temper: Double = 0.7
         /// Walking speed for the motion blur, metres per second.
         public var speed: Double = 1.2
+        /// Two modes, standing and walking (an interacting-multiple-model filter on the grid): the
+        /// part of the belief that stands is not blurred, so a device that stands still keeps a
+        /// sharp belief and its room, while the walking part follows a walk. A standing device
+        /// starts walking at this rate, per second, and a walking one stops at ``stopRate``; the
+        /// hearings decide which part holds the belief. 0: one mode (every step blurs it all).
+        public var startRate: Double = 0
+        public var stopRate: Double = 0.3
         /// The share of the belief that moves each second (people mostly stand still): the rest
         /// stays where it is, so a device standing still keeps a sharp belief while one that
         /// walks off is followed. 1: all of it blurs.
@@ -149,7 +156,10 @@ public struct GridPositioner: Positioner {
     public let grid: PositioningGrid
     public var configuration: Configuration
     public var model: PathLossModel
+    /// The belief over the cells (both modes).
     private var belief: [Float]
+    /// With two modes (``Configuration/startRate``): the part of ``belief`` that stands.
+    private var still: [Float] = []
     private var last: Double?
     private var rooms = RoomHysteresis()
     /// The cells the filter works on, per floor: the whole floor on a plan of at most
@@ -240,6 +250,11 @@ public struct GridPositioner: Positioner {
         if total > 0, total.isFinite {
             let scale = 1 / total
             forEachRun { start, end in for c in start ..< end { kept[c] *= scale } }
+            if !still.isEmpty {
+                var standing = [Float](repeating: 0, count: grid.count)
+                forEachRun { start, end in for c in start ..< end { standing[c] = still[c] * scale } }
+                still = standing
+            }
             belief = kept
         } else {
             belief = kept
@@ -253,6 +268,7 @@ public struct GridPositioner: Positioner {
         forEachRun { start, end in for c in start ..< end { total += grid.prior[c] } }
         let scale = total > 0 ? 1 / total : 0
         forEachRun { start, end in for c in start ..< end { belief[c] = grid.prior[c] * scale } }
+        if !still.isEmpty { still = belief.map { $0 * 0.5 } }
     }
 
     // MARK: - Motion
@@ -263,7 +279,24 @@ public struct GridPositioner: Positioner {
         let dt = min(t - last, 30)
         carry(dt)
         let sigma = configuration.speed * dt / grid.cell
-        if sigma > 0.3 {
+        let modes = configuration.startRate > 0
+        if modes {
+            // Standing and walking: each part changes mode at its rate, then the walking part
+            // is blurred and the standing part stays as it is.
+            if still.count != belief.count { still = belief.map { $0 * 0.5 } }
+            let a = Float(1 - Foundation.exp(-configuration.startRate * dt)), b = Float(1 - Foundation.exp(-configuration.stopRate * dt))
+            var standing = still
+            forEachRun { start, end in
+                for c in start ..< end {
+                    let s = still[c], m = Swift.max(0, belief[c] - s)
+                    standing[c] = (1 - a) * s + b * m
+                    belief[c] = a * s + (1 - b) * m
+                }
+            }
+            if sigma > 0.3 { blur(sigma: sigma) }
+            forEachRun { start, end in for c in start ..< end { belief[c] += standing[c] } }
+            still = standing
+        } else if sigma > 0.3 {
             let stay = Float(Foundation.pow(1 - min(1, max(0, configuration.moveShare)), dt))
             if stay > 0 {
                 let before = belief
@@ -279,6 +312,11 @@ public struct GridPositioner: Positioner {
         let scale = priorTotal > 0 ? mix / priorTotal : 0
         forEachRun { start, end in
             for c in start ..< end { belief[c] = (1 - mix) * belief[c] + scale * grid.prior[c] }
+        }
+        if modes {
+            forEachRun { start, end in
+                for c in start ..< end { still[c] = (1 - mix) * still[c] + 0.5 * scale * grid.prior[c] }
+            }
         }
     }
 
@@ -296,19 +334,23 @@ public struct GridPositioner: Positioner {
         let sx = Int((dx / grid.cell).rounded()), sy = Int((dy / grid.cell).rounded())
         carried = (dx - Double(sx) * grid.cell, dy - Double(sy) * grid.cell)
         guard sx != 0 || sy != 0 else { return }
-        var shifted = belief
-        for w in window {
-            let f = grid.floors[w.floor]
-            for row in w.r0 ..< w.r1 { for c in w.c0 ..< w.c1 { shifted[f.first + row * f.columns + c] = 0 } }
-            for row in w.r0 ..< w.r1 {
-                let r = min(max(row + sy, w.r0), w.r1 - 1)
-                for c in w.c0 ..< w.c1 {
-                    let cc = min(max(c + sx, w.c0), w.c1 - 1)
-                    shifted[f.first + r * f.columns + cc] += belief[f.first + row * f.columns + c]
+        func shift(_ values: [Float]) -> [Float] {
+            var shifted = values
+            for w in window {
+                let f = grid.floors[w.floor]
+                for row in w.r0 ..< w.r1 { for c in w.c0 ..< w.c1 { shifted[f.first + row * f.columns + c] = 0 } }
+                for row in w.r0 ..< w.r1 {
+                    let r = min(max(row + sy, w.r0), w.r1 - 1)
+                    for c in w.c0 ..< w.c1 {
+                        let cc = min(max(c + sx, w.c0), w.c1 - 1)
+                        shifted[f.first + r * f.columns + cc] += values[f.first + row * f.columns + c]
+                    }
                 }
             }
+            return shifted
         }
-        belief = shifted
+        belief = shift(belief)
+        if !still.isEmpty { still = shift(still) }
     }
 
     /// The belief's mean moved: its velocity, averaged over ``Configuration/driftTime``.
@@ -432,17 +474,21 @@ public struct GridPositioner: Positioner {
             }
         }
         var total: Float = 0
+        let hasModes = still.count == belief.count
         forEachRun { start, end in
             for c in start ..< end {
                 let d = logLikelihood[c] - best
-                let p = d < -40 ? 0 : belief[c] * Foundation.exp(d)
+                let w = d < -40 ? 0 : Foundation.exp(d)
+                let p = belief[c] * w
                 belief[c] = p
                 total += p
+                if hasModes { still[c] *= w }
             }
         }
         if total > 0, total.isFinite {
             let scale = 1 / total
             forEachRun { start, end in for c in start ..< end { belief[c] *= scale } }
+            if hasModes { forEachRun { start, end in for c in start ..< end { still[c] *= scale } } }
         } else {
             resetToPrior()
         }
@@ -486,12 +532,20 @@ public struct GridPositioner: Positioner {
                 variance += Double(belief[c]) * (dx * dx + dy * dy)
             }
         }
-        let room = rooms.update(mass: roomMass, at: t, configuration: configuration.room)
+        let room = rooms.update(mass: roomMass, at: t, configuration: configuration.room, walking: walkingShare)
         var position = PlanPoint(x: mx, y: my, z: mz)
         track(position, at: t)
         if let room, grid.plan.room(x: mx, y: my, floor: floor) != room { position = inside(room, w: w, near: position) }
         lastEstimate = position
         return PositionEstimate(position: position, floor: floor, uncertainty: mass > 0 ? (variance / mass).squareRoot() : .nan, room: room)
+    }
+
+    /// The share of the belief in the walking mode (1 with one mode).
+    private var walkingShare: Double {
+        guard still.count == belief.count else { return 1 }
+        var standing: Float = 0, total: Float = 0
+        forEachRun { start, end in for c in start ..< end { standing += still[c]; total += belief[c] } }
+        return total > 0 ? Double(max(0, 1 - standing / total)) : 1
     }
 
     /// The position published with `room` when the belief's mean lies outside it: the mean of the
@@ -562,23 +616,31 @@ public struct RoomHysteresis: Sendable, Hashable {
     public private(set) var current: Int?
     /// Each challenger's evidence against the current room.
     private var gathered: [Int: Double] = [:]
-    /// Since when the current room has held less than ``Configuration/keep`` (or the belief
-    /// inside rooms been below the minimum).
-    private var weakSince: Double?
+    /// How long the current room has held less than ``Configuration/keep`` (or the belief
+    /// inside rooms been below the minimum), seconds at the walking pace.
+    private var weak: Double?
     private var last: Double?
     /// The averaged shares (``Configuration/smoothing``).
     private var averaged: [Double] = []
 
     public init() {}
 
-    public mutating func update(mass: [Double], at t: Double, configuration c: Configuration) -> Int? {
+    /// The room after a step that left `mass` of the belief in each room, at `t`. `walking` is the
+    /// share of the belief in the walking mode (1 without modes): a device changes rooms by
+    /// walking, so a challenger's evidence and a weak room's time count at that rate: a device
+    /// that stands is not moved by a belief that wanders across a wall.
+    public mutating func update(mass: [Double], at t: Double, configuration c: Configuration, walking: Double = 1) -> Int? {
         let dt = last.map { min(max(t - $0, 0), 5) } ?? 1
         last = t
+        let pace = min(1, max(0, walking.isFinite ? walking : 1))
         let inside = mass.reduce(0, +)
         guard inside >= c.minimum, inside.isFinite else {
             gathered = [:]
-            if current != nil, weakSince == nil { weakSince = t }
-            if let since = weakSince, t - since >= c.hold { current = nil; weakSince = nil }
+            if current != nil {
+                // Counted from the first step found weak.
+                weak = weak.map { $0 + dt * pace } ?? 0
+                if weak! >= c.hold { current = nil; weak = nil }
+            }
             return current
         }
         var share = mass.map { $0 / inside }
@@ -595,29 +657,29 @@ public struct RoomHysteresis: Sendable, Hashable {
             // From none: the first room that holds the belief, at once.
             current = leader
             gathered = [:]
-            weakSince = nil
+            weak = nil
             return current
         }
         for r in share.indices where r != room {
             let lead = share[r] - share[room] - c.margin
-            let total = max(0, (gathered[r] ?? 0) + lead * dt)
+            let total = max(0, (gathered[r] ?? 0) + lead * dt * (lead > 0 ? pace : 1))
             gathered[r] = total > 0 ? total : nil
         }
         if let leader, leader != room, (gathered[leader] ?? 0) >= c.evidence {
             current = leader
             gathered = [:]
-            weakSince = nil
+            weak = nil
             return current
         }
         if share[room] < c.keep {
-            if weakSince == nil { weakSince = t }
-            if let since = weakSince, t - since >= c.hold {
+            weak = weak.map { $0 + dt * pace } ?? 0
+            if weak! >= c.hold {
                 current = leader
                 gathered = [:]
-                weakSince = nil
+                weak = nil
             }
         } else {
-            weakSince = nil
+            weak = nil
         }
         return current
     }
