@@ -65,11 +65,14 @@ public enum FleetMapError: Error, CustomStringConvertible, Sendable {
 /// - `GET /`: the page (with `/map.js` and `/map.css`): the plan's floors, rooms and nodes, each
 ///   device at its position with its uncertainty and name, the devices' and nodes' tables.
 /// - `GET /api/plan` (``FleetMapPlan``; 404 without a plan), `GET /api/devices` (``FleetTable``,
-///   as `<prefix>/table`), `GET /api/nodes` (``FleetNodes``): JSON.
+///   as `<prefix>/table`), `GET /api/nodes` (``FleetNodes``), `GET /api/status` (``FleetStatus``):
+///   JSON; 503 with `Retry-After` while the service starts (before its first state).
+/// - `HEAD` wherever `GET` works (but the live stream); the page's files carry an `ETag`.
 /// - `GET /events`: server-sent events, `event: state` with a ``FleetMapState`` once a second.
 ///
-/// Nothing changes state; every answer says `Cache-Control: no-store` and a content security
-/// policy that allows only the page's own files.
+/// Nothing changes state; every answer says `Cache-Control: no-store` (the page's files:
+/// `no-cache`, revalidated by their `ETag`) and a content security policy that allows only the
+/// page's own files.
 public struct FleetMapServer: Service {
     public let address: FleetMapAddress
     let views: FleetViews
@@ -84,14 +87,15 @@ public struct FleetMapServer: Service {
     public func run() async throws {
         let router = Router()
         let views = self.views
-        router.get("/") { _, _ in Self.response(MapPage.html, type: "text/html; charset=utf-8") }
-        router.get("/map.js") { _, _ in Self.response(MapPage.script, type: "text/javascript; charset=utf-8") }
-        router.get("/map.css") { _, _ in Self.response(MapPage.style, type: "text/css; charset=utf-8") }
-        router.get("/api/plan") { _, _ in
-            Self.json(views.planJSON, missing: "this fleet has no floor plan (proximity-fleet run --plan FILE)")
+        for file in MapPage.files {
+            Self.read(router, RouterPath(file.path)) { request in Self.file(file, request: request) }
         }
-        router.get("/api/devices") { _, _ in Self.json(views.devicesJSON, missing: "no state yet: the service is starting") }
-        router.get("/api/nodes") { _, _ in Self.json(views.nodesJSON, missing: "no state yet: the service is starting") }
+        Self.read(router, "/api/plan") { _ in
+            Self.json(views.planJSON, missing: "this fleet has no floor plan (proximity-fleet run --plan FILE)", status: .notFound)
+        }
+        Self.read(router, "/api/devices") { _ in Self.json(views.devicesJSON, missing: Self.starting, status: .serviceUnavailable) }
+        Self.read(router, "/api/nodes") { _ in Self.json(views.nodesJSON, missing: Self.starting, status: .serviceUnavailable) }
+        Self.read(router, "/api/status") { _ in Self.json(views.statusJSON, missing: Self.starting, status: .serviceUnavailable) }
         router.get("/events") { _, _ in Self.events(views) }
         let logger = self.logger, address = self.address
         let app = Application(
@@ -132,11 +136,52 @@ public struct FleetMapServer: Service {
         Response(status: status, headers: headers(type: type), body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
-    static func json(_ text: String?, missing: String) -> Response {
+    static let starting = "no state yet: the service is starting"
+    /// Seconds a client is asked to wait while the service starts (its first state comes within a second).
+    static let retryAfter = "1"
+
+    /// `path` answers GET and HEAD alike (HEAD: the same status and headers, no body), and a
+    /// write with 405 (`Allow: GET, HEAD`): the map changes nothing.
+    static func read(_ router: Router<BasicRequestContext>, _ path: RouterPath, _ answer: @escaping @Sendable (Request) -> Response) {
+        router.get(path) { request, _ in answer(request) }
+        for method in [HTTPRequest.Method.post, .put, .patch, .delete] {
+            router.on(path, method: method) { _, _ in
+                var refused = response(MQTTJSON.encode(["error": "the map is read-only: \(method) is not allowed here"]), type: "application/json",
+                                       status: .methodNotAllowed)
+                refused.headers[.allow] = "GET, HEAD"
+                return refused
+            }
+        }
+        router.head(path) { request, _ in
+            var response = answer(request)
+            let length = response.body.contentLength
+            response.body = .init()
+            if let length { response.headers[.contentLength] = "\(length)" }
+            return response
+        }
+    }
+
+    /// A JSON answer, or `status` with the reason when there is none (503 with `Retry-After`
+    /// while the service starts).
+    static func json(_ text: String?, missing: String, status: HTTPResponse.Status) -> Response {
         guard let text else {
-            return response(MQTTJSON.encode(["error": missing]), type: "application/json", status: .notFound)
+            var answer = response(MQTTJSON.encode(["error": missing]), type: "application/json", status: status)
+            if status == .serviceUnavailable { answer.headers[.retryAfter] = retryAfter }
+            return answer
         }
         return response(text, type: "application/json")
+    }
+
+    /// One of the page's files: with its `ETag`, revalidated by the browser each time
+    /// (`Cache-Control: no-cache`), and 304 for a request that has it (`If-None-Match`).
+    static func file(_ file: MapPage.File, request: Request) -> Response {
+        var headers = headers(type: file.type)
+        headers[.cacheControl] = "no-cache"
+        headers[.eTag] = file.etag
+        if let match = request.headers[.ifNoneMatch], match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == file.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: file.body)))
     }
 
     /// The live stream: a state at once (the latest), then each one the service shows, until the

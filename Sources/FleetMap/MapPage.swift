@@ -6,8 +6,31 @@
 /// floor's `g.floor[data-floor]`), each node a `g.node[data-node]`, each placed device a
 /// `g.device[data-device]` holding `circle.uncertainty` (radius: its uncertainty) and
 /// `circle.dot` (its position), with `data-x`, `data-y` and `data-room`; the tables
-/// `#devices tr[data-device]` and `#nodes tr[data-node]`; `#status` says `live` while the stream is.
+/// `#devices tr[data-device]` and `#nodes tr[data-node]`; `#status` says `live` only while the
+/// service's states come, its broker is connected and its nodes' reports are fresh, and why not
+/// otherwise (the map and tables greyed, `body.stale`).
 enum MapPage {
+    /// One of the page's files, and its entity tag: FNV-1a (64 bits) of its bytes, which changes
+    /// with them (a validator, not a secret).
+    struct File: Sendable {
+        var path: String
+        var type: String
+        var body: String
+        var etag: String
+
+        init(_ path: String, _ type: String, _ body: String) {
+            self.path = path
+            self.type = type
+            self.body = body
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in body.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            etag = "\"" + String(hash, radix: 16) + "\""
+        }
+    }
+
+    static let files = [File("/", "text/html; charset=utf-8", html), File("/map.js", "text/javascript; charset=utf-8", script),
+                        File("/map.css", "text/css; charset=utf-8", style)]
+
     static let html = """
         <!doctype html>
         <html lang="en">
@@ -22,6 +45,7 @@ enum MapPage {
         <header>
           <h1>proximity-fleet</h1>
           <span id="status" class="down">connecting</span>
+          <span id="health"></span>
           <span id="clock"></span>
           <nav id="floors"></nav>
         </header>
@@ -57,6 +81,9 @@ enum MapPage {
         #status { padding: 0 0.5em; border-radius: 0.3em; font-size: 0.9em; }
         #status.live { background: #2e7d32; }
         #status.down { background: #b23b3b; }
+        #status.stale { background: #c98a1b; }
+        #health { font-size: 0.9em; opacity: 0.8; }
+        body.stale #map, body.stale table { filter: grayscale(1); opacity: 0.55; }
         #clock { font-size: 0.9em; opacity: 0.8; }
         nav button { margin-right: 0.3em; }
         nav button.current { font-weight: bold; }
@@ -258,13 +285,37 @@ enum MapPage {
           drawPlan();
         }
 
-        function connect() {
+        // Whether what the page shows is live, in words: the service's own status (the broker, how
+        // fresh the nodes' reports are), and whether the service's states still come. Anything
+        // but live greys the map and the tables.
+        let lastState = 0;
+        function showStatus(text, cls) {
           const status = document.getElementById("status");
+          status.textContent = text;
+          status.className = cls;
+          document.body.classList.toggle("stale", cls !== "live");
+        }
+        function describe(s) {
+          const since = t => new Date(t * 1000).toLocaleTimeString();
+          if (s.broker.state === "connecting") return ["connecting to the MQTT broker", "down"];
+          if (s.broker.state !== "connected") return [`MQTT broker down since ${since(s.broker.since)}: positions frozen`, "down"];
+          if (!s.live) return [`no node report for ${Math.round(s.newest_report_age ?? 0)} s: positions may be old`, "stale"];
+          return ["live", "live"];
+        }
+        setInterval(() => {
+          const quiet = (Date.now() - lastState) / 1000;
+          if (lastState && quiet > 3) showStatus(`no update from proximity-fleet for ${Math.round(quiet)} s`, "down");
+        }, 1000);
+
+        function connect() {
           const source = new EventSource("events");
-          source.addEventListener("open", () => { status.textContent = "live"; status.className = "live"; });
-          source.addEventListener("error", () => { status.textContent = "reconnecting"; status.className = "down"; });
+          source.addEventListener("error", () => showStatus("lost proximity-fleet: reconnecting", "down"));
           source.addEventListener("state", async event => {
             const state = JSON.parse(event.data);
+            lastState = Date.now();
+            showStatus(...describe(state.status));
+            const n = state.status.nodes;
+            document.getElementById("health").textContent = n.total ? `${n.online} of ${n.total} nodes online` : "";
             if (state.plan_version !== planVersion) {
               loadingPlan = loadingPlan ?? loadPlan(state.plan_version).finally(() => { loadingPlan = null; });
               await loadingPlan;

@@ -44,7 +44,7 @@ public struct FleetReplay: Sendable {
         self.ranging = ranging
         self.throttle = throttle
         // As live: connected before anything is heard.
-        _ = step.connection(.connected)
+        _ = step.connection(.connected, at: 0)
     }
 
     /// A sample, in time order (a node's samples after those before them; nodes may interleave).

@@ -94,12 +94,12 @@ public actor FleetService {
         switch event {
         case .connected:
             connected = true
-            carryOut(step.connection(.connected))
+            carryOut(step.connection(.connected, at: now()))
         case .refused(let code, let reason):
-            carryOut(step.connection(.refused(code: Int(code), reason: reason)))
+            carryOut(step.connection(.refused(code: Int(code), reason: reason), at: now()))
         case .disconnected(_, let reason):
             connected = false
-            carryOut(step.connection(.disconnected(reason: reason, tls: event.isTLSFailure)))
+            carryOut(step.connection(.disconnected(reason: reason, tls: event.isTLSFailure), at: now()))
         }
     }
 
@@ -124,8 +124,8 @@ public actor FleetService {
                 }
             case .log(let line):
                 logger.log(level: line.level, "\(line.message)", metadata: line.metadata.mapValues { .string($0) })
-            case .show(let devices, let nodes):
-                configuration.views?.show(devices: devices, nodes: nodes)
+            case .show(let devices, let nodes, let status):
+                configuration.views?.show(devices: devices, nodes: nodes, status: status)
             case .showPlan(let plan):
                 configuration.views?.show(plan: plan)
             }

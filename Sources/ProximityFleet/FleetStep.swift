@@ -13,7 +13,7 @@ public enum FleetEffect: Sendable, Hashable {
     case subscribe([String])
     case log(FleetLogLine)
     /// The map's state, once a second (with `--http`).
-    case show(devices: FleetTable, nodes: FleetNodes)
+    case show(devices: FleetTable, nodes: FleetNodes, status: FleetStatus)
     /// The map's floor plan, at start and at each reload.
     case showPlan(FloorPlan?)
 }
@@ -87,6 +87,11 @@ public struct FleetStep: Sendable {
     private var nodeStatus: [String: String] = [:]
     /// The calibration as last published (the map shows its nodes' fit).
     private var lastCalibration: FleetCalibrationPayload?
+    /// The broker connection as the map shows it: its state, since when, and why it is down.
+    private var broker = FleetStatus.Broker(state: "connecting", since: 0)
+    private var started = false
+    /// When the newest node report or hearing arrived.
+    private var newestReport: Double?
     /// How many node reports and hearings it has taken, and when it last ticked.
     public private(set) var reportsTaken = 0
     public private(set) var lastTick: Double?
@@ -114,10 +119,11 @@ public struct FleetStep: Sendable {
 
     // MARK: - Inputs
 
-    /// The broker connection changed.
-    public mutating func connection(_ change: FleetConnection) -> [FleetEffect] {
+    /// The broker connection changed, at `t`.
+    public mutating func connection(_ change: FleetConnection, at t: Double) -> [FleetEffect] {
         switch change {
         case .connected:
+            broker = .init(state: "connected", since: MQTTRounding.milliseconds(t))
             connected = true
             lastProblem = nil
             var effects: [FleetEffect] = [.log(.init(.notice, "connected to the MQTT broker")), publish(topics.status, "online")]
@@ -132,8 +138,10 @@ public struct FleetStep: Sendable {
             dirty = true
             return effects
         case .refused(let code, let reason):
+            if broker.state != "down" { broker = .init(state: "down", since: MQTTRounding.milliseconds(t), reason: reason) }
             return problem("the MQTT broker refused the connection: \(reason)\(code == 4 || code == 5 ? " (check --username and --password-file)" : ""); retrying with back-off")
         case .disconnected(let reason, let tls):
+            if broker.state != "down" { broker = .init(state: "down", since: MQTTRounding.milliseconds(t), reason: reason) }
             defer { connected = false }
             if connected {
                 return [.log(.init(.warning, "lost the connection to the MQTT broker: reconnecting with back-off", ["reason": reason]))]
@@ -187,9 +195,11 @@ public struct FleetStep: Sendable {
             }
         case .report(let node, let device, let report):
             reportsTaken += 1
+            if report != nil, takes(node) { newestReport = t }
             effects += hear(node: node, device: device, report: report, at: t)
         case .hearings(let node, let batch):
             reportsTaken += 1
+            if batch != nil, takes(node) { newestReport = t }
             // The positions' only: the rooms' rule and a device's presence rest on the reports.
             guard let batch, !mobile.contains(node), takes(node), var positions else { break }
             let tracked = Dictionary(batch.devices.map { ($0.id, follows($0.id)) }, uniquingKeysWith: { a, _ in a })
@@ -314,6 +324,10 @@ public struct FleetStep: Sendable {
     /// the attributes and the map.
     public mutating func tick(at t: Double) -> [FleetEffect] {
         lastTick = t
+        if !started {
+            started = true
+            if broker.state == "connecting" { broker.since = MQTTRounding.milliseconds(t) }
+        }
         var effects = apply(rule.tick(at: t))
         if positions != nil { effects += place(at: t) }
         let devices = rule.devices.count
@@ -500,8 +514,15 @@ public struct FleetStep: Sendable {
                             rxOffset: fitted[name]?.rxOffset, txPower: fitted[name]?.txPower, residual: fitted[name]?.residual,
                             drift: fitted[name]?.drift)
         }
-        return .show(devices: table(at: t),
-                     nodes: FleetNodes(time: MQTTRounding.milliseconds(t), exponent: calibration?.exponent, rms: calibration?.rms, nodes: nodes))
+        let devices = table(at: t)
+        let age = newestReport.map { MQTTRounding.tenths(max(0, t - $0)) }
+        let stale = !devices.devices.isEmpty && (age ?? .infinity) > FleetStatus.staleAfter
+        let status = FleetStatus(time: MQTTRounding.milliseconds(t), live: broker.state == "connected" && !stale, broker: broker,
+                                 nodes: .init(online: nodes.filter { $0.status == "online" }.count, total: nodes.count),
+                                 newestReport: newestReport.map(MQTTRounding.milliseconds), newestReportAge: age)
+        return .show(devices: devices,
+                     nodes: FleetNodes(time: MQTTRounding.milliseconds(t), exponent: calibration?.exponent, rms: calibration?.rms, nodes: nodes),
+                     status: status)
     }
 
     /// Home Assistant `device_tracker` discovery for `device`, once per connection; with a floor

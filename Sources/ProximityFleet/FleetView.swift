@@ -108,6 +108,65 @@ public struct FleetNodes: Codable, Hashable, Sendable {
     }
 }
 
+/// Whether what the fleet shows is live (`GET /api/status`, and the map's header): the broker
+/// connection and since when, how many of the nodes it knows say they are online, and how old the
+/// newest node report is. `live` is false while the broker is down, or while devices are tracked
+/// and no node has reported for ``FleetStatus/staleAfter`` seconds: the page then says why, in
+/// words, and greys what it shows.
+public struct FleetStatus: Codable, Hashable, Sendable {
+    public struct Broker: Codable, Hashable, Sendable {
+        /// `connected`, `connecting` (not yet, at start) or `down`.
+        public var state: String
+        /// Since when, seconds since the epoch (to the millisecond).
+        public var since: Double
+        /// Why it is down (libmosquitto's words), when it is.
+        public var reason: String?
+
+        public init(state: String, since: Double, reason: String? = nil) {
+            self.state = state
+            self.since = since
+            self.reason = reason
+        }
+    }
+
+    public struct Nodes: Codable, Hashable, Sendable {
+        public var online: Int
+        public var total: Int
+
+        public init(online: Int, total: Int) {
+            self.online = online
+            self.total = total
+        }
+    }
+
+    public var time: Double
+    public var live: Bool
+    public var broker: Broker
+    public var nodes: Nodes
+    /// When the newest node report or hearing arrived, and how long ago, seconds; absent before any.
+    public var newestReport: Double?
+    public var newestReportAge: Double?
+
+    /// With devices tracked, no report for this long makes the state stale, seconds (nodes report
+    /// what they hear every second).
+    public static let staleAfter = 10.0
+
+    enum CodingKeys: String, CodingKey {
+        case time, live, broker, nodes
+        case newestReport = "newest_report"
+        case newestReportAge = "newest_report_age"
+    }
+
+    public init(time: Double, live: Bool, broker: Broker, nodes: Nodes, newestReport: Double?, newestReportAge: Double?) {
+        self.time = time
+        self.live = live
+        self.broker = broker
+        self.nodes = nodes
+        self.newestReport = newestReport
+        self.newestReportAge = newestReportAge
+    }
+}
+
 /// What the map page's live stream (`GET /events`, event `state`) carries once a second: the
 /// devices (the table, as `<prefix>/table` holds it: `GET /api/devices`), the nodes, and the plan's
 /// version. A whole state, not a change: a client that misses one loses nothing.
@@ -115,16 +174,18 @@ public struct FleetMapState: Codable, Hashable, Sendable {
     public var planVersion: Int
     public var devices: FleetTable
     public var nodes: FleetNodes
+    public var status: FleetStatus
 
     enum CodingKeys: String, CodingKey {
-        case devices, nodes
+        case devices, nodes, status
         case planVersion = "plan_version"
     }
 
-    public init(planVersion: Int, devices: FleetTable, nodes: FleetNodes) {
+    public init(planVersion: Int, devices: FleetTable, nodes: FleetNodes, status: FleetStatus) {
         self.planVersion = planVersion
         self.devices = devices
         self.nodes = nodes
+        self.status = status
     }
 }
 
@@ -160,9 +221,9 @@ public final class FleetViews: Sendable {
     }
 
     /// The fleet's state, each second: encoded once, sent to every live stream.
-    public func show(devices: FleetTable, nodes: FleetNodes) {
+    public func show(devices: FleetTable, nodes: FleetNodes, status: FleetStatus) {
         let version = mutex.withLock { $0.planVersion }
-        let latest = FleetMapState(planVersion: version, devices: devices, nodes: nodes)
+        let latest = FleetMapState(planVersion: version, devices: devices, nodes: nodes, status: status)
         let whole = MQTTJSON.encode(latest)
         let subscribers = mutex.withLock { state -> [AsyncStream<String>.Continuation] in
             state.latest = latest
@@ -178,6 +239,8 @@ public final class FleetViews: Sendable {
     public var devicesJSON: String? { mutex.withLock { $0.latest }.map { MQTTJSON.encode($0.devices) } }
     /// `GET /api/nodes`: nil before the first state.
     public var nodesJSON: String? { mutex.withLock { $0.latest }.map { MQTTJSON.encode($0.nodes) } }
+    /// `GET /api/status`: nil before the first state.
+    public var statusJSON: String? { mutex.withLock { $0.latest }.map { MQTTJSON.encode($0.status) } }
 
     /// A live stream of whole states (``FleetMapState`` as JSON), starting with the latest; nil
     /// when ``maximumSubscribers`` are live already or the views are finished.

@@ -34,6 +34,8 @@ struct FleetMapTests {
         FleetTable(time: t, rule: "fleet", devices: [.init(id: "tag", name: "Anna", room: room, readings: [.init(node: "alpha", distance: 1, age: 0)])])
     }
 
+    static let status = FleetStatus(time: 1, live: true, broker: .init(state: "connected", since: 0), nodes: .init(online: 1, total: 1),
+                                    newestReport: 1, newestReportAge: 0)
     static let nodes = FleetNodes(time: 1, exponent: nil, rms: nil, nodes: [FleetNodeHealth(name: "alpha", inPlan: true, status: "online", mobile: false,
                                                                                             lastHeard: 1, devices: 1)])
 
@@ -56,13 +58,13 @@ struct FleetMapTests {
     func streams() async throws {
         let views = FleetViews()
         views.show(plan: Self.plan)
-        views.show(devices: Self.table(1, room: "living"), nodes: Self.nodes)
+        views.show(devices: Self.table(1, room: "living"), nodes: Self.nodes, status: Self.status)
         let stream = try #require(views.subscribe())
         var iterator = stream.makeAsyncIterator()
         let first = try #require(MQTTJSON.decode(FleetMapState.self, from: Array((await iterator.next() ?? "").utf8)))
         #expect(first.planVersion == 1 && first.devices.devices.first?.room == "living" && first.nodes.nodes.first?.name == "alpha")
         // Three states while the client is busy: it gets the last, whole.
-        for (t, room) in [(2.0, "a"), (3.0, "b"), (4.0, "kitchen")] { views.show(devices: Self.table(t, room: room), nodes: Self.nodes) }
+        for (t, room) in [(2.0, "a"), (3.0, "b"), (4.0, "kitchen")] { views.show(devices: Self.table(t, room: room), nodes: Self.nodes, status: Self.status) }
         let next = try #require(MQTTJSON.decode(FleetMapState.self, from: Array((await iterator.next() ?? "").utf8)))
         #expect(next.devices.time == 4 && next.devices.devices.first?.room == "kitchen")
         #expect(MQTTJSON.decode(FleetTable.self, from: Array((views.devicesJSON ?? "").utf8))?.time == 4)

@@ -56,7 +56,7 @@ import Testing
         var configuration = FleetConfiguration()
         configuration.plan = plan
         var step = FleetStep(configuration)
-        _ = step.connection(.connected)
+        _ = step.connection(.connected, at: 0)
         var positions: [FleetPosition] = []
         for t in stride(from: 100.0, through: 120, by: 1) {
             for node in plan.nodes.map(\.name) {

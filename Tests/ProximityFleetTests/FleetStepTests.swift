@@ -15,7 +15,7 @@ import Testing
         configuration.plan = FleetPositionsTests.plan
         configuration.track = track
         var step = FleetStep(configuration)
-        _ = step.connection(.connected)
+        _ = step.connection(.connected, at: 0)
         return step
     }
 
