@@ -2,10 +2,15 @@
 /// from elsewhere). The script reads `/api/plan` and then follows `/events`; it draws the plan in
 /// SVG with metres as units, y up (the plan's y grows towards the top of the page).
 ///
-/// What the tests and users can rely on in the DOM: each room a `polygon.room[data-room]` (on its
-/// floor's `g.floor[data-floor]`), each node a `g.node[data-node]`, each placed device a
-/// `g.device[data-device]` holding `circle.uncertainty` (radius: its uncertainty) and
-/// `circle.dot` (its position), with `data-x`, `data-y` and `data-room`; the tables
+/// What the tests and users can rely on in the DOM: the list of who is where first,
+/// `#rooms li[data-room]` holding `span.who[data-device]` (`data-room="home"` for a device home in
+/// no room, `"not_home"` for one away); each room a `polygon.room[data-room]` (on its floor's
+/// `g.floor[data-floor]`) with its name once, `text.room-label`; each node a `g.node[data-node]`
+/// (a diamond, its label `text.node-label`); each placed device a `g.device[data-device]` holding
+/// `circle.uncertainty` (radius: its uncertainty, clipped to the rooms), `circle.dot` (its
+/// position) and its name `text.device-label`, with `data-x`, `data-y` and `data-room`; labels are
+/// placed so that none overlaps another or a marker, and one that cannot be is hidden
+/// (`display: none`, its name in the marker's tooltip and the list); the tables
 /// `#devices tr[data-device]` and `#nodes tr[data-node]`; `#status` says `live` only while the
 /// service's states come, its broker is connected and its nodes' reports are fresh, and why not
 /// otherwise (the map and tables greyed, `body.stale`).
@@ -37,7 +42,7 @@ enum MapPage {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>proximity-fleet — live map</title>
+        <title>proximity-fleet — who is where</title>
         <link rel="stylesheet" href="map.css">
         <script src="map.js" defer></script>
         </head>
@@ -47,25 +52,40 @@ enum MapPage {
           <span id="status" class="down">connecting</span>
           <span id="health"></span>
           <span id="clock"></span>
-          <nav id="floors"></nav>
         </header>
         <main>
+          <section id="who">
+            <h2>Who is where</h2>
+            <ul id="rooms"></ul>
+          </section>
           <section id="map-section">
+            <nav id="floors" aria-label="floors"></nav>
             <svg id="map" role="img" aria-label="floor plan"></svg>
             <p id="no-plan" hidden>No floor plan: devices have the nearest node's room (proximity-fleet run --plan FILE places them).</p>
+            <div id="legend">
+              <span><svg viewBox="-1 -1 2 2"><circle r="0.7" class="legend-device"/></svg> a device (its colour), its name beside it</span>
+              <span><svg viewBox="-1 -1 2 2"><circle r="0.9" class="legend-uncertainty"/></svg> where it may be</span>
+              <span><svg viewBox="-1 -1 2 2"><rect x="-0.6" y="-0.6" width="1.2" height="1.2" transform="rotate(45)" class="legend-node"/></svg> a node: online, <b class="late">late</b>, <b class="off">offline</b></span>
+              <span><svg viewBox="-1 -1 2 2"><rect x="-0.9" y="-0.9" width="1.8" height="1.8" class="legend-occupied"/></svg> a room with someone in it</span>
+              <label><input type="checkbox" id="trails"> trails (5 min)</label>
+            </div>
           </section>
-          <section>
-            <h2>Devices</h2>
-            <table id="devices">
-              <thead><tr><th>Name</th><th>Room</th><th>x, y (m)</th><th>Floor</th><th>± m</th><th>Heard by (m)</th><th>Identifier</th></tr></thead>
-              <tbody></tbody>
-            </table>
-            <h2>Nodes</h2>
-            <p id="calibration"></p>
-            <table id="nodes">
-              <thead><tr><th>Node</th><th>Status</th><th>Heard</th><th>Devices</th><th title="fitted receive offset">Rx dB</th><th title="fitted transmit power at 1 m">Tx dBm</th><th title="calibration residual">Resid. dB</th><th>Drift</th></tr></thead>
-              <tbody></tbody>
-            </table>
+          <section id="details">
+            <details open>
+              <summary>Devices</summary>
+              <table id="devices">
+                <thead><tr><th>Name</th><th>Room</th><th>x, y (m)</th><th>Floor</th><th>± m</th><th>Heard by (m)</th><th>Identifier</th></tr></thead>
+                <tbody></tbody>
+              </table>
+            </details>
+            <details open>
+              <summary>Nodes</summary>
+              <p id="calibration"></p>
+              <table id="nodes">
+                <thead><tr><th>Node</th><th>Status</th><th>Heard</th><th>Devices</th><th title="fitted receive offset">Rx dB</th><th title="fitted transmit power at 1 m">Tx dBm</th><th title="calibration residual">Resid. dB</th><th>Drift</th></tr></thead>
+                <tbody></tbody>
+              </table>
+            </details>
           </section>
         </main>
         </body>
@@ -76,36 +96,64 @@ enum MapPage {
     static let style = """
         :root { font-family: system-ui, sans-serif; color: #1d2428; background: #f6f7f8; }
         body { margin: 0; }
-        header { display: flex; gap: 1em; align-items: baseline; padding: 0.5em 1em; background: #23313a; color: #fff; }
+        header { display: flex; flex-wrap: wrap; gap: 0.3em 1em; align-items: baseline; padding: 0.5em 1em; background: #23313a; color: #fff; }
         header h1 { font-size: 1.1em; margin: 0; }
         #status { padding: 0 0.5em; border-radius: 0.3em; font-size: 0.9em; }
         #status.live { background: #2e7d32; }
         #status.down { background: #b23b3b; }
         #status.stale { background: #c98a1b; }
-        #health { font-size: 0.9em; opacity: 0.8; }
-        body.stale #map, body.stale table { filter: grayscale(1); opacity: 0.55; }
-        #clock { font-size: 0.9em; opacity: 0.8; }
-        nav button { margin-right: 0.3em; }
-        nav button.current { font-weight: bold; }
-        main { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1em; padding: 1em; }
-        main > section { min-width: 0; overflow-x: auto; }
-        @media (max-width: 900px) { main { grid-template-columns: 1fr; } }
-        #map { box-sizing: border-box; display: block; width: 100%; height: auto; max-height: 80vh; background: #fff; border: 1px solid #ccd; }
-        .room { fill: #e8eef3; stroke: #5b6b78; stroke-width: 0.05; }
-        .room.occupied { fill: #d4ecd9; }
-        .room-label { font-size: 0.45px; fill: #5b6b78; fill-opacity: 0.7; text-anchor: middle; pointer-events: none; }
-        .node rect { fill: #23313a; }
+        #health, #clock { font-size: 0.9em; opacity: 0.8; }
+        body.stale #map, body.stale #rooms, body.stale table { filter: grayscale(1); opacity: 0.55; }
+        main { display: grid; grid-template-columns: minmax(14em, 1fr) minmax(0, 3fr); grid-template-areas: "who map" "details details"; gap: 1em; padding: 1em; }
+        #who { grid-area: who; }
+        #map-section { grid-area: map; min-width: 0; }
+        #details { grid-area: details; min-width: 0; overflow-x: auto; }
+        @media (max-width: 700px) {
+          main { grid-template-columns: minmax(0, 1fr); grid-template-areas: "who" "map" "details"; padding: 0.5em; }
+          /* On a phone the tables keep what a person reads: who, where, heard by; node, status, heard, devices. */
+          #devices th:nth-child(3), #devices td:nth-child(3), #devices th:nth-child(4), #devices td:nth-child(4),
+          #devices th:nth-child(7), #devices td:nth-child(7),
+          #nodes th:nth-child(n+5), #nodes td:nth-child(n+5) { display: none; }
+        }
+        h2 { font-size: 1em; margin: 0 0 0.5em; }
+        #rooms { list-style: none; margin: 0; padding: 0; display: grid; gap: 0.4em; }
+        #rooms li { background: #fff; border: 1px solid #dde; border-radius: 0.4em; padding: 0.35em 0.6em; }
+        #rooms li.empty { color: #7b8892; background: transparent; }
+        #rooms .room-name { font-weight: 600; margin-right: 0.5em; }
+        #rooms li.away .room-name, #rooms li[data-room="home"] .room-name { font-weight: 500; font-style: italic; }
+        .who { display: inline-flex; align-items: center; gap: 0.25em; margin: 0.1em 0.6em 0.1em 0; white-space: nowrap; }
+        .who .chip { width: 0.7em; height: 0.7em; border-radius: 50%; display: inline-block; }
+        .who .note { color: #66737d; font-size: 0.85em; }
+        nav#floors { display: flex; gap: 0.3em; margin-bottom: 0.4em; }
+        nav#floors button { border: 1px solid #9aa6af; background: #fff; border-radius: 0.3em 0.3em 0 0; padding: 0.2em 0.8em; }
+        nav#floors button.current { background: #23313a; color: #fff; }
+        #map { box-sizing: border-box; display: block; width: 100%; height: auto; max-height: 75vh; background: #fff; border: 1px solid #ccd; }
+        .room { fill: #eef2f5; stroke: #5b6b78; stroke-width: 0.06; }
+        .room.occupied { fill: #dcefe0; }
+        #map text { dominant-baseline: hanging; text-anchor: start; }
+        .room-label { font-size: 0.4px; fill: #5b6b78; pointer-events: none; }
+        .node rect { fill: #4f6b7e; stroke: #fff; stroke-width: 0.04; }
         .node.stale rect { fill: #c98a1b; }
         .node.offline rect { fill: #b23b3b; }
-        .node text { font-size: 0.35px; fill: #23313a; }
-        .uncertainty { fill-opacity: 0.15; stroke-width: 0.03; stroke-opacity: 0.6; }
-        .dot { stroke: #fff; stroke-width: 0.05; }
-        .device text { font-size: 0.4px; font-weight: bold; fill: #1d2428; }
-        table { border-collapse: collapse; width: 100%; font-size: 0.9em; margin-bottom: 1em; background: #fff; }
-        th, td { text-align: left; padding: 0.2em 0.5em; border-bottom: 1px solid #dde; }
-        td.num { text-align: right; font-variant-numeric: tabular-nums; }
+        .node-label { font-size: 0.3px; fill: #66737d; paint-order: stroke; stroke: #fff; stroke-width: 0.06; }
+        .uncertainty { fill-opacity: 0.12; stroke-width: 0.03; stroke-opacity: 0.5; pointer-events: none; }
+        .dot { stroke: #fff; stroke-width: 0.06; cursor: pointer; }
+        .device-label { font-size: 0.36px; font-weight: 600; fill: #1d2428; paint-order: stroke; stroke: #fff; stroke-width: 0.08; }
+        .trail { fill: none; stroke-width: 0.06; stroke-opacity: 0.5; stroke-linejoin: round; }
+        #legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; font-size: 0.85em; color: #4a565f; margin-top: 0.4em; align-items: center; }
+        #legend svg { width: 1em; height: 1em; vertical-align: -0.15em; }
+        .legend-device { fill: hsl(210 70% 40%); stroke: #fff; stroke-width: 0.15; }
+        .legend-uncertainty { fill: hsl(210 70% 40%); fill-opacity: 0.15; stroke: hsl(210 70% 40%); stroke-width: 0.1; }
+        .legend-node { fill: #4f6b7e; }
+        .legend-occupied { fill: #dcefe0; stroke: #5b6b78; stroke-width: 0.1; }
+        #legend b.late { color: #c98a1b; } #legend b.off { color: #b23b3b; }
+        details { margin-bottom: 0.8em; }
+        summary { font-weight: 600; cursor: pointer; margin-bottom: 0.3em; }
+        table { border-collapse: collapse; width: 100%; font-size: 0.9em; background: #fff; }
+        th, td { text-align: left; padding: 0.2em 0.5em; border-bottom: 1px solid #dde; vertical-align: top; }
+        td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+        td.drift { max-width: 12em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; color: #b23b3b; }
         tr.offline td, tr.stale td { color: #b23b3b; }
-        h2 { font-size: 1em; margin: 0.5em 0; }
 
         """
 
@@ -114,8 +162,9 @@ enum MapPage {
         // proximity-fleet's live map: /api/plan once (and again when the state's plan_version
         // changes), then /events: a whole state each second.
         const svgNS = "http://www.w3.org/2000/svg";
-        const margin = 1.2;
+        const margin = 0.8;
         let plan = null, planVersion = -1, floor = null, latest = null, loadingPlan = null;
+        const trails = new Map();   // device → [[t, x, y, floor]], the last 5 minutes
 
         function el(name, attributes, parent) {
           const e = document.createElementNS(svgNS, name);
@@ -134,6 +183,14 @@ enum MapPage {
           let h = 0;
           for (const c of id) h = (h * 31 + c.charCodeAt(0)) % 360;
           return h;
+        }
+        function colour(id) { return `hsl(${hue(id)} 70% 40%)`; }
+        function shortID(id) { return id.length > 13 ? id.slice(0, 8) + "…" : id; }
+        function nameOf(d) { return d.name ?? shortID(d.id); }
+        function ago(seconds) {
+          if (seconds < 90) return `${Math.round(seconds)} s`;
+          if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+          return `${Math.round(seconds / 3600)} h`;
         }
         // The plan's bounds, with a margin: the SVG's viewBox, in metres.
         function bounds() {
@@ -157,10 +214,12 @@ enum MapPage {
           if (!plan) {
             svg.hidden = true;
             document.getElementById("no-plan").hidden = false;
+            document.getElementById("legend").hidden = true;
             return;
           }
           svg.hidden = false;
           document.getElementById("no-plan").hidden = true;
+          document.getElementById("legend").hidden = false;
           box = bounds();
           svg.setAttribute("viewBox", `${box.minX} ${box.minY} ${box.maxX - box.minX} ${box.maxY - box.minY}`);
           const names = plan.floors.map(f => f.name);
@@ -174,25 +233,90 @@ enum MapPage {
               nav.appendChild(b);
             }
           }
+          const rooms = plan.rooms.filter(r => r.floor === floor);
+          // The house's outline: what an uncertainty is drawn within.
+          const clip = el("clipPath", { id: "house" }, el("defs", {}, svg));
           const g = el("g", { class: "floor", "data-floor": floor }, svg);
-          for (const r of plan.rooms.filter(r => r.floor === floor)) {
+          for (const r of rooms) {
             const points = r.polygon.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" ");
+            el("polygon", { points }, clip);
             const p = el("polygon", { class: "room", "data-room": r.name, points }, g);
-            const t = el("title", {}, p);
-            t.textContent = r.name;
-            const cx = r.polygon.reduce((s, [x]) => s + x, 0) / r.polygon.length;
-            const cy = r.polygon.reduce((s, [, y]) => s + y, 0) / r.polygon.length;
-            const label = el("text", { class: "room-label", x: sx(cx), y: sy(cy) }, g);
-            label.textContent = r.name;
+            el("title", {}, p).textContent = r.name;
           }
+          el("g", { id: "trails-layer" }, g);
+          el("g", { id: "uncertainty-layer", "clip-path": "url(#house)" }, g);
           el("g", { id: "nodes-layer" }, g);
           el("g", { id: "devices-layer" }, g);
+          el("g", { id: "labels-layer" }, g);
+          for (const r of rooms) {
+            const label = el("text", { class: "room-label", "data-room": r.name }, document.getElementById("labels-layer"));
+            label.textContent = r.name;
+          }
           for (const n of plan.nodes.filter(n => n.floor === floor)) {
             const ng = el("g", { class: "node", "data-node": n.name, transform: `translate(${sx(n.position[0])} ${sy(n.position[1])})` },
                           document.getElementById("nodes-layer"));
-            el("rect", { x: -0.15, y: -0.15, width: 0.3, height: 0.3 }, ng);
-            const t = el("text", { x: 0.25, y: -0.2 }, ng);
+            el("rect", { x: -0.14, y: -0.14, width: 0.28, height: 0.28, transform: "rotate(45)" }, ng);
+            el("title", {}, ng).textContent = `node ${n.name}`;
+            const t = el("text", { class: "node-label", "data-node": n.name, "data-x": sx(n.position[0]), "data-y": sy(n.position[1]) },
+                         document.getElementById("labels-layer"));
             t.textContent = n.name;
+          }
+        }
+
+        // Places every label where it overlaps no other label and no marker: device names first,
+        // then node names, then room names (inside their room); a label with no such place is
+        // hidden (the list and the marker's tooltip still name it).
+        function placeLabels() {
+          const svg = document.getElementById("map");
+          // Labels the same size on the screen however wide the plan is drawn: CSS pixels in metres.
+          const perMetre = svg.getBoundingClientRect().width / (box.maxX - box.minX) || 40;
+          const sizes = { "room-label": 15, "device-label": 14, "node-label": 11 };
+          for (const [cls, px] of Object.entries(sizes)) for (const t of svg.querySelectorAll(`text.${cls}`)) t.style.fontSize = `${px / perMetre}px`;
+          const taken = [];
+          const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+          const free = r => !taken.some(t => overlaps(r, t));
+          for (const dot of svg.querySelectorAll("circle.dot")) {
+            const r = Number(dot.getAttribute("r")), cx = Number(dot.getAttribute("cx")), cy = Number(dot.getAttribute("cy"));
+            taken.push({ x: cx - r, y: cy - r, width: 2 * r, height: 2 * r });
+          }
+          for (const n of svg.querySelectorAll("g.node")) { const b = n.getBBox(), m = n.getCTM(); taken.push({ x: b.x + m.e, y: b.y + m.f, width: b.width, height: b.height }); }
+          function place(label, candidates) {
+            label.style.display = "";
+            const size = label.getBBox();
+            for (const [x, y] of candidates(size.width, size.height)) {
+              const r = { x, y, width: size.width, height: size.height };
+              if (r.x < box.minX || r.y < box.minY || r.x + r.width > box.maxX || r.y + r.height > box.maxY) continue;
+              if (!free(r)) continue;
+              label.setAttribute("x", x); label.setAttribute("y", y);
+              const placed = label.getBBox();
+              const actual = { x: placed.x, y: placed.y, width: placed.width, height: placed.height };
+              if (!free(actual) || actual.x < box.minX || actual.y < box.minY || actual.x + actual.width > box.maxX || actual.y + actual.height > box.maxY) continue;
+              taken.push(actual);
+              return true;
+            }
+            label.style.display = "none";
+            return false;
+          }
+          const around = (px, py, d) => (w, h) => [[px + d, py - d - h], [px + d, py + d], [px - d - w, py - d - h], [px - d - w, py + d],
+                                                   [px - w / 2, py - d - h], [px - w / 2, py + d], [px + 2 * d, py - h / 2], [px - 2 * d - w, py - h / 2]];
+          for (const label of svg.querySelectorAll("text.device-label")) {
+            const g = label.closest("g.device");
+            const dot = g.querySelector("circle.dot");
+            place(label, around(Number(dot.getAttribute("cx")), Number(dot.getAttribute("cy")), 0.22));
+          }
+          for (const label of svg.querySelectorAll("text.node-label")) place(label, around(Number(label.dataset.x), Number(label.dataset.y), 0.2));
+          for (const label of svg.querySelectorAll("text.room-label")) {
+            const room = svg.querySelector(`polygon.room[data-room="${CSS.escape(label.dataset.room)}"]`);
+            const b = room.getBBox();
+            place(label, (w, h) => {
+              const spots = [];
+              for (let j = 0; j < 8; j++) for (let i = 0; i < 8; i++) {
+                const x = b.x + 0.15 + (b.width - w - 0.3) * i / 7, y = b.y + 0.15 + (b.height - h - 0.3) * j / 7;
+                const corners = [[x, y], [x + w, y], [x, y + h], [x + w, y + h]].map(([cx, cy]) => new DOMPoint(cx, cy));
+                if (corners.every(c => room.isPointInFill(c))) spots.push([x, y]);
+              }
+              return spots;
+            });
           }
         }
 
@@ -200,44 +324,108 @@ enum MapPage {
           latest = state;
           document.getElementById("clock").textContent = new Date(state.devices.time * 1000).toLocaleTimeString();
           const devices = state.devices.devices;
+          const now = state.devices.time;
+          // Who is where: every room of the plan (or every room a device is in, without one),
+          // then home in no room, then away.
+          const list = document.getElementById("rooms");
+          list.replaceChildren();
+          const roomNames = plan ? plan.rooms.map(r => r.name) : [];
+          for (const d of devices) if (!roomNames.includes(d.room) && d.room !== "home" && d.room !== "not_home") roomNames.push(d.room);
+          const groups = [...roomNames.map(r => [r, r]), ["home", "Home, room not known"], ["not_home", "Away"]];
+          for (const [key, title] of groups) {
+            const here = devices.filter(d => d.room === key);
+            if (here.length === 0 && (key === "home" || key === "not_home")) continue;
+            const li = document.createElement("li");
+            li.dataset.room = key;
+            if (key === "not_home") li.className = "away";
+            if (here.length === 0) li.classList.add("empty");
+            const name = document.createElement("span");
+            name.className = "room-name";
+            name.textContent = title;
+            li.appendChild(name);
+            if (here.length === 0) li.appendChild(document.createTextNode("nobody"));
+            for (const d of here) {
+              const who = document.createElement("span");
+              who.className = "who";
+              who.dataset.device = d.id;
+              const chip = document.createElement("span");
+              chip.className = "chip";
+              chip.style.background = colour(d.id);
+              who.append(chip, document.createTextNode(nameOf(d)));
+              const heard = d.readings.length ? Math.min(...d.readings.map(r => r.age)) : null;
+              if (key === "not_home" || (heard !== null && heard > 60)) {
+                const note = document.createElement("span");
+                note.className = "note";
+                note.textContent = heard === null ? "not seen lately" : `not seen for ${ago(heard)}`;
+                who.appendChild(note);
+              }
+              who.title = `${nameOf(d)} (${d.id})`;
+              li.appendChild(who);
+            }
+            list.appendChild(li);
+          }
           // The map: each placed device on the floor shown.
           if (plan) {
             const layer = document.getElementById("devices-layer");
+            const uncertainties = document.getElementById("uncertainty-layer");
+            const labels = document.getElementById("labels-layer");
             const shown = new Set();
             const occupied = new Set();
             for (const d of devices) {
               const p = d.position;
-              if (!p || (p.floor ?? "") !== floor) continue;
+              if (!p) { trails.delete(d.id); continue; }
+              const trail = trails.get(d.id) ?? [];
+              trail.push([now, p.x, p.y, p.floor ?? ""]);
+              while (trail.length && now - trail[0][0] > 300) trail.shift();
+              trails.set(d.id, trail);
+              if ((p.floor ?? "") !== floor) continue;
               shown.add(d.id);
               if (p.room) occupied.add(p.room);
-              let g = layer.querySelector(`g.device[data-device="${CSS.escape(d.id)}"]`);
+              const id = CSS.escape(d.id);
+              let g = layer.querySelector(`g.device[data-device="${id}"]`);
               if (!g) {
                 g = el("g", { class: "device", "data-device": d.id }, layer);
-                const color = `hsl(${hue(d.id)} 70% 40%)`;
-                el("circle", { class: "uncertainty", fill: color, stroke: color }, g);
-                el("circle", { class: "dot", r: 0.18, fill: color }, g);
-                el("text", {}, g);
+                el("circle", { class: "uncertainty", fill: colour(d.id), stroke: colour(d.id), "data-device": d.id }, uncertainties);
+                el("circle", { class: "dot", r: 0.17, fill: colour(d.id) }, g);
+                el("title", {}, g);
+                el("text", { class: "device-label" }, g);
               }
               const [x, y] = [sx(p.x), sy(p.y)];
               g.setAttribute("data-x", p.x);
               g.setAttribute("data-y", p.y);
               g.setAttribute("data-room", p.room ?? "");
-              const u = g.querySelector(".uncertainty");
+              const u = uncertainties.querySelector(`circle[data-device="${id}"]`);
               u.setAttribute("cx", x); u.setAttribute("cy", y); u.setAttribute("r", Math.max(0.2, p.uncertainty));
               const dot = g.querySelector(".dot");
               dot.setAttribute("cx", x); dot.setAttribute("cy", y);
-              const label = g.querySelector("text");
-              label.setAttribute("x", x + 0.25); label.setAttribute("y", y - 0.25);
-              label.textContent = d.name ?? d.id.slice(0, 8);
+              g.querySelector("text").textContent = nameOf(d);
+              const heard = d.readings.map(r => `${r.node} ${fixed(r.distance, 1)} m (${fixed(r.age, 0)} s ago)`).join(", ");
+              g.querySelector("title").textContent = `${nameOf(d)}: ${p.room ?? "in no room"}, at ${fixed(p.x, 1)}, ${fixed(p.y, 1)} m ± ${fixed(p.uncertainty, 1)} m; heard by ${heard || "no node"}`;
             }
-            for (const g of [...layer.querySelectorAll("g.device")]) if (!shown.has(g.dataset.device)) g.remove();
+            for (const g of [...layer.querySelectorAll("g.device")]) if (!shown.has(g.dataset.device)) {
+              uncertainties.querySelector(`circle[data-device="${CSS.escape(g.dataset.device)}"]`)?.remove();
+              g.remove();
+            }
             for (const r of document.querySelectorAll("polygon.room")) r.classList.toggle("occupied", occupied.has(r.dataset.room));
-            const now = state.nodes.time;
+            const nodeTime = state.nodes.time;
             for (const g of document.querySelectorAll("g.node")) {
               const n = state.nodes.nodes.find(n => n.name === g.dataset.node);
               g.classList.toggle("offline", n?.status === "offline");
-              g.classList.toggle("stale", !n || n.last_heard === undefined || now - n.last_heard > 30);
+              g.classList.toggle("stale", !n || n.last_heard === undefined || nodeTime - n.last_heard > 30);
+              const age = n?.last_heard === undefined ? "never heard" : `heard ${ago(Math.max(0, nodeTime - n.last_heard))} ago`;
+              g.querySelector("title").textContent = `node ${g.dataset.node}: ${n?.status ?? "no status"}, ${age}, reports ${n?.devices ?? 0} device(s)`;
             }
+            // Trails, on request.
+            const trailLayer = document.getElementById("trails-layer");
+            trailLayer.replaceChildren();
+            if (document.getElementById("trails").checked) {
+              for (const [id, points] of trails) {
+                const here = points.filter(q => q[3] === floor);
+                if (here.length < 2) continue;
+                el("polyline", { class: "trail", stroke: colour(id), points: here.map(q => `${sx(q[1])},${sy(q[2])}`).join(" ") }, trailLayer);
+              }
+            }
+            placeLabels();
           }
           // The devices' table.
           const body = document.querySelector("#devices tbody");
@@ -252,26 +440,27 @@ enum MapPage {
             cell(row, p ? (p.floor ?? "") : "–");
             cell(row, p ? fixed(p.uncertainty, 1) : "–", "num");
             cell(row, d.readings.map(r => `${r.node} ${fixed(r.distance, 1)}`).join(", "));
-            cell(row, d.id.length > 13 ? d.id.slice(0, 8) + "…" : d.id).title = d.id;
+            cell(row, shortID(d.id)).title = d.id;
           }
           // The nodes' health.
           const nodes = document.querySelector("#nodes tbody");
           nodes.replaceChildren();
-          const now = state.nodes.time;
+          const nodeTime = state.nodes.time;
           for (const n of state.nodes.nodes) {
             const row = nodes.insertRow();
             row.dataset.node = n.name;
-            const age = n.last_heard === undefined ? null : now - n.last_heard;
+            const age = n.last_heard === undefined ? null : nodeTime - n.last_heard;
             if (n.status === "offline") row.className = "offline";
             else if (age === null || age > 30) row.className = "stale";
             cell(row, n.name + (n.in_plan ? "" : " (not in the plan)") + (n.mobile ? " (mobile)" : ""));
             cell(row, n.status ?? "–");
-            cell(row, age === null ? "never" : `${fixed(Math.max(0, age), 0)} s ago`, "num");
+            cell(row, age === null ? "never" : `${ago(Math.max(0, age))} ago`, "num");
             cell(row, String(n.devices), "num");
             cell(row, fixed(n.rx_offset, 1), "num");
             cell(row, fixed(n.tx_power, 1), "num");
             cell(row, fixed(n.residual, 1), "num");
-            cell(row, n.drift ?? "");
+            const drift = cell(row, n.drift ? "drifting" : "", "drift");
+            if (n.drift) drift.title = n.drift;
           }
           document.getElementById("calibration").textContent = typeof state.nodes.exponent === "number"
             ? `Calibration: path-loss exponent ${fixed(state.nodes.exponent, 2)}, RMS residual ${fixed(state.nodes.rms, 1)} dB.`
@@ -306,6 +495,8 @@ enum MapPage {
           const quiet = (Date.now() - lastState) / 1000;
           if (lastState && quiet > 3) showStatus(`no update from proximity-fleet for ${Math.round(quiet)} s`, "down");
         }, 1000);
+
+        document.getElementById("trails").addEventListener("change", () => { if (latest) drawState(latest); });
 
         function connect() {
           const source = new EventSource("events");

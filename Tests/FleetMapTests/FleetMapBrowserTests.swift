@@ -125,6 +125,47 @@ struct FleetMapBrowserTests {
         """
     }
 
+    /// JavaScript: the page as a person reads it: the labels drawn on the map (their boxes on the
+    /// screen, those shown) that intersect each other or a marker (pairs, named), how many are
+    /// shown, whether the list of who is where puts `device` in the room the devices' table says,
+    /// and where the list and the map are on the screen.
+    static func reading(_ device: String) -> String {
+        """
+        (() => {
+          const box = e => e.getBoundingClientRect();
+          const labels = [...document.querySelectorAll("#map text")].filter(t => getComputedStyle(t).display !== "none" && t.textContent);
+          const marks = [...document.querySelectorAll("#map circle.dot, #map g.node rect")];
+          const hit = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+          const clashes = [];
+          for (let i = 0; i < labels.length; i++) {
+            for (let j = i + 1; j < labels.length; j++) if (hit(box(labels[i]), box(labels[j]))) clashes.push(labels[i].textContent + "/" + labels[j].textContent);
+            for (const m of marks) if (hit(box(labels[i]), box(m))) clashes.push(labels[i].textContent + "/marker");
+          }
+          const row = document.querySelector('#devices tr[data-device="\(device)"]');
+          const room = row ? row.cells[1].textContent : null;
+          const listed = document.querySelector(`#rooms li[data-room="${room}"] span.who[data-device="\(device)"]`) !== null;
+          const rooms = [...document.querySelectorAll("polygon.room")].map(r => r.dataset.room);
+          const roomLabels = [...document.querySelectorAll("#map text.room-label")].map(t => t.textContent);
+          return { clashes, shown: labels.length, listed, room,
+                   roomLabelsOnce: rooms.every(r => roomLabels.filter(l => l === r).length === 1),
+                   listTop: box(document.getElementById("who")).top, mapTop: box(document.getElementById("map")).top,
+                   mapWidth: box(document.getElementById("map")).width, pageWidth: document.documentElement.scrollWidth };
+        })()
+        """
+    }
+
+    struct Reading: Decodable, Sendable {
+        var clashes: [String]
+        var shown: Int
+        var listed: Bool
+        var room: String?
+        var roomLabelsOnce: Bool
+        var listTop: Double
+        var mapTop: Double
+        var mapWidth: Double
+        var pageWidth: Double
+    }
+
     /// `rgb(r, g, b)` as numbers.
     static func rgb(_ css: String) -> [Int] {
         css.filter { $0.isNumber || $0 == "," }.split(separator: ",").compactMap { Int($0) }
@@ -194,6 +235,12 @@ struct FleetMapBrowserTests {
                     #expect(fill.count == 3 && zip(fill, [pixel.r, pixel.g, pixel.b]).allSatisfy { abs($0 - Int($1)) <= 12 },
                             "marker \(living.fill) but the screenshot has \(pixel) at (\(living.screenX), \(living.screenY)): \(saved.path)")
 
+                    // As a person reads it: no label over another or over a marker, each room
+                    // named once, the list of who is where agreeing with the table.
+                    let read = try await page.evaluate(Self.reading(device), as: Reading.self)
+                    #expect(read.clashes.isEmpty && read.shown >= 3 && read.roomLabelsOnce, "\(read): \(saved.path)")
+                    #expect(read.listed && read.room == "living", "\(read)")
+
                     // The API, as the page reads it: the fleet's own types.
                     struct Texts: Decodable, Sendable { var plan: String; var devices: String; var nodes: String }
                     let texts = try await page.evaluate("""
@@ -216,11 +263,33 @@ struct FleetMapBrowserTests {
                     #expect(kitchen.x > 5 && kitchen.x - living.x > 2.5 && kitchen.row == "kitchen", "\(living) → \(kitchen)")
                     #expect(kitchen.screenX > living.screenX, "\(living) → \(kitchen)")
                     try (try await page.screenshot()).write(to: Self.artifacts.appendingPathComponent("fleet-map-kitchen.png"))
+                    let after = try await page.evaluate(Self.reading(device), as: Reading.self)
+                    #expect(after.clashes.isEmpty && after.listed && after.room == "kitchen", "\(after)")
                 } catch {
                     await browser.close()
                     throw error
                 }
                 await browser.close()
+
+                // At a phone's width: the list first, the plan the screen's width, nothing wider
+                // than the screen, no label over another.
+                let phone = try HeadlessChromium(width: 412, height: 900)
+                do {
+                    let page = try await phone.open(String(url))
+                    try await page.waitUntil(Self.markerIn(device, "kitchen"), timeout: .seconds(60))
+                    let read = try await page.evaluate(Self.reading(device), as: Reading.self)
+                    let shot = try await page.screenshot()
+                    let saved = Self.artifacts.appendingPathComponent("fleet-map-phone.png")
+                    try shot.write(to: saved)
+                    #expect(read.listTop < read.mapTop && read.mapWidth > 300 && read.mapWidth <= 412 && read.pageWidth <= 412, "\(read): \(saved.path)")
+                    #expect(read.clashes.isEmpty && read.listed && read.room == "kitchen", "\(read): \(saved.path)")
+                    let image = try PNGImage(data: shot)
+                    #expect(image.width == 412 && image.distinctColours() > 16, "\(saved.path)")
+                } catch {
+                    await phone.close()
+                    throw error
+                }
+                await phone.close()
                 await fleet.stop()
                 #expect(fleet.exitStatus == 0, "\(fleet.stderr)")
                 for node in nodes { _ = await node.stop() }
