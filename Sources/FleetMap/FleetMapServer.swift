@@ -50,13 +50,22 @@ public struct FleetMapAddress: Sendable, Hashable, CustomStringConvertible {
 public enum FleetMapError: Error, CustomStringConvertible, Sendable {
     case badAddress(String, String)
     case cannotListen(FleetMapAddress, String)
+    case token(String, String)
+    case save(String)
 
     public var description: String {
         switch self {
         case .badAddress(let text, let why): "not an address to listen on: \(text): \(why)"
         case .cannotListen(let address, let why): "cannot listen on \(address): \(why)"
+        case .token(let path, let why): "cannot write the editing token to \(path): \(why)"
+        case .save(let why): why
         }
     }
+}
+
+extension FleetMapAddress {
+    /// Whether the address is this machine's alone (127.0.0.0/8, ::1, localhost).
+    public var isLoopback: Bool { host == "localhost" || host == "::1" || host.hasPrefix("127.") }
 }
 
 /// The fleet's live map (`proximity-fleet run --http`): a read-only web page and its JSON, from
@@ -77,11 +86,17 @@ public struct FleetMapServer: Service {
     public let address: FleetMapAddress
     let views: FleetViews
     let logger: Logger
+    let editing: FleetMapEditing?
+    /// Told the port it listens on once it does (port 0 in ``address``: the one chosen).
+    let listening: (@Sendable (Int) -> Void)?
 
-    public init(address: FleetMapAddress, views: FleetViews, logger: Logger) {
+    public init(address: FleetMapAddress, views: FleetViews, logger: Logger, editing: FleetMapEditing? = nil,
+                listening: (@Sendable (Int) -> Void)? = nil) {
         self.address = address
         self.views = views
         self.logger = logger
+        self.editing = editing
+        self.listening = listening
     }
 
     public func run() async throws {
@@ -90,14 +105,18 @@ public struct FleetMapServer: Service {
         for file in MapPage.files {
             Self.read(router, RouterPath(file.path)) { request in Self.file(file, request: request) }
         }
-        Self.read(router, "/api/plan") { _ in
+        Self.read(router, "/api/plan", writable: editing != nil) { _ in
             Self.json(views.planJSON, missing: "this fleet has no floor plan (proximity-fleet run --plan FILE)", status: .notFound)
+        }
+        if let editing {
+            let logger = self.logger
+            router.put("/api/plan") { request, _ in await editing.put(request, logger: logger) }
         }
         Self.read(router, "/api/devices") { _ in Self.json(views.devicesJSON, missing: Self.starting, status: .serviceUnavailable) }
         Self.read(router, "/api/nodes") { _ in Self.json(views.nodesJSON, missing: Self.starting, status: .serviceUnavailable) }
         Self.read(router, "/api/status") { _ in Self.json(views.statusJSON, missing: Self.starting, status: .serviceUnavailable) }
         router.get("/events") { _, _ in Self.events(views) }
-        let logger = self.logger, address = self.address
+        let logger = self.logger, address = self.address, listening = self.listening
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "proximity-fleet"),
@@ -105,6 +124,7 @@ public struct FleetMapServer: Service {
                 let port = channel.localAddress?.port ?? address.port
                 let url = "http://\(FleetMapAddress(host: address.host, port: port))/"
                 logger.notice("map listening", metadata: ["url": "\(url)"])
+                listening?(port)
             },
             logger: logger)
         do {
@@ -142,9 +162,10 @@ public struct FleetMapServer: Service {
 
     /// `path` answers GET and HEAD alike (HEAD: the same status and headers, no body), and a
     /// write with 405 (`Allow: GET, HEAD`): the map changes nothing.
-    static func read(_ router: Router<BasicRequestContext>, _ path: RouterPath, _ answer: @escaping @Sendable (Request) -> Response) {
+    static func read(_ router: Router<BasicRequestContext>, _ path: RouterPath, writable: Bool = false,
+                     _ answer: @escaping @Sendable (Request) -> Response) {
         router.get(path) { request, _ in answer(request) }
-        for method in [HTTPRequest.Method.post, .put, .patch, .delete] {
+        for method in [HTTPRequest.Method.post, .put, .patch, .delete] where !(writable && method == .put) {
             router.on(path, method: method) { _, _ in
                 var refused = response(MQTTJSON.encode(["error": "the map is read-only: \(method) is not allowed here"]), type: "application/json",
                                        status: .methodNotAllowed)

@@ -26,15 +26,35 @@ public struct FleetMapPlan: Codable, Hashable, Sendable {
         public var floor: String
         /// [x, y, z] metres.
         public var position: [Double]
+        /// The plan's calibration of the node (`rx-offset`, `tx-power`), when it has one.
+        public var rxOffset: Double?
+        public var txPower: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case name, floor, position
+            case rxOffset = "rx_offset"
+            case txPower = "tx_power"
+        }
     }
 
     public var version: Int
     public var floors: [Floor]
     public var rooms: [Room]
     public var nodes: [Node]
+    /// The plan's path-loss exponent (`calibration: path-loss-exponent`).
+    public var pathLossExponent: Double?
+    /// Whether the page may edit the plan (`proximity-fleet run --edit`).
+    public var editable: Bool?
 
-    public init(_ plan: FloorPlan, version: Int) {
+    enum CodingKeys: String, CodingKey {
+        case version, floors, rooms, nodes, editable
+        case pathLossExponent = "path_loss_exponent"
+    }
+
+    public init(_ plan: FloorPlan, version: Int, editable: Bool = false) {
         self.version = version
+        pathLossExponent = plan.pathLossExponent
+        self.editable = editable ? true : nil
         floors = plan.floors.map { Floor(name: $0.name, z: [$0.z.lowerBound, $0.z.upperBound]) }
         rooms = plan.rooms.map { room in
             Room(name: room.name, floor: plan.floors.indices.contains(room.floor) ? plan.floors[room.floor].name : "",
@@ -43,7 +63,7 @@ public struct FleetMapPlan: Codable, Hashable, Sendable {
         nodes = plan.nodes.map { node in
             let floor = plan.floor(atHeight: node.position.z)
             return Node(name: node.name, floor: plan.floors.indices.contains(floor) ? plan.floors[floor].name : "",
-                        position: [node.position.x, node.position.y, node.position.z])
+                        position: [node.position.x, node.position.y, node.position.z], rxOffset: node.rxOffset, txPower: node.txPower)
         }
     }
 }
@@ -209,14 +229,19 @@ public final class FleetViews: Sendable {
     }
 
     private let mutex = Mutex(State())
+    /// Whether the map edits the plan (`--edit`): the plan says so to the page.
+    public let editable: Bool
 
-    public init() {}
+    public init(editable: Bool = false) {
+        self.editable = editable
+    }
 
     /// The plan (at start and at each reload), or none: its version goes up.
     public func show(plan: FloorPlan?) {
+        let editable = self.editable
         mutex.withLock { state in
             state.planVersion += 1
-            state.plan = plan.map { MQTTJSON.encode(FleetMapPlan($0, version: state.planVersion)) }
+            state.plan = plan.map { MQTTJSON.encode(FleetMapPlan($0, version: state.planVersion, editable: editable)) }
         }
     }
 

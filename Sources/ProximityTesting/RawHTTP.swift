@@ -27,6 +27,8 @@ public enum RawHTTP {
         while ContinuousClock.now < deadline {
             let n = recv(fd, &buffer, buffer.count, 0)
             if n == 0 { return (String(decoding: data, as: UTF8.self), true) }
+            // A signal (a child process of another test ending) interrupts the wait: wait again.
+            if n < 0, errno == EINTR { continue }
             if n < 0 { return (String(decoding: data, as: UTF8.self), false) }
             data.append(contentsOf: buffer[0 ..< n])
             if done(String(decoding: data, as: UTF8.self)) { return (String(decoding: data, as: UTF8.self), false) }

@@ -147,6 +147,19 @@ struct Run: AsyncParsableCommand {
         valueName: "address:port"))
     var http: String?
 
+    @Flag(name: .customLong("edit"), help: ArgumentHelp(
+        "With --plan and --http: the map edits the plan (PUT /api/plan, with the token --edit-token holds); it is checked as check-plan does, saved in place of the file and taken at once. Loopback addresses only, unless --edit-remote."))
+    var edit = false
+
+    @Option(name: .customLong("edit-token"), help: ArgumentHelp(
+        "With --edit: the file the service writes a fresh random token to at start (mode 0600); every edit must carry it (Authorization: Bearer TOKEN).",
+        valueName: "file"))
+    var editToken: String?
+
+    @Flag(name: .customLong("edit-remote"), help: ArgumentHelp(
+        "With --edit: allow it on an address other than loopback (put TLS and a login in front: docs/positioning.md, The live map)."))
+    var editRemote = false
+
     @Option(name: .customLong("log-level"), help: ArgumentHelp("trace, debug, info, notice, warning, error or critical.",
                                                                valueName: "level"))
     var logLevel: String = "info"
@@ -171,6 +184,17 @@ struct Run: AsyncParsableCommand {
         }
         if let http {
             do { _ = try FleetMapAddress(parsing: http) } catch { throw ValidationError("--http: \(error)") }
+        }
+        if edit {
+            guard plan != nil, let http else { throw ValidationError("--edit: needs --plan FILE (the plan it edits) and --http ADDRESS:PORT (the map that edits it)") }
+            guard let editToken, !editToken.isEmpty else {
+                throw ValidationError("--edit: needs --edit-token FILE (where the service writes the token an edit must carry, e.g. /run/proximity-fleet/edit-token)")
+            }
+            if !editRemote, let address = try? FleetMapAddress(parsing: http), !address.isLoopback {
+                throw ValidationError("--edit on \(http): only on a loopback address (127.0.0.1, [::1]), unless --edit-remote is given too (then put TLS and a login in front)")
+            }
+        } else if editToken != nil || editRemote {
+            throw ValidationError("--edit-token and --edit-remote: only with --edit")
         }
     }
 
@@ -201,7 +225,7 @@ struct Run: AsyncParsableCommand {
         configuration.discoveryPrefix = discoveryPrefix
         configuration.plan = floorPlan
         configuration.outsideNodes = outsideNodes ?? configuration.outsideNodes
-        let map = try http.map { (address: try FleetMapAddress(parsing: $0), views: FleetViews()) }
+        let map = try http.map { (address: try FleetMapAddress(parsing: $0), views: FleetViews(editable: edit)) }
         configuration.views = map?.views
         let service = FleetService(configuration, broker: options, logger: logger)
         // SIGHUP reads the plan again (systemctl reload); without --plan it does nothing, rather
@@ -227,8 +251,19 @@ struct Run: AsyncParsableCommand {
             .init(service: FleetRunner(service: service), successTerminationBehavior: .gracefullyShutdownGroup,
                   failureTerminationBehavior: .gracefullyShutdownGroup),
         ]
+        var editing: FleetMapEditing?
+        if edit, let plan, let editToken {
+            do {
+                let token = try FleetMapEditing.writeToken(to: editToken)
+                editing = FleetMapEditing(planPath: plan, token: token) { saved in await service.replacePlan(saved) }
+                logger.notice("the map edits the floor plan: an edit must carry the token in the file", metadata: ["token-file": "\(editToken)", "plan": "\(plan)"])
+            } catch {
+                FileHandle.standardError.write(Data("proximity-fleet: error: --edit-token: \(error)\n".utf8))
+                Foundation.exit(73)
+            }
+        }
         if let map {
-            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger),
+            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger, editing: editing),
                                   successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -5,16 +5,27 @@ import ProximityCore
 import ProximityFleet
 import ProximityMQTT
 import ProximityTesting
+import Synchronization
 import Testing
 
 /// The map's HTTP as clients expect it (issue 31, item 4) and its honest state (item 3).
 @Suite("the fleet map's HTTP and status")
 struct FleetMapHTTPTests {
-    /// One request on a fresh connection; the whole answer.
-    static func ask(_ port: Int, _ request: String) throws -> String {
-        let fd = try RawHTTP.connect(port: port, request: request + "Host: map\r\nConnection: close\r\n\r\n")
-        defer { close(fd) }
-        return RawHTTP.read(fd) { _ in false }.text
+    /// One request on a fresh connection; the whole answer. The socket's blocking reads run on a
+    /// thread of their own: on a two-core machine the tests' blocked threads would otherwise be
+    /// all the threads the server in this process has to answer with.
+    static func ask(_ port: Int, _ request: String, body: String = "") async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                do {
+                    let fd = try RawHTTP.connect(port: port, request: request + "Host: map\r\nConnection: close\r\n\r\n" + body)
+                    defer { close(fd) }
+                    continuation.resume(returning: RawHTTP.read(fd) { _ in false }.text)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }.start()
+        }
     }
 
     static func header(_ answer: String, _ name: String) -> String? {
@@ -25,18 +36,21 @@ struct FleetMapHTTPTests {
 
     static func body(_ answer: String) -> String { answer.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n") }
 
-    /// Runs a map server on a free port over `views` for `body`.
-    static func withServer(_ views: FleetViews, _ body: (Int) async throws -> Void) async throws {
-        let port = try freeTCPPort()
-        let server = FleetMapServer(address: FleetMapAddress(host: "127.0.0.1", port: port), views: views, logger: Logger(label: "map"))
+    /// Runs a map server over `views` (and `editing`) on a port it chooses, for `body`.
+    static func withServer(_ views: FleetViews, editing: FleetMapEditing? = nil, _ body: (Int) async throws -> Void) async throws {
+        let (ports, port) = AsyncStream.makeStream(of: Int.self)
+        let server = FleetMapServer(address: FleetMapAddress(host: "127.0.0.1", port: 0), views: views, logger: Logger(label: "map"),
+                                    editing: editing, listening: { port.yield($0) })
         let running = Task { try await server.run() }
         defer { running.cancel() }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while (try? RawHTTP.connect(port: port, request: "")).map({ close($0) }) == nil {
-            guard ContinuousClock.now < deadline else { throw TestKitError("the map did not listen on \(port)") }
-            try await Task.sleep(for: .milliseconds(20))
+        let waiting = Task { () -> Int? in
+            for await p in ports { return p }
+            return nil
         }
-        try await body(port)
+        let timeout = Task { try await Task.sleep(for: .seconds(20)); waiting.cancel() }
+        defer { timeout.cancel() }
+        guard let chosen = await waiting.value else { throw TestKitError("the map did not listen within 20 s") }
+        try await body(chosen)
     }
 
     @Test("before the first state: /api/devices, /api/nodes and /api/status are 503 with Retry-After; then 200; HEAD answers as GET without a body; the page's files carry an ETag and a matching If-None-Match gets 304")
@@ -44,34 +58,35 @@ struct FleetMapHTTPTests {
         let views = FleetViews()
         try await Self.withServer(views) { port in
             for path in ["/api/devices", "/api/nodes", "/api/status"] {
-                let answer = try Self.ask(port, "GET \(path) HTTP/1.1\r\n")
+                let answer = try await Self.ask(port, "GET \(path) HTTP/1.1\r\n")
                 #expect(answer.hasPrefix("HTTP/1.1 503"), "\(path): \(answer)")
                 #expect(Self.header(answer, "Retry-After") == "1", "\(path): \(answer)")
                 #expect(Self.body(answer).contains("the service is starting"))
             }
-            #expect(try Self.ask(port, "GET /api/plan HTTP/1.1\r\n").hasPrefix("HTTP/1.1 404"), "no plan: 404, as before")
+            #expect(try await Self.ask(port, "GET /api/plan HTTP/1.1\r\n").hasPrefix("HTTP/1.1 404"), "no plan: 404, as before")
             views.show(plan: nil)
             views.show(devices: FleetMapTests.table(1, room: "living"), nodes: FleetMapTests.nodes, status: FleetMapTests.status)
             for path in ["/api/devices", "/api/nodes", "/api/status"] {
-                let get = try Self.ask(port, "GET \(path) HTTP/1.1\r\n"), head = try Self.ask(port, "HEAD \(path) HTTP/1.1\r\n")
+                let get = try await Self.ask(port, "GET \(path) HTTP/1.1\r\n"), head = try await Self.ask(port, "HEAD \(path) HTTP/1.1\r\n")
                 #expect(get.hasPrefix("HTTP/1.1 200") && head.hasPrefix("HTTP/1.1 200"), "\(path): \(get)\n\(head)")
                 #expect(Self.body(head).isEmpty, "HEAD \(path) has a body: \(head)")
                 #expect(Self.header(head, "Content-Length") == "\(Self.body(get).utf8.count)", "\(head)")
                 #expect(Self.header(head, "Content-Type") == "application/json")
             }
-            let status = try #require(MQTTJSON.decode(FleetStatus.self, from: Array(Self.body(try Self.ask(port, "GET /api/status HTTP/1.1\r\n")).utf8)))
+            let statusAnswer = try await Self.ask(port, "GET /api/status HTTP/1.1\r\n")
+            let status = try #require(MQTTJSON.decode(FleetStatus.self, from: Array(Self.body(statusAnswer).utf8)))
             #expect(status == FleetMapTests.status)
             for path in ["/", "/map.js", "/map.css"] {
-                let get = try Self.ask(port, "GET \(path) HTTP/1.1\r\n")
+                let get = try await Self.ask(port, "GET \(path) HTTP/1.1\r\n")
                 let tag = try #require(Self.header(get, "ETag"), "\(path): \(get)")
                 #expect(tag.hasPrefix("\"") && tag.count > 4 && Self.header(get, "Cache-Control") == "no-cache")
-                #expect(try Self.ask(port, "HEAD \(path) HTTP/1.1\r\n").hasPrefix("HTTP/1.1 200"))
-                let again = try Self.ask(port, "GET \(path) HTTP/1.1\r\nIf-None-Match: \(tag)\r\n")
+                #expect(try await Self.ask(port, "HEAD \(path) HTTP/1.1\r\n").hasPrefix("HTTP/1.1 200"))
+                let again = try await Self.ask(port, "GET \(path) HTTP/1.1\r\nIf-None-Match: \(tag)\r\n")
                 #expect(again.hasPrefix("HTTP/1.1 304") && Self.body(again).isEmpty, "\(path): \(again)")
-                #expect(try Self.ask(port, "GET \(path) HTTP/1.1\r\nIf-None-Match: \"other\"\r\n").hasPrefix("HTTP/1.1 200"))
+                #expect(try await Self.ask(port, "GET \(path) HTTP/1.1\r\nIf-None-Match: \"other\"\r\n").hasPrefix("HTTP/1.1 200"))
             }
             for request in ["POST /api/devices", "PUT /api/plan", "DELETE /", "PATCH /map.js"] {
-                let answer = try Self.ask(port, "\(request) HTTP/1.1\r\nContent-Length: 0\r\n")
+                let answer = try await Self.ask(port, "\(request) HTTP/1.1\r\nContent-Length: 0\r\n")
                 #expect(answer.hasPrefix("HTTP/1.1 405") && Self.header(answer, "Allow") == "GET, HEAD", "\(request): \(answer)")
             }
         }
@@ -113,15 +128,15 @@ struct FleetMapHTTPTests {
             try await fleet.waitForOutput(containing: "map listening", inStderr: true, timeout: .seconds(30))
             let line = try #require(fleet.stderr.split(separator: "\n").first { $0.contains("map listening") })
             let port = try #require(Int(line.split(separator: ":").last?.filter(\.isNumber) ?? ""), "\(line)")
-            func status() throws -> FleetStatus? {
-                let answer = try Self.ask(port, "GET /api/status HTTP/1.1\r\n")
+            func status() async throws -> FleetStatus? {
+                let answer = try await Self.ask(port, "GET /api/status HTTP/1.1\r\n")
                 return answer.hasPrefix("HTTP/1.1 200") ? MQTTJSON.decode(FleetStatus.self, from: Array(Self.body(answer).utf8)) : nil
             }
             func until(_ what: String, within seconds: Int, _ condition: (FleetStatus) -> Bool) async throws -> FleetStatus {
                 let deadline = ContinuousClock.now + .seconds(seconds)
                 while true {
-                    if let s = try status(), condition(s) { return s }
-                    guard ContinuousClock.now < deadline else { throw TestKitError("\(what), not within \(seconds) s: \(String(describing: try status()))") }
+                    if let s = try await status(), condition(s) { return s }
+                    guard ContinuousClock.now < deadline else { throw TestKitError("\(what), not within \(seconds) s: \(String(describing: try await status()))") }
                     try await Task.sleep(for: .milliseconds(100))
                 }
             }
@@ -134,5 +149,92 @@ struct FleetMapHTTPTests {
             let back = try await until("connected again", within: 5) { $0.broker.state == "connected" }
             #expect(back.live, "\(back)")
         }
+    }
+}
+
+/// Editing the plan from the map (issue 31, item 5): `PUT /api/plan` behind a bearer token.
+@Suite("the fleet map's plan editing")
+struct FleetMapEditingTests {
+    static let good = """
+        nodes:
+          - {name: alpha, position: [0.5, 0.5, 1]}
+          - {name: bravo, position: [9.5, 0.5, 1]}
+        rooms:
+          - {name: living, polygon: [[0, 0], [5, 0], [5, 4], [0, 4]]}
+          - {name: kitchen, polygon: [[5, 0], [10, 0], [10, 4], [5, 4]]}
+
+        """
+
+    @Test("a fresh token, mode 0600, replacing any file there; PUT /api/plan: 401 without it or with another, 422 with each problem at its line and column for a bad plan (the file unchanged), 200 for a good one: the file replaced atomically, the fleet handed the plan, check-plan accepts the file")
+    func put() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("edit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let planPath = dir.appendingPathComponent("plan.yaml").path, tokenPath = dir.appendingPathComponent("edit-token").path
+        let before = Self.good.replacingOccurrences(of: "kitchen", with: "hall")
+        try before.write(toFile: planPath, atomically: true, encoding: .utf8)
+        try "stale".write(toFile: tokenPath, atomically: true, encoding: .utf8)
+        let token = try FleetMapEditing.writeToken(to: tokenPath)
+        #expect(token.count == 64 && token.allSatisfy(\.isHexDigit))
+        #expect(try String(contentsOfFile: tokenPath, encoding: .utf8) == token + "\n")
+        let mode = try FileManager.default.attributesOfItem(atPath: tokenPath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(try FleetMapEditing.writeToken(to: tokenPath) != token, "a new token at each start")
+        let current = try String(contentsOfFile: tokenPath, encoding: .utf8).trimmingCharacters(in: .newlines)
+
+        let applied = Mutex<[FloorPlan]>([])
+        let views = FleetViews(editable: true)
+        views.show(plan: try FloorPlanFile.load(path: planPath))
+        let editing = FleetMapEditing(planPath: planPath, token: current) { plan in applied.withLock { $0.append(plan) } }
+        try await FleetMapHTTPTests.withServer(views, editing: editing) { port in
+        func send(_ body: String, auth: String?) async throws -> String {
+            let header = auth.map { "Authorization: \($0)\r\n" } ?? ""
+            return try await FleetMapHTTPTests.ask(port, "PUT /api/plan HTTP/1.1\r\n\(header)Content-Type: application/yaml\r\nContent-Length: \(body.utf8.count)\r\n", body: body)
+        }
+        let none = try await send(Self.good, auth: nil)
+        #expect(none.hasPrefix("HTTP/1.1 401") && FleetMapHTTPTests.header(none, "WWW-Authenticate")?.hasPrefix("Bearer") == true, "\(none)")
+        #expect(try await send(Self.good, auth: "Bearer \(token)").hasPrefix("HTTP/1.1 401"), "the first token, replaced")
+        #expect(try await send(Self.good, auth: "Basic \(current)").hasPrefix("HTTP/1.1 401"))
+
+        let bad = Self.good.replacingOccurrences(of: "[10, 4]", with: "[10, four]")
+        let refused = try await send(bad, auth: "Bearer \(current)")
+        #expect(refused.hasPrefix("HTTP/1.1 422"), "\(refused)")
+        struct Refusal: Decodable { struct P: Decodable { var line: Int?; var column: Int?; var message: String }; var problems: [P] }
+        let problems = try #require(MQTTJSON.decode(Refusal.self, from: Array(FleetMapHTTPTests.body(refused).utf8))).problems
+        #expect(problems.count >= 1 && problems[0].line == 6 && problems[0].column != nil, "\(problems)")
+        #expect(try String(contentsOfFile: planPath, encoding: .utf8) == before, "a bad plan changes nothing")
+        #expect(applied.withLock { $0.isEmpty })
+
+        let saved = try await send(Self.good, auth: "Bearer \(current)")
+        #expect(saved.hasPrefix("HTTP/1.1 200"), "\(saved)")
+        #expect(try String(contentsOfFile: planPath, encoding: .utf8) == Self.good)
+        #expect(applied.withLock { $0.map { $0.rooms.map(\.name) } } == [["living", "kitchen"]])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["edit-token", "plan.yaml"], "no temporary file left")
+        let check = try await runCommand(BuiltProducts.path("proximity-fleet"), ["check-plan", planPath])
+        #expect(check.status == 0, "\(check)")
+        }
+    }
+
+    @Test("proximity-fleet --edit: needs --plan, --http and --edit-token; loopback only unless --edit-remote; --edit-token alone refused; the log says where the token is, never the token")
+    func options() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("edit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let planPath = dir.appendingPathComponent("plan.yaml").path, tokenPath = dir.appendingPathComponent("token").path
+        try Self.good.write(toFile: planPath, atomically: true, encoding: .utf8)
+        let fleet = BuiltProducts.path("proximity-fleet")
+        let base = ["run", "--broker", "mqtt://127.0.0.1:1"]
+        for (arguments, says) in [(["--edit", "--http", "127.0.0.1:0", "--edit-token", tokenPath], "needs --plan"),
+                                  (["--edit", "--plan", planPath, "--http", "127.0.0.1:0"], "needs --edit-token"),
+                                  (["--edit", "--plan", planPath, "--http", "0.0.0.0:0", "--edit-token", tokenPath], "only on a loopback address"),
+                                  (["--plan", planPath, "--http", "127.0.0.1:0", "--edit-token", tokenPath], "only with --edit")] {
+            let result = try await runCommand(fleet, base + arguments)
+            #expect(result.status == 64 && result.stderr.contains(says), "\(arguments): \(result)")
+        }
+        let running = try ManagedProcess(fleet, base + ["--plan", planPath, "--http", "0.0.0.0:0", "--edit", "--edit-remote", "--edit-token", tokenPath])
+        defer { running.signal(SIGKILL) }
+        try await running.waitForOutput(containing: "map listening", inStderr: true, timeout: .seconds(30))
+        let token = try String(contentsOfFile: tokenPath, encoding: .utf8).trimmingCharacters(in: .newlines)
+        #expect(running.stderr.contains("token-file=\(tokenPath)") && !running.stderr.contains(token), "\(running.stderr)")
     }
 }

@@ -1,0 +1,127 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import ProximityCore
+import ProximityFleet
+import ProximityMQTT
+
+/// Editing the floor plan from the map (`proximity-fleet run --plan FILE --http … --edit`):
+/// `PUT /api/plan` with the plan's YAML as its body, guarded by a bearer token. The plan is
+/// checked exactly as `proximity-fleet check-plan` checks it (422 with the problems, at their
+/// line and column), written in place of the file atomically (a new file renamed over it, synced
+/// first), and handed to the fleet, which takes it as at a reload (SIGHUP).
+public struct FleetMapEditing: Sendable {
+    /// The plan file the service runs with.
+    public let planPath: String
+    /// The token a write must carry (`Authorization: Bearer TOKEN`).
+    let token: String
+    /// Hands a saved plan to the fleet.
+    let apply: @Sendable (FloorPlan) async -> Void
+
+    /// The most a plan may weigh, bytes.
+    public static let maximumPlan = 1 << 20
+
+    public init(planPath: String, token: String, apply: @escaping @Sendable (FloorPlan) async -> Void) {
+        self.planPath = planPath
+        self.token = token
+        self.apply = apply
+    }
+
+    /// A fresh token (32 random bytes from the system's generator, hex), written to `path` alone:
+    /// any file there is removed first, the new one created with mode 0600 (exclusively, so
+    /// nobody can have it open already).
+    public static func writeToken(to path: String) throws -> String {
+        var generator = SystemRandomNumberGenerator()
+        let token = (0 ..< 32).map { _ in String(format: "%02x", UInt8.random(in: 0 ... 255, using: &generator)) }.joined()
+        if unlink(path) != 0, errno != ENOENT { throw FleetMapError.token(path, String(cString: strerror(errno))) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw FleetMapError.token(path, String(cString: strerror(errno))) }
+        defer { close(fd) }
+        let line = Array((token + "\n").utf8)
+        guard write(fd, line, line.count) == line.count, fsync(fd) == 0 else { throw FleetMapError.token(path, String(cString: strerror(errno))) }
+        return token
+    }
+
+    /// Whether `request` carries the token (compared in constant time).
+    func authorised(_ request: Request) -> Bool {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return false }
+        let given = Array(header.dropFirst("Bearer ".count).utf8), expected = Array(token.utf8)
+        return given.count == expected.count && zip(given, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// One problem of a plan, as the editor shows it at the element it concerns.
+    struct Problem: Codable {
+        var line: Int?
+        var column: Int?
+        var message: String
+    }
+
+    func put(_ request: Request, logger: Logger) async -> Response {
+        guard authorised(request) else {
+            var refused = FleetMapServer.response(MQTTJSON.encode(["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
+                                                  type: "application/json", status: .unauthorized)
+            refused.headers[.wwwAuthenticate] = "Bearer realm=\"proximity-fleet\""
+            return refused
+        }
+        let body: ByteBuffer
+        do { body = try await request.body.collect(upTo: Self.maximumPlan) } catch {
+            return FleetMapServer.response(MQTTJSON.encode(["error": "a plan is at most \(Self.maximumPlan) bytes"]), type: "application/json",
+                                           status: .contentTooLarge)
+        }
+        let bytes = Array(body.readableBytesView)
+        let plan: FloorPlan
+        do throws(FloorPlanFile.Problems) {
+            plan = try FloorPlanFile.parse(bytes, path: planPath)
+        } catch {
+            let problems = error.lines.map(Self.problem)
+            struct Refusal: Encodable { var error: String; var problems: [Problem] }
+            return FleetMapServer.response(MQTTJSON.encode(Refusal(error: "the plan has problems: not saved", problems: problems)),
+                                           type: "application/json", status: .unprocessableContent)
+        }
+        do { try Self.replace(planPath, with: bytes) } catch {
+            logger.error("cannot save the floor plan", metadata: ["plan": "\(planPath)", "error": "\(error)"])
+            return FleetMapServer.response(MQTTJSON.encode(["error": "cannot save \(planPath): \(error)"]), type: "application/json",
+                                           status: .internalServerError)
+        }
+        logger.notice("floor plan saved from the map", metadata: ["plan": "\(planPath)", "rooms": "\(plan.rooms.count)", "nodes": "\(plan.nodes.count)"])
+        await apply(plan)
+        return FleetMapServer.response(MQTTJSON.encode(["saved": planPath]), type: "application/json")
+    }
+
+    /// `FILE:LINE:COLUMN: message` (or `FILE:LINE: message`, or a message alone) as a problem.
+    static func problem(_ line: String) -> Problem {
+        let parts = line.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        if parts.count == 4, let l = Int(parts[1]), let c = Int(parts[2]) {
+            return Problem(line: l, column: c, message: parts[3].trimmingCharacters(in: .whitespaces))
+        }
+        if parts.count >= 3, let l = Int(parts[1]) {
+            return Problem(line: l, column: nil, message: parts[2...].joined(separator: ":").trimmingCharacters(in: .whitespaces))
+        }
+        return Problem(line: nil, column: nil, message: line)
+    }
+
+    /// Writes `bytes` over `path` atomically: a new file beside it, synced, renamed over it, and
+    /// the folder synced. The file keeps its mode (0644 for a new one).
+    static func replace(_ path: String, with bytes: [UInt8]) throws {
+        let url = URL(fileURLWithPath: path)
+        let folder = url.deletingLastPathComponent().path
+        let temporary = folder + "/." + url.lastPathComponent + ".saving-\(getpid())"
+        var mode: mode_t = 0o644
+        var info = stat()
+        if stat(path, &info) == 0 { mode = info.st_mode & 0o7777 }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw FleetMapError.save(String(cString: strerror(errno))) }
+        var ok = bytes.isEmpty || write(fd, bytes, bytes.count) == bytes.count
+        ok = ok && fchmod(fd, mode) == 0 && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temporary, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw FleetMapError.save(reason)
+        }
+        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 { fsync(dir); close(dir) }
+    }
+}
