@@ -69,6 +69,22 @@ enum MapPage {
               <span><svg viewBox="-1 -1 2 2"><rect x="-0.9" y="-0.9" width="1.8" height="1.8" class="legend-occupied"/></svg> a room with someone in it</span>
               <label><input type="checkbox" id="trails"> trails (5 min)</label>
             </div>
+            <div id="editor" hidden>
+              <button id="edit-start">Edit the plan</button>
+              <span id="edit-tools" hidden>
+                <label>Name <input id="edit-name" size="12" placeholder="room or node" list="edit-node-names"></label>
+                <datalist id="edit-node-names"></datalist>
+                <button id="tool-room" data-tool="room">Draw a room</button>
+                <button id="tool-node" data-tool="node">Place a node</button>
+                <button id="tool-delete" data-tool="delete">Delete</button>
+                <button id="edit-finish" hidden>Finish the room</button>
+                <label>Token <input id="edit-token" type="password" size="14" autocomplete="off" placeholder="from --edit-token"></label>
+                <button id="edit-save">Save</button>
+                <button id="edit-cancel">Cancel</button>
+              </span>
+              <p id="edit-message" role="status"></p>
+              <ul id="edit-problems"></ul>
+            </div>
           </section>
           <section id="details">
             <details open>
@@ -147,6 +163,15 @@ enum MapPage {
         .legend-node { fill: #4f6b7e; }
         .legend-occupied { fill: #dcefe0; stroke: #5b6b78; stroke-width: 0.1; }
         #legend b.late { color: #c98a1b; } #legend b.off { color: #b23b3b; }
+        #editor { margin-top: 0.5em; font-size: 0.9em; }
+        #editor button.current { background: #23313a; color: #fff; }
+        #edit-message { margin: 0.3em 0; }
+        #edit-problems { color: #b23b3b; margin: 0; }
+        body.editing #map { cursor: crosshair; }
+        body.editing.stale #map { filter: none; opacity: 1; }
+        .room.problem, .node.problem rect { stroke: #b23b3b; stroke-width: 0.15; }
+        .draft { fill: none; stroke: #b23b3b; stroke-width: 0.06; stroke-dasharray: 0.15 0.1; }
+        .draft-point { fill: #b23b3b; }
         details { margin-bottom: 0.8em; }
         summary { font-weight: 600; cursor: pointer; margin-bottom: 0.3em; }
         table { border-collapse: collapse; width: 100%; font-size: 0.9em; background: #fff; }
@@ -240,7 +265,7 @@ enum MapPage {
           for (const r of rooms) {
             const points = r.polygon.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" ");
             el("polygon", { points }, clip);
-            const p = el("polygon", { class: "room", "data-room": r.name, points }, g);
+            const p = el("polygon", { class: "room", "data-room": r.name, "data-index": plan.rooms.indexOf(r), points }, g);
             el("title", {}, p).textContent = r.name;
           }
           el("g", { id: "trails-layer" }, g);
@@ -442,6 +467,11 @@ enum MapPage {
             cell(row, d.readings.map(r => `${r.node} ${fixed(r.distance, 1)}`).join(", "));
             cell(row, shortID(d.id)).title = d.id;
           }
+          // The nodes that report, for the editor to place.
+          const names = document.getElementById("edit-node-names");
+          if (names.options.length !== state.nodes.nodes.length) {
+            names.replaceChildren(...state.nodes.nodes.map(n => Object.assign(document.createElement("option"), { value: n.name })));
+          }
           // The nodes' health.
           const nodes = document.querySelector("#nodes tbody");
           nodes.replaceChildren();
@@ -469,10 +499,153 @@ enum MapPage {
 
         async function loadPlan(version) {
           const answer = await fetch("api/plan", { cache: "no-store" });
+          if (editing) return;   // the draft stays on screen until saved or cancelled
           plan = answer.ok ? await answer.json() : null;
           planVersion = version;
           drawPlan();
+          document.getElementById("editor").hidden = !(plan && plan.editable);
         }
+
+        // The editor (proximity-fleet run --edit): a draft of the plan drawn in place of it; rooms
+        // drawn corner by corner, nodes placed, either deleted; saved as the plan's YAML with
+        // PUT /api/plan and the token, checked by the service as check-plan checks it.
+        let editing = false, tool = null, corners = [];
+        const tokenKey = "proximity-fleet-edit-token";
+        function message(text) { document.getElementById("edit-message").textContent = text; }
+        function setTool(name) {
+          tool = name;
+          corners = [];
+          for (const b of document.querySelectorAll("#edit-tools button[data-tool]")) b.classList.toggle("current", b.dataset.tool === tool);
+          document.getElementById("edit-finish").hidden = true;
+          drawDraft();
+          message({ room: "Click each corner of the room, then Finish the room.", node: "Click where the node stands.",
+                    delete: "Click a room or a node to delete it." }[tool] ?? "");
+        }
+        function planPoint(event) {
+          const svg = document.getElementById("map");
+          const p = new DOMPoint(event.clientX, event.clientY).matrixTransform(svg.getScreenCTM().inverse());
+          const snap = v => Math.round(v * 10) / 10;
+          return [snap(p.x), snap(box.maxY + box.minY - p.y)];
+        }
+        function drawDraft() {
+          document.getElementById("draft-layer")?.remove();
+          if (!editing || !plan || corners.length === 0) return;
+          const layer = el("g", { id: "draft-layer" }, document.querySelector("#map g.floor"));
+          el("polyline", { class: "draft", points: corners.map(([x, y]) => `${sx(x)},${sy(y)}`).join(" ") }, layer);
+          for (const [x, y] of corners) el("circle", { class: "draft-point", cx: sx(x), cy: sy(y), r: 0.08 }, layer);
+        }
+        function redraw() { drawPlan(); if (latest) drawState(latest); drawDraft(); }
+        function floorZ() {
+          const f = plan.floors.find(f => f.name === floor);
+          return f && f.z[0] > -999 ? f.z[0] + 2 : 2;
+        }
+        document.getElementById("map").addEventListener("click", event => {
+          if (!editing || !tool) return;
+          const name = document.getElementById("edit-name").value.trim();
+          if (tool === "room") {
+            corners.push(planPoint(event));
+            document.getElementById("edit-finish").hidden = corners.length < 3;
+            drawDraft();
+          } else if (tool === "node") {
+            if (!name) { message("Give the node its name first (the name it publishes under)."); return; }
+            const [x, y] = planPoint(event);
+            const old = plan.nodes.find(n => n.name === name);
+            plan.nodes = plan.nodes.filter(n => n.name !== name);
+            plan.nodes.push({ name, floor, position: [x, y, old ? old.position[2] : floorZ()], rx_offset: old?.rx_offset, tx_power: old?.tx_power });
+            message(`Node ${name} at ${x}, ${y}.`);
+            redraw();
+          } else if (tool === "delete") {
+            const target = event.target.closest("[data-room], [data-node]");
+            if (!target) return;
+            if (target.dataset.node) plan.nodes = plan.nodes.filter(n => n.name !== target.dataset.node);
+            else plan.rooms.splice(Number(target.dataset.index), 1);
+            message(`Deleted ${target.dataset.node ? "node " + target.dataset.node : "room " + target.dataset.room}.`);
+            redraw();
+          }
+        });
+        document.getElementById("edit-finish").addEventListener("click", () => {
+          const name = document.getElementById("edit-name").value.trim() || `room ${plan.rooms.length + 1}`;
+          plan.rooms.push({ name, floor, polygon: corners });
+          message(`Room ${name}: ${corners.length} corners.`);
+          corners = [];
+          document.getElementById("edit-finish").hidden = true;
+          redraw();
+        });
+        document.getElementById("edit-start").addEventListener("click", () => {
+          editing = true;
+          plan = JSON.parse(JSON.stringify(plan));
+          document.body.classList.add("editing");
+          document.getElementById("edit-start").hidden = true;
+          document.getElementById("edit-tools").hidden = false;
+          document.getElementById("edit-token").value = sessionStorage.getItem(tokenKey) ?? "";
+          setTool("room");
+        });
+        async function stopEditing() {
+          editing = false;
+          tool = null;
+          corners = [];
+          document.body.classList.remove("editing");
+          document.getElementById("edit-start").hidden = false;
+          document.getElementById("edit-tools").hidden = true;
+          await loadPlan(planVersion);
+          if (latest) drawState(latest);
+        }
+        document.getElementById("edit-cancel").addEventListener("click", () => { message(""); document.getElementById("edit-problems").replaceChildren(); stopEditing(); });
+        for (const b of document.querySelectorAll("#edit-tools button[data-tool]")) b.addEventListener("click", () => setTool(b.dataset.tool));
+
+        // The draft as the plan file's YAML (docs/positioning.md, The floor plan), and which
+        // element each line belongs to, so that a problem is shown at its element.
+        function yaml() {
+          const q = s => JSON.stringify(String(s));
+          const n = v => Number(v.toFixed(3));
+          const lines = [], owner = [];
+          const add = (text, who) => { lines.push(text); owner.push(who); };
+          const named = plan.floors.length > 1 || (plan.floors[0] && plan.floors[0].name !== "");
+          if (named) {
+            add("floors:", null);
+            for (const f of plan.floors) add(`  - {name: ${q(f.name)}, z: [${n(f.z[0])}, ${n(f.z[1])}]}`, null);
+          }
+          add("nodes:", null);
+          for (const node of plan.nodes) {
+            let line = `  - {name: ${q(node.name)}, position: [${node.position.map(n).join(", ")}]`;
+            if (typeof node.rx_offset === "number") line += `, rx-offset: ${n(node.rx_offset)}`;
+            if (typeof node.tx_power === "number") line += `, tx-power: ${n(node.tx_power)}`;
+            add(line + "}", { node: node.name });
+          }
+          add("rooms:", null);
+          for (const room of plan.rooms) {
+            add(`  - {name: ${q(room.name)}${named ? ", floor: " + q(room.floor) : ""}, polygon: [${room.polygon.map(([x, y]) => `[${n(x)}, ${n(y)}]`).join(", ")}]}`,
+                { room: room.name });
+          }
+          if (typeof plan.path_loss_exponent === "number") { add("calibration:", null); add(`  path-loss-exponent: ${n(plan.path_loss_exponent)}`, null); }
+          return { text: lines.join("\n") + "\n", owner };
+        }
+        document.getElementById("edit-save").addEventListener("click", async () => {
+          const token = document.getElementById("edit-token").value.trim();
+          sessionStorage.setItem(tokenKey, token);
+          const problems = document.getElementById("edit-problems");
+          problems.replaceChildren();
+          for (const e of document.querySelectorAll(".problem")) e.classList.remove("problem");
+          const { text, owner } = yaml();
+          const answer = await fetch("api/plan", { method: "PUT", body: text, headers: { "Authorization": `Bearer ${token}`, "Content-Type": "application/yaml" } });
+          if (answer.status === 200) {
+            message("Saved: the fleet uses the new plan now.");
+            await stopEditing();
+            return;
+          }
+          const reply = await answer.json().catch(() => ({}));
+          if (answer.status === 401) { message("Not saved: the token is not the one in the --edit-token file."); return; }
+          message(`Not saved: ${reply.error ?? answer.status}`);
+          for (const p of reply.problems ?? []) {
+            const who = p.line ? owner[p.line - 1] : null;
+            const li = document.createElement("li");
+            li.textContent = (who ? (who.room ? `room ${who.room}: ` : `node ${who.node}: `) : "") + p.message;
+            problems.appendChild(li);
+            const target = who?.room ? document.querySelector(`polygon.room[data-room="${CSS.escape(who.room)}"]`)
+                         : who?.node ? document.querySelector(`g.node[data-node="${CSS.escape(who.node)}"]`) : null;
+            target?.classList.add("problem");
+          }
+        });
 
         // Whether what the page shows is live, in words: the service's own status (the broker, how
         // fresh the nodes' reports are), and whether the service's states still come. Anything
