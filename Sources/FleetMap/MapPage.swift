@@ -78,6 +78,10 @@ enum MapPage {
                 <button id="tool-node" data-tool="node">Place a node</button>
                 <button id="tool-delete" data-tool="delete">Delete</button>
                 <button id="edit-finish" hidden>Finish the room</button>
+                <label>Height <input id="edit-height" size="4" inputmode="decimal" placeholder="m"></label>
+                <button id="edit-floor">Add a floor</button>
+                <label>from <input id="edit-floor-low" size="3" inputmode="decimal"></label>
+                <label>to <input id="edit-floor-high" size="3" inputmode="decimal"> m</label>
                 <label>Token <input id="edit-token" type="password" size="14" autocomplete="off" placeholder="from --edit-token"></label>
                 <button id="edit-save">Save</button>
                 <button id="edit-cancel">Cancel</button>
@@ -550,8 +554,11 @@ enum MapPage {
             if (!name) { message("Give the node its name first (the name it publishes under)."); return; }
             const [x, y] = planPoint(event);
             const old = plan.nodes.find(n => n.name === name);
+            const height = Number(document.getElementById("edit-height").value);
+            const z = document.getElementById("edit-height").value.trim() !== "" && isFinite(height) ? height
+                    : old && old.floor === floor ? old.position[2] : floorZ();
             plan.nodes = plan.nodes.filter(n => n.name !== name);
-            plan.nodes.push({ name, floor, position: [x, y, old ? old.position[2] : floorZ()], rx_offset: old?.rx_offset, tx_power: old?.tx_power });
+            plan.nodes.push({ name, floor, position: [x, y, z], rx_offset: old?.rx_offset, tx_power: old?.tx_power });
             message(`Node ${name} at ${x}, ${y}.`);
             redraw();
           } else if (tool === "delete") {
@@ -590,6 +597,25 @@ enum MapPage {
           await loadPlan(planVersion);
           if (latest) drawState(latest);
         }
+        // A floor: its name (the Name field) and the heights it spans; shown at once, to draw on.
+        document.getElementById("edit-floor").addEventListener("click", () => {
+          const name = document.getElementById("edit-name").value.trim();
+          const low = Number(document.getElementById("edit-floor-low").value), high = Number(document.getElementById("edit-floor-high").value);
+          if (!name || !isFinite(low) || !isFinite(high) || document.getElementById("edit-floor-low").value.trim() === "" || !(high > low)) {
+            message("A floor needs a name and the heights it spans, from below to above (metres).");
+            return;
+          }
+          // A plan without floors has one unnamed floor: it becomes the ground floor.
+          if (plan.floors.length === 1 && plan.floors[0].name === "") {
+            plan.floors[0] = { name: "ground", z: [Math.min(0, low), Math.min(3, low)] };
+            for (const r of plan.rooms) r.floor = "ground";
+            for (const n of plan.nodes) n.floor = "ground";
+          }
+          plan.floors.push({ name, z: [low, high] });
+          floor = name;
+          message(`Floor ${name}, ${low} to ${high} m: draw its rooms.`);
+          redraw();
+        });
         document.getElementById("edit-cancel").addEventListener("click", () => { message(""); document.getElementById("edit-problems").replaceChildren(); stopEditing(); });
         for (const b of document.querySelectorAll("#edit-tools button[data-tool]")) b.addEventListener("click", () => setTool(b.dataset.tool));
 

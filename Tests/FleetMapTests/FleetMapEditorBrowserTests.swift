@@ -30,7 +30,7 @@ struct FleetMapEditorBrowserTests {
         "(() => { document.getElementById(\"\(id)\").value = \(MQTTJSON.encode([text]).dropFirst().dropLast()); return true; })()"
     }
 
-    @Test("draw a room, save with the token: the file holds it, check-plan accepts it, the fleet's plan has it; a wrong token is refused in words; a room named twice is refused and drawn as the problem")
+    @Test("draw a room, add a floor with a room and a node at a height, save with the token: the file holds them, check-plan accepts it, the fleet's plan has them; a wrong token is refused in words; a room named twice is refused and drawn as the problem")
     func drawAndSave() async throws {
         guard HeadlessChromium.executable() != nil else {
             Issue.record("no chromium: install Debian's chromium package (scripts/setup.sh does)")
@@ -95,17 +95,36 @@ struct FleetMapEditorBrowserTests {
                   return box.width > 0;
                 })()
                 """, as: Bool.self)
+            // A floor upstairs, 3 to 6 m, with a room and a node 4.5 m up.
+            _ = try await page.evaluate(Self.type("edit-name", "upstairs"), as: Bool.self)
+            _ = try await page.evaluate(Self.type("edit-floor-low", "3"), as: Bool.self)
+            _ = try await page.evaluate(Self.type("edit-floor-high", "6"), as: Bool.self)
+            _ = try await page.evaluate(Self.press("edit-floor"), as: Bool.self)
+            try await page.waitUntil("document.querySelectorAll('#floors button').length === 2 && document.querySelector('#floors button.current').textContent === 'upstairs'")
+            _ = try await page.evaluate(Self.press("tool-room"), as: Bool.self)
+            _ = try await page.evaluate(Self.type("edit-name", "loft"), as: Bool.self)
+            _ = try await page.evaluate(Self.clicks([(0, 0), (10, 0), (10, 4), (0, 4)]), as: Bool.self)
+            _ = try await page.evaluate(Self.press("edit-finish"), as: Bool.self)
+            _ = try await page.evaluate(Self.press("tool-node"), as: Bool.self)
+            _ = try await page.evaluate(Self.type("edit-name", "delta"), as: Bool.self)
+            _ = try await page.evaluate(Self.type("edit-height", "4.5"), as: Bool.self)
+            _ = try await page.evaluate(Self.clicks([(5, 2)]), as: Bool.self)
             _ = try await page.evaluate(Self.press("edit-save"), as: Bool.self)
             try await page.waitUntil("document.getElementById('edit-message').textContent.startsWith('Saved')")
             // The page read the fleet's plan again: the study drawn from it, the editor closed.
-            try await page.waitUntil("[...document.querySelectorAll('polygon.room')].map(p => p.dataset.room).join() === 'living,kitchen,study' && document.getElementById('edit-start').hidden === false")
+            try await page.waitUntil("document.getElementById('edit-start').hidden === false && document.querySelectorAll('#floors button').length === 2")
             let saved = try FloorPlanFile.load(path: planFile)
             let text = try String(contentsOfFile: planFile, encoding: .utf8)
-            #expect(saved.rooms.map(\.name) == ["living", "kitchen", "study"] && saved.floors.map(\.name) == ["ground"] && saved.nodes.count == 3, "\(text)")
-            #expect(saved.rooms.last?.polygon == [PlanPoint(x: 0.5, y: 0.5), PlanPoint(x: 2, y: 0.5), PlanPoint(x: 2, y: 2), PlanPoint(x: 0.5, y: 2)], "\(text)")
+            #expect(saved.rooms.map(\.name) == ["living", "kitchen", "study", "loft"] && saved.floors.map(\.name) == ["ground", "upstairs"], "\(text)")
+            #expect(saved.rooms[2].polygon == [PlanPoint(x: 0.5, y: 0.5), PlanPoint(x: 2, y: 0.5), PlanPoint(x: 2, y: 2), PlanPoint(x: 0.5, y: 2)], "\(text)")
+            #expect(saved.rooms.map(\.floor) == [0, 0, 0, 1] && saved.floors[1].z == 3 ... 6, "\(text)")
+            #expect(saved.nodes.map(\.name) == ["alpha", "bravo", "charlie", "delta"] && saved.nodes[3].position == PlanPoint(x: 5, y: 2, z: 4.5), "\(text)")
             let check = try await runCommand(BuiltProducts.path("proximity-fleet"), ["check-plan", planFile])
             #expect(check.status == 0, "\(check)")
             try (try await page.screenshot()).write(to: FleetMapBrowserTests.artifacts.appendingPathComponent("fleet-map-edited.png"))
+            // The ground floor again: its rooms, the study among them.
+            _ = try await page.evaluate("(() => { [...document.querySelectorAll('#floors button')].find(b => b.textContent === 'ground').click(); return true; })()", as: Bool.self)
+            try await page.waitUntil("[...document.querySelectorAll('polygon.room')].map(p => p.dataset.room).join() === 'living,kitchen,study'")
         } catch {
             await browser.close()
             throw error
