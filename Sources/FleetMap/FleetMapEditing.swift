@@ -90,6 +90,50 @@ public struct FleetMapEditing: Sendable {
         return FleetMapServer.response(MQTTJSON.encode(["saved": planPath]), type: "application/json")
     }
 
+    /// The most a background picture may weigh, bytes.
+    public static let maximumBackground = 10 << 20
+
+    /// `PUT /api/plan/background`: a PNG, JPEG or SVG (by its `Content-Type`, checked against its
+    /// first bytes), at most 10 MB, stored beside the plan as `<plan>.background.<ext>`; the plan
+    /// names it once saved with it (`background: {image: …}`).
+    func putBackground(_ request: Request, logger: Logger) async -> Response {
+        guard authorised(request) else {
+            var refused = FleetMapServer.response(MQTTJSON.encode(["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
+                                                  type: "application/json", status: .unauthorized)
+            refused.headers[.wwwAuthenticate] = "Bearer realm=\"proximity-fleet\""
+            return refused
+        }
+        let types = ["image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"]
+        let given = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard let ext = types[given] else {
+            return FleetMapServer.response(MQTTJSON.encode(["error": "a background is a PNG, JPEG or SVG (Content-Type image/png, image/jpeg or image/svg+xml), not \(given.isEmpty ? "none" : given)"]),
+                                           type: "application/json", status: .unsupportedMediaType)
+        }
+        let body: ByteBuffer
+        do { body = try await request.body.collect(upTo: Self.maximumBackground) } catch {
+            return FleetMapServer.response(MQTTJSON.encode(["error": "a background is at most 10 MB"]), type: "application/json", status: .contentTooLarge)
+        }
+        let bytes = Array(body.readableBytesView)
+        let head = String(decoding: bytes.prefix(512), as: UTF8.self)
+        let matches = switch ext {
+        case "png": bytes.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        case "jpg": bytes.starts(with: [0xFF, 0xD8, 0xFF])
+        default: head.contains("<svg")
+        }
+        guard matches else {
+            return FleetMapServer.response(MQTTJSON.encode(["error": "the body is not the \(given) it says it is"]), type: "application/json",
+                                           status: .unsupportedMediaType)
+        }
+        let url = URL(fileURLWithPath: planPath)
+        let name = url.deletingPathExtension().lastPathComponent + ".background." + ext
+        let path = url.deletingLastPathComponent().path + "/" + name
+        do { try Self.replace(path, with: bytes) } catch {
+            return FleetMapServer.response(MQTTJSON.encode(["error": "cannot save \(path): \(error)"]), type: "application/json", status: .internalServerError)
+        }
+        logger.notice("background picture saved from the map", metadata: ["file": "\(path)", "bytes": "\(bytes.count)"])
+        return FleetMapServer.response(MQTTJSON.encode(["image": name]), type: "application/json")
+    }
+
     /// `FILE:LINE:COLUMN: message` (or `FILE:LINE: message`, or a message alone) as a problem.
     static func problem(_ line: String) -> Problem {
         let parts = line.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)

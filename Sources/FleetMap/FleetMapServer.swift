@@ -89,14 +89,17 @@ public struct FleetMapServer: Service {
     let editing: FleetMapEditing?
     /// Told the port it listens on once it does (port 0 in ``address``: the one chosen).
     let listening: (@Sendable (Int) -> Void)?
+    /// The plan file's folder: its background picture is there.
+    let planFolder: String?
 
-    public init(address: FleetMapAddress, views: FleetViews, logger: Logger, editing: FleetMapEditing? = nil,
+    public init(address: FleetMapAddress, views: FleetViews, logger: Logger, planPath: String? = nil, editing: FleetMapEditing? = nil,
                 listening: (@Sendable (Int) -> Void)? = nil) {
         self.address = address
         self.views = views
         self.logger = logger
         self.editing = editing
         self.listening = listening
+        planFolder = (planPath ?? editing?.planPath).map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
     }
 
     public func run() async throws {
@@ -108,9 +111,12 @@ public struct FleetMapServer: Service {
         Self.read(router, "/api/plan", writable: editing != nil) { _ in
             Self.json(views.planJSON, missing: "this fleet has no floor plan (proximity-fleet run --plan FILE)", status: .notFound)
         }
+        let folder = planFolder
+        Self.read(router, "/api/plan/background", writable: editing != nil) { _ in Self.background(views.backgroundImage, folder: folder) }
         if let editing {
             let logger = self.logger
             router.put("/api/plan") { request, _ in await editing.put(request, logger: logger) }
+            router.put("/api/plan/background") { request, _ in await editing.putBackground(request, logger: logger) }
         }
         Self.read(router, "/api/devices") { _ in Self.json(views.devicesJSON, missing: Self.starting, status: .serviceUnavailable) }
         Self.read(router, "/api/nodes") { _ in Self.json(views.nodesJSON, missing: Self.starting, status: .serviceUnavailable) }
@@ -146,7 +152,7 @@ public struct FleetMapServer: Service {
         var headers = HTTPFields()
         headers[.contentType] = type
         headers[.cacheControl] = "no-store"
-        headers[.contentSecurityPolicy] = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'"
+        headers[.contentSecurityPolicy] = "default-src 'self'; img-src 'self' data: blob:; frame-ancestors 'none'"
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
         return headers
@@ -191,6 +197,19 @@ public struct FleetMapServer: Service {
             return answer
         }
         return response(text, type: "application/json")
+    }
+
+    /// The plan's picture, as it is on disk; an SVG under a policy that runs nothing of its own
+    /// (`sandbox`, no script). 404 without one.
+    static func background(_ image: String?, folder: String?) -> Response {
+        guard let image, let folder, let type = FloorPlanFile.backgroundTypes[URL(fileURLWithPath: image).pathExtension.lowercased()],
+              let data = FileManager.default.contents(atPath: folder + "/" + image) else {
+            return response(MQTTJSON.encode(["error": "this plan has no background picture"]), type: "application/json", status: .notFound)
+        }
+        var headers = headers(type: type)
+        headers[.cacheControl] = "no-cache"
+        if type == "image/svg+xml" { headers[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox" }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// One of the page's files: with its `ETag`, revalidated by the browser each time

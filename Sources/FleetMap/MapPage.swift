@@ -80,6 +80,10 @@ enum MapPage {
                 <button id="edit-finish" hidden>Finish the room</button>
                 <label>Height <input id="edit-height" size="4" inputmode="decimal" placeholder="m"></label>
                 <button id="edit-floor">Add a floor</button>
+                <label>Picture <input type="file" id="edit-background" accept="image/png,image/jpeg,image/svg+xml"></label>
+                <button id="tool-scale" data-tool="scale">Scale the picture</button>
+                <label>Distance <input id="edit-distance" size="4" inputmode="decimal" placeholder="m"></label>
+                <button id="tool-move" data-tool="move">Move the picture</button>
                 <label>from <input id="edit-floor-low" size="3" inputmode="decimal"></label>
                 <label>to <input id="edit-floor-high" size="3" inputmode="decimal"> m</label>
                 <label>Token <input id="edit-token" type="password" size="14" autocomplete="off" placeholder="from --edit-token"></label>
@@ -148,7 +152,7 @@ enum MapPage {
         nav#floors button { border: 1px solid #9aa6af; background: #fff; border-radius: 0.3em 0.3em 0 0; padding: 0.2em 0.8em; }
         nav#floors button.current { background: #23313a; color: #fff; }
         #map { box-sizing: border-box; display: block; width: 100%; height: auto; max-height: 75vh; background: #fff; border: 1px solid #ccd; }
-        .room { fill: #eef2f5; stroke: #5b6b78; stroke-width: 0.06; }
+        .room { fill: #eef2f5; fill-opacity: 0.7; stroke: #5b6b78; stroke-width: 0.06; }
         .room.occupied { fill: #dcefe0; }
         #map text { dominant-baseline: hanging; text-anchor: start; }
         .room-label { font-size: 0.4px; fill: #5b6b78; pointer-events: none; }
@@ -176,6 +180,7 @@ enum MapPage {
         .room.problem, .node.problem rect { stroke: #b23b3b; stroke-width: 0.15; }
         .draft { fill: none; stroke: #b23b3b; stroke-width: 0.06; stroke-dasharray: 0.15 0.1; }
         .draft-point { fill: #b23b3b; }
+        .background { opacity: 0.45; pointer-events: none; }
         details { margin-bottom: 0.8em; }
         summary { font-weight: 600; cursor: pointer; margin-bottom: 0.3em; }
         table { border-collapse: collapse; width: 100%; font-size: 0.9em; background: #fff; }
@@ -227,10 +232,36 @@ enum MapPage {
           const take = (x, y) => { minX = Math.min(minX, x); maxX = Math.max(maxX, x); minY = Math.min(minY, y); maxY = Math.max(maxY, y); };
           for (const r of plan.rooms) for (const [x, y] of r.polygon) take(x, y);
           for (const n of plan.nodes) take(n.position[0], n.position[1]);
+          const bg = plan.background, aspect = bg ? aspects.get(backgroundURL(bg)) : undefined;
+          if (bg && aspect) { take(bg.corner[0], bg.corner[1]); take(bg.corner[0] + bg.width, bg.corner[1] + bg.width * aspect); }
           if (!isFinite(minX)) { minX = 0; minY = 0; maxX = 10; maxY = 10; }
           return { minX: minX - margin, minY: minY - margin, maxX: maxX + margin, maxY: maxY + margin };
         }
         let box = null;
+        // The plan's picture: a draft's freshly sent file, else the saved one; its height over its
+        // width, once the browser has read it.
+        const aspects = new Map();
+        function backgroundURL(bg) { return bg.data ?? `api/plan/background?v=${planVersion}`; }
+        function drawBackground(g) {
+          const bg = plan.background;
+          if (!bg || (bg.floor ?? "") !== (floor ?? "")) return;
+          const url = backgroundURL(bg);
+          const aspect = aspects.get(url);
+          if (aspect === undefined) {
+            aspects.set(url, null);
+            const image = new Image();
+            image.onload = () => { aspects.set(url, image.naturalWidth ? image.naturalHeight / image.naturalWidth : 1); redrawAll(); };
+            image.onerror = () => aspects.set(url, 0);
+            image.src = url;
+            return;
+          }
+          if (!aspect) return;
+          const height = bg.width * aspect;
+          const picture = el("image", { class: "background", href: url, x: sx(bg.corner[0]), y: sy(bg.corner[1] + height), width: bg.width, height,
+                                        preserveAspectRatio: "none" });
+          g.insertBefore(picture, g.firstChild);
+        }
+        function redrawAll() { drawPlan(); if (latest) drawState(latest); if (typeof drawDraft === "function") drawDraft(); }
         // Plan coordinates (y up) to the SVG's (y down).
         function sx(x) { return x; }
         function sy(y) { return box.maxY + box.minY - y; }
@@ -272,6 +303,7 @@ enum MapPage {
             const p = el("polygon", { class: "room", "data-room": r.name, "data-index": plan.rooms.indexOf(r), points }, g);
             el("title", {}, p).textContent = r.name;
           }
+          drawBackground(g);
           el("g", { id: "trails-layer" }, g);
           el("g", { id: "uncertainty-layer", "clip-path": "url(#house)" }, g);
           el("g", { id: "nodes-layer" }, g);
@@ -523,7 +555,9 @@ enum MapPage {
           document.getElementById("edit-finish").hidden = true;
           drawDraft();
           message({ room: "Click each corner of the room, then Finish the room.", node: "Click where the node stands.",
-                    delete: "Click a room or a node to delete it." }[tool] ?? "");
+                    delete: "Click a room or a node to delete it.",
+                    scale: "Give a length you know (Distance), then click its two ends on the picture.",
+                    move: "Click a point of the picture, then where it belongs on the plan." }[tool] ?? "");
         }
         function planPoint(event) {
           const svg = document.getElementById("map");
@@ -561,6 +595,29 @@ enum MapPage {
             plan.nodes.push({ name, floor, position: [x, y, z], rx_offset: old?.rx_offset, tx_power: old?.tx_power });
             message(`Node ${name} at ${x}, ${y}.`);
             redraw();
+          } else if (tool === "scale" || tool === "move") {
+            const bg = plan.background;
+            if (!bg) { message("Send a picture first (Picture)."); return; }
+            corners.push(planPoint(event));
+            drawDraft();
+            if (corners.length < 2) {
+              message(tool === "scale" ? "Now click the other end of a length you know." : "Now click where that point belongs.");
+              return;
+            }
+            const [[x1, y1], [x2, y2]] = corners;
+            corners = [];
+            if (tool === "move") {
+              bg.corner = [bg.corner[0] + x2 - x1, bg.corner[1] + y2 - y1];
+              message(`Picture moved by ${(x2 - x1).toFixed(1)}, ${(y2 - y1).toFixed(1)} m.`);
+            } else {
+              const known = Number(document.getElementById("edit-distance").value), measured = Math.hypot(x2 - x1, y2 - y1);
+              if (!(known > 0) || !(measured > 0)) { message("Give the distance between the two points (Distance, metres), then click them again."); drawDraft(); return; }
+              const f = known / measured;
+              bg.width *= f;
+              bg.corner = [x1 + (bg.corner[0] - x1) * f, y1 + (bg.corner[1] - y1) * f];
+              message(`Picture scaled: ${bg.width.toFixed(2)} m wide.`);
+            }
+            redraw();
           } else if (tool === "delete") {
             const target = event.target.closest("[data-room], [data-node]");
             if (!target) return;
@@ -597,6 +654,26 @@ enum MapPage {
           await loadPlan(planVersion);
           if (latest) drawState(latest);
         }
+        // The plan's picture: sent at once (stored beside the plan), named in the plan when saved;
+        // placed over the rooms drawn so far, to be scaled and moved.
+        async function uploadBackground(blob) {
+          const token = document.getElementById("edit-token").value.trim();
+          const answer = await fetch("api/plan/background", { method: "PUT", body: blob, headers: { "Authorization": `Bearer ${token}`, "Content-Type": blob.type } });
+          const reply = await answer.json().catch(() => ({}));
+          if (answer.status !== 200) { message(answer.status === 401 ? "Not sent: the token is not the one in the --edit-token file." : `Not sent: ${reply.error ?? answer.status}`); return false; }
+          const xs = plan.rooms.flatMap(r => r.polygon.map(p => p[0])), ys = plan.rooms.flatMap(r => r.polygon.map(p => p[1]));
+          const corner = xs.length ? [Math.min(...xs), Math.min(...ys)] : [0, 0];
+          const width = xs.length ? Math.max(...xs) - corner[0] || 10 : 10;
+          plan.background = { image: reply.image, corner, width, floor, data: URL.createObjectURL(blob) };
+          message(`Picture ${reply.image} sent: scale it with a length you know, and move it onto the rooms.`);
+          redraw();
+          return true;
+        }
+        document.getElementById("edit-background").addEventListener("change", event => {
+          const file = event.target.files[0];
+          if (file) uploadBackground(file);
+        });
+
         // A floor: its name (the Name field) and the heights it spans; shown at once, to draw on.
         document.getElementById("edit-floor").addEventListener("click", () => {
           const name = document.getElementById("edit-name").value.trim();
@@ -644,6 +721,8 @@ enum MapPage {
                 { room: room.name });
           }
           if (typeof plan.path_loss_exponent === "number") { add("calibration:", null); add(`  path-loss-exponent: ${n(plan.path_loss_exponent)}`, null); }
+          const bg = plan.background;
+          if (bg) add(`background: {image: ${q(bg.image)}, corner: [${n(bg.corner[0])}, ${n(bg.corner[1])}], width: ${n(bg.width)}${named ? ", floor: " + q(bg.floor) : ""}}`, null);
           return { text: lines.join("\n") + "\n", owner };
         }
         document.getElementById("edit-save").addEventListener("click", async () => {

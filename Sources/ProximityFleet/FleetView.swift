@@ -45,9 +45,18 @@ public struct FleetMapPlan: Codable, Hashable, Sendable {
     public var pathLossExponent: Double?
     /// Whether the page may edit the plan (`proximity-fleet run --edit`).
     public var editable: Bool?
+    /// The plan's picture (`GET /api/plan/background`): its file's name, its bottom-left corner
+    /// [x, y] and width, metres, and its floor.
+    public struct Background: Codable, Hashable, Sendable {
+        public var image: String
+        public var corner: [Double]
+        public var width: Double
+        public var floor: String
+    }
+    public var background: Background?
 
     enum CodingKeys: String, CodingKey {
-        case version, floors, rooms, nodes, editable
+        case version, floors, rooms, nodes, editable, background
         case pathLossExponent = "path_loss_exponent"
     }
 
@@ -55,6 +64,10 @@ public struct FleetMapPlan: Codable, Hashable, Sendable {
         self.version = version
         pathLossExponent = plan.pathLossExponent
         self.editable = editable ? true : nil
+        background = plan.background.map {
+            Background(image: $0.image, corner: [$0.corner.x, $0.corner.y], width: $0.width,
+                       floor: plan.floors.indices.contains($0.floor) ? plan.floors[$0.floor].name : "")
+        }
         floors = plan.floors.map { Floor(name: $0.name, z: [$0.z.lowerBound, $0.z.upperBound]) }
         rooms = plan.rooms.map { room in
             Room(name: room.name, floor: plan.floors.indices.contains(room.floor) ? plan.floors[room.floor].name : "",
@@ -220,6 +233,7 @@ public final class FleetViews: Sendable {
     private struct State {
         var planVersion = 0
         var plan: String?
+        var background: String?
         var latest: FleetMapState?
         /// `latest`, encoded: what a new stream starts with.
         var state: String?
@@ -242,6 +256,7 @@ public final class FleetViews: Sendable {
         mutex.withLock { state in
             state.planVersion += 1
             state.plan = plan.map { MQTTJSON.encode(FleetMapPlan($0, version: state.planVersion, editable: editable)) }
+            state.background = plan?.background?.image
         }
     }
 
@@ -260,6 +275,8 @@ public final class FleetViews: Sendable {
 
     /// `GET /api/plan`: nil without a plan.
     public var planJSON: String? { mutex.withLock { $0.plan } }
+    /// The file name of the plan's background picture, if it has one.
+    public var backgroundImage: String? { mutex.withLock { $0.background } }
     /// `GET /api/devices`: nil before the first state.
     public var devicesJSON: String? { mutex.withLock { $0.latest }.map { MQTTJSON.encode($0.devices) } }
     /// `GET /api/nodes`: nil before the first state.

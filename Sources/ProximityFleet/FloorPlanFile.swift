@@ -21,9 +21,17 @@ import StrictYAML
 ///     polygon: [[0, 0], [4, 0], [4, 5], [0, 5]]
 /// calibration:                 # optional
 ///   path-loss-exponent: 2.5
+/// background:                  # optional: a picture of the plan drawn under it on the map
+///   image: house.png           # beside the plan file: PNG, JPEG or SVG
+///   corner: [0, 0]             # where its bottom-left corner is on the plan, metres
+///   width: 12                  # the metres its width spans
+///   floor: ground              # optional with one floor
 /// ```
 public enum FloorPlanFile {
-    public static let keys = ["floors", "nodes", "rooms", "calibration"]
+    public static let keys = ["floors", "nodes", "rooms", "calibration", "background"]
+    public static let backgroundKeys = ["image", "corner", "width", "floor"]
+    /// The pictures a background may be, by extension, and their media types.
+    public static let backgroundTypes = ["png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "svg": "image/svg+xml"]
     public static let floorKeys = ["name", "z"]
     public static let nodeKeys = ["name", "position", "rx-offset", "tx-power"]
     public static let roomKeys = ["name", "floor", "polygon"]
@@ -57,6 +65,7 @@ public enum FloorPlanFile {
     public static func parse(_ bytes: [UInt8], path: String) throws(Problems) -> FloorPlan {
         let (root, yamlProblems) = StrictYAML.parse(bytes)
         var reader = Reader()
+        reader.folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
         if yamlProblems.isEmpty || root != nil { reader.read(root) }
         let problems = (yamlProblems + reader.problems).enumerated().sorted {
             let a = $0.element.position ?? YAMLPosition(line: 0, column: 0), b = $1.element.position ?? YAMLPosition(line: 0, column: 0)
@@ -75,10 +84,17 @@ public enum FloorPlanFile {
         var nodes: [FloorPlan.Node] = []
         var rooms: [FloorPlan.Room] = []
         var exponent = FloorPlan.defaultPathLossExponent
+        var background: FloorPlan.Background?
+        /// The plan file's folder: a background's image is there.
+        var folder = "."
         /// Where each name was first given, by kind, to report a second one.
         var seen: [String: YAMLPosition] = [:]
 
-        var plan: FloorPlan { FloorPlan(floors: floors, nodes: nodes, rooms: rooms, pathLossExponent: exponent) }
+        var plan: FloorPlan {
+            var plan = FloorPlan(floors: floors, nodes: nodes, rooms: rooms, pathLossExponent: exponent)
+            plan.background = background
+            return plan
+        }
 
         mutating func report(_ position: YAMLPosition?, _ message: String) {
             problems.append(YAMLProblem(position: position, message: message))
@@ -96,6 +112,50 @@ public enum FloorPlanFile {
             if let e = byKey["calibration"] { readCalibration(e) }
             if let e = byKey["nodes"] { readNodes(e) } else { report(root.position, "the plan has no nodes:") }
             if let e = byKey["rooms"] { readRooms(e) } else { report(root.position, "the plan has no rooms:") }
+            if let e = byKey["background"] { readBackground(e) }
+        }
+
+        mutating func readBackground(_ entry: YAMLEntry) {
+            guard let fields = mapping(entry.value, path: "background", keys: FloorPlanFile.backgroundKeys) else { return }
+            var image: String?, corner: PlanPoint?, width: Double?, floor: Int? = floors.count <= 1 ? 0 : nil
+            for e in fields {
+                switch e.key {
+                case "image":
+                    guard case .string(let text) = e.value.kind else {
+                        report(e.value.position, "background.image: must be a file name, not \(e.value.summary)")
+                        continue
+                    }
+                    let ext = URL(fileURLWithPath: text).pathExtension.lowercased()
+                    if text.isEmpty || text.hasPrefix("/") || text.split(separator: "/").contains("..") || text.utf8.count > 255 {
+                        report(e.value.position, "background.image: a file beside the plan (no /, no ..), not \(text.debugDescription)")
+                    } else if FloorPlanFile.backgroundTypes[ext] == nil {
+                        report(e.value.position, "background.image: must be a PNG, JPEG or SVG file (.png, .jpg, .jpeg, .svg), not \(text.debugDescription)")
+                    } else if !FileManager.default.fileExists(atPath: folder + "/" + text) {
+                        report(e.value.position, "background.image: no file \(text.debugDescription) beside the plan (in \(folder))")
+                    } else {
+                        image = text
+                    }
+                case "corner":
+                    if let pair = numbers(e.value, path: "background.corner", count: 2 ... 2) { corner = PlanPoint(x: pair[0], y: pair[1]) }
+                case "width":
+                    if let n = number(e.value, path: "background.width", in: 0.1 ... 10_000) { width = n }
+                case "floor":
+                    guard case .string(let text) = e.value.kind, let index = floors.firstIndex(where: { $0.name == text }) else {
+                        report(e.value.position, "background.floor: no floor is named \(e.value.text.debugDescription)")
+                        floor = nil
+                        continue
+                    }
+                    floor = index
+                default: break
+                }
+            }
+            for key in ["image", "corner", "width"] where !fields.contains(where: { $0.key == key }) {
+                report(entry.value.position, "background: needs \(key):")
+            }
+            if floor == nil, !fields.contains(where: { $0.key == "floor" }) {
+                report(entry.value.position, "background: needs floor: (the plan has \(floors.count) floors)")
+            }
+            if let image, let corner, let width, let floor { background = .init(image: image, corner: corner, width: width, floor: floor) }
         }
 
         // MARK: - Sections
@@ -318,6 +378,10 @@ extension FloorPlanFile {
             out += "    polygon: [\(r.polygon.map { "[\(number($0.x)), \(number($0.y))]" }.joined(separator: ", "))]\n"
         }
         out += "calibration:\n  path-loss-exponent: \(number(plan.pathLossExponent))\n"
+        if let b = plan.background {
+            out += "background:\n  image: \(name(b.image))\n  corner: [\(number(b.corner.x)), \(number(b.corner.y))]\n  width: \(number(b.width))\n"
+            if named { out += "  floor: \(name(plan.floors[b.floor].name))\n" }
+        }
         return out
     }
 }

@@ -263,7 +263,7 @@ struct Run: AsyncParsableCommand {
             }
         }
         if let map {
-            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger, editing: editing),
+            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger, planPath: plan, editing: editing),
                                   successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

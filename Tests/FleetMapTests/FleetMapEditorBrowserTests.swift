@@ -95,6 +95,16 @@ struct FleetMapEditorBrowserTests {
                   return box.width > 0;
                 })()
                 """, as: Bool.self)
+            // A picture of the plan, sent, then scaled: what it shows as 10 m is 20 m.
+            let png = FleetMapBackgroundTests.png.map(String.init).joined(separator: ",")
+            #expect(try await page.evaluate("uploadBackground(new Blob([new Uint8Array([\(png)])], { type: 'image/png' }))", as: Bool.self))
+            try await page.waitUntil("document.querySelector('#map image.background') !== null")
+            _ = try await page.evaluate(Self.press("tool-scale"), as: Bool.self)
+            _ = try await page.evaluate(Self.type("edit-distance", "20"), as: Bool.self)
+            _ = try await page.evaluate(Self.clicks([(0, 0), (10, 0)]), as: Bool.self)
+            #expect(try await page.evaluate("plan.background.width", as: Double.self) == 20)
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("plan.background.png").path))
+
             // A floor upstairs, 3 to 6 m, with a room and a node 4.5 m up.
             _ = try await page.evaluate(Self.type("edit-name", "upstairs"), as: Bool.self)
             _ = try await page.evaluate(Self.type("edit-floor-low", "3"), as: Bool.self)
@@ -119,12 +129,16 @@ struct FleetMapEditorBrowserTests {
             #expect(saved.rooms[2].polygon == [PlanPoint(x: 0.5, y: 0.5), PlanPoint(x: 2, y: 0.5), PlanPoint(x: 2, y: 2), PlanPoint(x: 0.5, y: 2)], "\(text)")
             #expect(saved.rooms.map(\.floor) == [0, 0, 0, 1] && saved.floors[1].z == 3 ... 6, "\(text)")
             #expect(saved.nodes.map(\.name) == ["alpha", "bravo", "charlie", "delta"] && saved.nodes[3].position == PlanPoint(x: 5, y: 2, z: 4.5), "\(text)")
+            #expect(saved.background == .init(image: "plan.background.png", corner: PlanPoint(x: 0, y: 0), width: 20, floor: 0), "\(text)")
             let check = try await runCommand(BuiltProducts.path("proximity-fleet"), ["check-plan", planFile])
             #expect(check.status == 0, "\(check)")
             try (try await page.screenshot()).write(to: FleetMapBrowserTests.artifacts.appendingPathComponent("fleet-map-edited.png"))
             // The ground floor again: its rooms, the study among them.
             _ = try await page.evaluate("(() => { [...document.querySelectorAll('#floors button')].find(b => b.textContent === 'ground').click(); return true; })()", as: Bool.self)
             try await page.waitUntil("[...document.querySelectorAll('polygon.room')].map(p => p.dataset.room).join() === 'living,kitchen,study'")
+            // The saved picture, served by the fleet, under the ground floor's rooms.
+            try await page.waitUntil("document.querySelector('#map image.background')?.getAttribute('href').startsWith('api/plan/background') === true")
+            try (try await page.screenshot()).write(to: FleetMapBrowserTests.artifacts.appendingPathComponent("fleet-map-edited-ground.png"))
         } catch {
             await browser.close()
             throw error

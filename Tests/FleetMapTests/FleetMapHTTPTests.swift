@@ -238,3 +238,69 @@ struct FleetMapEditingTests {
         #expect(running.stderr.contains("token-file=\(tokenPath)") && !running.stderr.contains(token), "\(running.stderr)")
     }
 }
+
+/// The plan's background picture (issue 31, item 5): in the plan file, sent from the map, served
+/// to the page.
+@Suite("the plan's background picture")
+struct FleetMapBackgroundTests {
+    /// A 2 × 1 PNG (black, white).
+    static let png: [UInt8] = Array(Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAAAAADRSSBWAAAAC0lEQVR4nGNg+A8AAQIBAEK+vGgAAAAASUVORK5CYII=")!)
+
+    @Test("background: {image, corner, width, floor}: read, drawn again by render, its problems at their line and column (no file, a path out of the folder, another kind of file, no floor of that name, a width of 0)")
+    func planFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("background-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        try Data(Self.png).write(to: dir.appendingPathComponent("house.png"))
+        let path = dir.appendingPathComponent("plan.yaml").path
+        let text = FleetMapEditingTests.good + "background: {image: house.png, corner: [-0.5, 0], width: 12.5}\n"
+        let plan = try FloorPlanFile.parse(text, path: path)
+        #expect(plan.background == .init(image: "house.png", corner: PlanPoint(x: -0.5, y: 0), width: 12.5, floor: 0))
+        #expect(try FloorPlanFile.parse(FloorPlanFile.render(plan), path: path).background == plan.background)
+        for (value, says) in [("{image: nothere.png, corner: [0, 0], width: 10}", "background.image: no file \"nothere.png\""),
+                              ("{image: ../house.png, corner: [0, 0], width: 10}", "a file beside the plan"),
+                              ("{image: plan.yaml, corner: [0, 0], width: 10}", "must be a PNG, JPEG or SVG"),
+                              ("{image: house.png, corner: [0, 0], width: 10, floor: attic}", "background.floor: no floor is named \"attic\""),
+                              ("{image: house.png, corner: [0, 0], width: 0}", "background.width"),
+                              ("{image: house.png, width: 10}", "background: needs corner:")] {
+            #expect(throws: FloorPlanFile.Problems.self) { try FloorPlanFile.parse(FleetMapEditingTests.good + "background: \(value)\n", path: path) }
+            do { _ = try FloorPlanFile.parse(FleetMapEditingTests.good + "background: \(value)\n", path: path) } catch {
+                #expect(error.lines.contains { $0.hasPrefix("\(path):7:") && $0.contains(says) }, "\(value): \(error.lines)")
+            }
+        }
+    }
+
+    @Test("PUT /api/plan/background: 401 without the token; 415 for another type or a body that is not what it says; 200 stores it beside the plan; once the plan names it, GET serves it (an SVG under a policy that runs nothing); 404 before")
+    func put() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("background-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let planPath = dir.appendingPathComponent("house.yaml").path
+        try FleetMapEditingTests.good.write(toFile: planPath, atomically: true, encoding: .utf8)
+        let views = FleetViews(editable: true)
+        views.show(plan: try FloorPlanFile.load(path: planPath))
+        let editing = FleetMapEditing(planPath: planPath, token: "t0ken") { plan in views.show(plan: plan) }
+        try await FleetMapHTTPTests.withServer(views, editing: editing) { port in
+            func send(_ type: String, _ body: [UInt8], auth: String? = "Bearer t0ken") async throws -> String {
+                let header = auth.map { "Authorization: \($0)\r\n" } ?? ""
+                return try await FleetMapHTTPTests.ask(port, "PUT /api/plan/background HTTP/1.1\r\n\(header)Content-Type: \(type)\r\nContent-Length: \(body.count)\r\n",
+                                                       body: String(decoding: body, as: UTF8.self))
+            }
+            #expect(try await FleetMapHTTPTests.ask(port, "GET /api/plan/background HTTP/1.1\r\n").hasPrefix("HTTP/1.1 404"))
+            #expect(try await send("image/png", Array("x".utf8), auth: nil).hasPrefix("HTTP/1.1 401"))
+            #expect(try await send("image/gif", Array("GIF89a".utf8)).hasPrefix("HTTP/1.1 415"))
+            #expect(try await send("image/png", Array("not a png".utf8)).hasPrefix("HTTP/1.1 415"))
+            let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><script>alert(1)</script><rect width="20" height="10"/></svg>"#
+            let sent = try await send("image/svg+xml", Array(svg.utf8))
+            #expect(sent.hasPrefix("HTTP/1.1 200") && FleetMapHTTPTests.body(sent) == #"{"image":"house.background.svg"}"#, "\(sent)")
+            #expect(try String(contentsOfFile: dir.appendingPathComponent("house.background.svg").path, encoding: .utf8) == svg)
+            let named = FleetMapEditingTests.good + "background: {image: house.background.svg, corner: [0, 0], width: 10}\n"
+            let saved = try await FleetMapHTTPTests.ask(port, "PUT /api/plan HTTP/1.1\r\nAuthorization: Bearer t0ken\r\nContent-Length: \(named.utf8.count)\r\n", body: named)
+            #expect(saved.hasPrefix("HTTP/1.1 200"), "\(saved)")
+            let served = try await FleetMapHTTPTests.ask(port, "GET /api/plan/background HTTP/1.1\r\n")
+            #expect(served.hasPrefix("HTTP/1.1 200") && FleetMapHTTPTests.header(served, "Content-Type") == "image/svg+xml", "\(served)")
+            #expect(FleetMapHTTPTests.header(served, "Content-Security-Policy")?.contains("sandbox") == true, "\(served)")
+            #expect(FleetMapHTTPTests.body(served) == svg)
+        }
+    }
+}

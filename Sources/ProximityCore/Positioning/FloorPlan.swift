@@ -97,6 +97,24 @@ public struct FloorPlan: Sendable, Hashable {
     public var rooms: [Room]
     /// The path-loss exponent of the fleet's model (`calibration: {path-loss-exponent: …}`).
     public var pathLossExponent: Double
+    /// A picture of the floor plan drawn under it on the map (`background:`), if any.
+    public var background: Background?
+
+    /// A picture of the floor plan: its file (beside the plan), where its bottom-left corner is
+    /// on the plan, how many metres its width spans, and the floor it shows.
+    public struct Background: Sendable, Hashable {
+        public var image: String
+        public var corner: PlanPoint
+        public var width: Double
+        public var floor: Int
+
+        public init(image: String, corner: PlanPoint, width: Double, floor: Int = 0) {
+            self.image = image
+            self.corner = corner
+            self.width = width
+            self.floor = floor
+        }
+    }
 
     public static let defaultFloor = Floor(name: "", z: -1_000 ... 1_000)
     public static let defaultPathLossExponent = 2.5
