@@ -271,7 +271,8 @@ let package = Package(
         ),
         .testTarget(
             name: "FleetMapTests",
-            dependencies: ["FleetMap", "ProximityFleet", "ProximityCore", "ProximityMQTT", "ProximityTesting", "NodeTesting", "MQTTKit"]
+            dependencies: ["FleetMap", "ProximityFleet", "ProximityCore", "ProximityMQTT", "ProximityTesting", "NodeTesting", "MQTTKit", "BlueZSim",
+                           "ProximityBenchmarking"]
         ),
         .testTarget(
             name: "ProximityCoreTests",

@@ -495,7 +495,7 @@ enum MapPage {
             const row = body.insertRow();
             row.dataset.device = d.id;
             const p = d.position;
-            cell(row, d.name ?? "–");
+            cell(row, nameOf(d));
             cell(row, d.room);
             cell(row, p ? `${fixed(p.x, 1)}, ${fixed(p.y, 1)}` : "–", "num");
             cell(row, p ? (p.floor ?? "") : "–");
