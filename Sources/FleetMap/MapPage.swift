@@ -79,7 +79,7 @@ enum MapPage {
                 <button id="tool-delete" data-tool="delete">Delete</button>
                 <button id="edit-finish" hidden>Finish the room</button>
                 <label>Height <input id="edit-height" size="4" inputmode="decimal" placeholder="m"></label>
-                <button id="edit-floor">Add a floor</button>
+                <button id="edit-floor">Add or change a floor</button>
                 <label>Picture <input type="file" id="edit-background" accept="image/png,image/jpeg,image/svg+xml"></label>
                 <button id="tool-scale" data-tool="scale">Scale the picture</button>
                 <label>Distance <input id="edit-distance" size="4" inputmode="decimal" placeholder="m"></label>
@@ -680,6 +680,15 @@ enum MapPage {
           const low = Number(document.getElementById("edit-floor-low").value), high = Number(document.getElementById("edit-floor-high").value);
           if (!name || !isFinite(low) || !isFinite(high) || document.getElementById("edit-floor-low").value.trim() === "" || !(high > low)) {
             message("A floor needs a name and the heights it spans, from below to above (metres).");
+            return;
+          }
+          // A floor of that name already: its heights change (its rooms and nodes stay on it).
+          const existing = plan.floors.find(f => f.name === name);
+          if (existing) {
+            existing.z = [low, high];
+            floor = name;
+            message(`Floor ${name} now ${low} to ${high} m.`);
+            redraw();
             return;
           }
           // A plan without floors has one unnamed floor: it becomes the ground floor.

@@ -18,7 +18,7 @@ struct FleetMapHouseTests {
     static let house = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("tests/fixtures/house")
 
-    @Test("a person can say who is in which room: Cleo in the bedroom and Anna in the living room, in the list and on the plan, at 1280 and 412 px, no label over another")
+    @Test("a person can say who is in which room: Cleo in the bedroom and Anna in the living room, in the list and on the plan, at 1280 and 412 px, no label over another; the broker stopped, the page says so within 5 s, and is live again once it is back")
     func house() async throws {
         guard HeadlessChromium.executable() != nil else {
             Issue.record("no chromium: install Debian's chromium package (scripts/setup.sh does)")
@@ -54,7 +54,8 @@ struct FleetMapHouseTests {
                 let samples = trace
                 for t in stride(from: 1.0, through: 100, by: 1) {
                     while i < samples.count, samples[i].time <= t { replay.add(samples[i]); i += 1 }
-                    for m in replay.nodeMessages(at: t) { try nodes.send(m.topic, m.payload, qos: 0) }
+                    // While the broker is away (below), what the nodes say is lost, as a node's QoS 0 is.
+                    for m in replay.nodeMessages(at: t) { try? nodes.send(m.topic, m.payload, qos: 0) }
                     try await Task.sleep(for: .milliseconds(500))
                 }
             }
@@ -77,6 +78,20 @@ struct FleetMapHouseTests {
                         if width < 700 { #expect(read.listTop < read.mapTop, "\(read)") }
                     }
                     try (try await page.screenshot()).write(to: FleetMapBrowserTests.artifacts.appendingPathComponent(name))
+                    if width < 700 {
+                        // The broker stops: within 5 s the page says so in words and greys the map;
+                        // back, it is live again.
+                        let stopped = ContinuousClock.now
+                        await broker.pause()
+                        try await page.waitUntil("document.getElementById('status').textContent.startsWith('MQTT broker down') && document.body.classList.contains('stale')",
+                                                 timeout: .seconds(10))
+                        let took = ContinuousClock.now - stopped
+                        #expect(took < .seconds(5), "the page said the broker was down after \(took)")
+                        try (try await page.screenshot()).write(to: FleetMapBrowserTests.artifacts.appendingPathComponent("fleet-map-house-broker-down.png"))
+                        try await broker.resume()
+                        try await page.waitUntil("document.getElementById('status').textContent === 'live' && !document.body.classList.contains('stale')",
+                                                 timeout: .seconds(30))
+                    }
                 } catch {
                     await browser.close()
                     throw error
