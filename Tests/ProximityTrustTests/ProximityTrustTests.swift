@@ -40,7 +40,10 @@ struct IdentityResolvingKeyTests {
             for _ in 0 ..< 20 {
                 let address = key.address(prand: UInt32.random(in: 0 ... 0x3F_FFFF))
                 #expect(IdentityResolvingKey.isResolvable(address) && key.resolves(address))
-                #expect(resolver.resolve(IdentityResolvingKey.addressText(address)) == "phone-\(i)")
+                // Another of the 100 keys makes the same 24-bit hash for one address in 2^24:
+                // then either is a right answer (the address does not say which).
+                let resolved = resolver.resolve(IdentityResolvingKey.addressText(address))
+                #expect(resolved == "phone-\(i)" || resolved.flatMap { keys[$0]?.resolves(address) } == true, "\(String(describing: resolved))")
             }
         }
         // As users find a key: ESPresense's irk: prefix, and the Keychain's base64 (least significant byte first).
@@ -58,7 +61,11 @@ struct IdentityResolvingKeyTests {
         // Bounded: more addresses than the cache holds still resolve right.
         let key = keys["phone-7"]!
         for prand in 0 ..< UInt32(AddressResolver.cacheLimit + 100) {
-            #expect(resolver.resolve(IdentityResolvingKey.addressText(key.address(prand: prand))) == "phone-7")
+            // 4,196 addresses against 99 other keys: a shared hash about one run in 40 (the keys are
+            // random), and then the other key is as right an answer.
+            let address = key.address(prand: prand)
+            let resolved = resolver.resolve(IdentityResolvingKey.addressText(address))
+            #expect(resolved == "phone-7" || resolved.flatMap { keys[$0]?.resolves(address) } == true, "prand \(prand): \(String(describing: resolved))")
         }
     }
 }
