@@ -420,7 +420,7 @@ enum MapPage {
                 note.textContent = heard === null ? "not seen lately" : `not seen for ${ago(heard)}`;
                 who.appendChild(note);
               }
-              who.title = `${nameOf(d)} (${d.id})`;
+              who.title = `${nameOf(d)} (${d.id})` + (typeof d.since === "number" ? `, here since ${new Date(d.since * 1000).toLocaleTimeString()}` : "");
               li.appendChild(who);
             }
             list.appendChild(li);
@@ -461,7 +461,8 @@ enum MapPage {
               dot.setAttribute("cx", x); dot.setAttribute("cy", y);
               g.querySelector("text").textContent = nameOf(d);
               const heard = d.readings.map(r => `${r.node} ${fixed(r.distance, 1)} m (${fixed(r.age, 0)} s ago)`).join(", ");
-              g.querySelector("title").textContent = `${nameOf(d)}: ${p.room ?? "in no room"}, at ${fixed(p.x, 1)}, ${fixed(p.y, 1)} m ± ${fixed(p.uncertainty, 1)} m; heard by ${heard || "no node"}`;
+              const since = typeof d.since === "number" ? ` since ${new Date(d.since * 1000).toLocaleTimeString()}` : "";
+              g.querySelector("title").textContent = `${nameOf(d)}: ${p.room ?? "in no room"}${since}, at ${fixed(p.x, 1)}, ${fixed(p.y, 1)} m ± ${fixed(p.uncertainty, 1)} m; heard by ${heard || "no node"}`;
             }
             for (const g of [...layer.querySelectorAll("g.device")]) if (!shown.has(g.dataset.device)) {
               uncertainties.querySelector(`circle[data-device="${CSS.escape(g.dataset.device)}"]`)?.remove();

@@ -491,7 +491,8 @@ public struct FleetStep: Sendable {
                 FleetTable.Reading(node: $0.node, distance: MQTTRounding.metres($0.distance), age: MQTTRounding.tenths($0.age(at: t)))
             }
             rows.append(FleetTable.Device(id: device, name: names[device], room: published[device] ?? "not_home", readings: readings,
-                                          position: placed[device] != nil ? lastPosition[device] : nil))
+                                          position: placed[device] != nil ? lastPosition[device] : nil,
+                                          since: since[device].map(MQTTRounding.milliseconds)))
         }
         return FleetTable(time: t, rule: rule.name, devices: rows)
     }

@@ -393,13 +393,16 @@ public struct FleetTable: Codable, Hashable, Sendable {
         /// Where it is on the floor plan, with a plan (`--plan`) and while it has a position;
         /// absent otherwise (and from tables of services before positions).
         public var position: FleetPosition?
+        /// Since when it has been in `room`, seconds since the epoch (absent when not known).
+        public var since: Double?
 
-        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil) {
+        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil, since: Double? = nil) {
             self.id = id
             self.name = name
             self.room = room
             self.readings = readings
             self.position = position
+            self.since = since
         }
     }
 

@@ -64,7 +64,9 @@ struct FleetMapHouseTests {
                 (() => {
                   const inRoom = (d, r) => document.querySelector(`#rooms li[data-room="${r}"] span.who[data-device="${d}"]`) !== null;
                   const onPlan = (d, r) => document.querySelector(`g.device[data-device="${d}"]`)?.dataset.room === r;
-                  return inRoom("cleo", "bedroom") && inRoom("anna", "living") && onPlan("cleo", "bedroom") && onPlan("anna", "living");
+                  const tip = d => document.querySelector(`g.device[data-device="${d}"] title`)?.textContent ?? "";
+                  return inRoom("cleo", "bedroom") && inRoom("anna", "living") && onPlan("cleo", "bedroom") && onPlan("anna", "living")
+                    && tip("cleo").startsWith("cleo: bedroom since ") && tip("cleo").includes("heard by bedroom");
                 })()
                 """
             for (width, name) in [(1280, "fleet-map-house.png"), (412, "fleet-map-house-phone.png")] {
