@@ -51,6 +51,14 @@ public struct FleetMapEditing: Sendable {
         return given.count == expected.count && zip(given, expected).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
+    /// The answer to a write without the token: 401, and how to authenticate.
+    static var unauthorised: Response {
+        var refused = FleetMapServer.response(MQTTJSON.encode(["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
+                                              type: "application/json", status: .unauthorized)
+        refused.headers[.wwwAuthenticate] = "Bearer realm=\"proximity-fleet\""
+        return refused
+    }
+
     /// One problem of a plan, as the editor shows it at the element it concerns.
     struct Problem: Codable {
         var line: Int?
@@ -59,12 +67,7 @@ public struct FleetMapEditing: Sendable {
     }
 
     func put(_ request: Request, logger: Logger) async -> Response {
-        guard authorised(request) else {
-            var refused = FleetMapServer.response(MQTTJSON.encode(["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
-                                                  type: "application/json", status: .unauthorized)
-            refused.headers[.wwwAuthenticate] = "Bearer realm=\"proximity-fleet\""
-            return refused
-        }
+        guard authorised(request) else { return Self.unauthorised }
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: Self.maximumPlan) } catch {
             return FleetMapServer.response(MQTTJSON.encode(["error": "a plan is at most \(Self.maximumPlan) bytes"]), type: "application/json",
@@ -97,12 +100,7 @@ public struct FleetMapEditing: Sendable {
     /// first bytes), at most 10 MB, stored beside the plan as `<plan>.background.<ext>`; the plan
     /// names it once saved with it (`background: {image: …}`).
     func putBackground(_ request: Request, logger: Logger) async -> Response {
-        guard authorised(request) else {
-            var refused = FleetMapServer.response(MQTTJSON.encode(["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
-                                                  type: "application/json", status: .unauthorized)
-            refused.headers[.wwwAuthenticate] = "Bearer realm=\"proximity-fleet\""
-            return refused
-        }
+        guard authorised(request) else { return Self.unauthorised }
         let types = ["image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"]
         let given = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         guard let ext = types[given] else {
