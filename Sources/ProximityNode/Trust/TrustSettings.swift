@@ -33,7 +33,9 @@ public struct TrustSettings: Sendable, Hashable {
 /// it. `what` names the file in the messages (`a fleet key`).
 public enum SecretFile {
     public static func read(path: String, maxSize: Int, what: String, ownerMayBe uid: uid_t = geteuid()) throws(SecretFileError) -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // Not blocking: a FIFO named here (or a device) is refused below, not waited on for a
+        // writer that never comes (which would hang a reload).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             let reason = errno == ELOOP ? "is a symbolic link: name the file itself" : "cannot be read: \(String(cString: strerror(errno)))"
             throw SecretFileError("\(path) \(reason)")
