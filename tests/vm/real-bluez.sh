@@ -391,10 +391,12 @@ say "7. a foreign peer: the identity characteristic only, no hello"
 # Bounds, from the node's start (docs/real-bluez.md, "A foreign peer"): 15-31 s measured for 7a
 # (the node's start, the peer's start, up to 10.24 s for the kernel's discovery window to end
 # before a connection is made, the read, 2 s of Disconnect); 45 s leaves half as much again for a
-# busy host, but no room for a first attempt that stalls the whole 30 s of BlueZ's ATT timeout.
+# busy host; one first attempt that stalls the whole 30 s of BlueZ's ATT timeout adds 45 s (it was
+# seen once in a CI run, 2026-11-28: 82 s in 7b), a second fails the check.
 # 7b: the same and the 30 s yield. A failed attempt is shown even when the time is within bound.
 FOREIGN_BOUND=45
 FOREIGN_YIELD_BOUND=75
+FOREIGN_STALL_ALLOWANCE=45
 foreign() { # NODE PEER BOUND: a fresh node on hciNODE identifies the foreign peer on hciPEER
     local n=$1 p=$2 bound=$3 t0 fid took log out
     log="$WORK/foreign-node$n.log" out="$WORK/foreign$p.out"
@@ -420,9 +422,13 @@ foreign() { # NODE PEER BOUND: a fresh node on hciNODE identifies the foreign pe
         reads=$(grep -c "identified a peer" "$log")
         failed=$(grep -c "identification failed" "$log")
         yielded=$(grep -c "the peer did not introduce itself" "$log")
-        awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' &&
-            pass "node$n identified the foreign peer by reading it, $took s after its start (bound $bound s; $reads read, $failed failed attempts, $yielded yield run out)" ||
-            fail "node$n identified the foreign peer $took s after its start, over the bound of $bound s ($failed failed attempts, $yielded yield run out)"
+        # One stalled first attempt (the emulated controller's, shown below) may add its 30 s ATT
+        # timeout and the retry: 45 s more; a second is a failure whatever the time.
+        local allowed=$bound
+        [ "$failed" = 1 ] && allowed=$((bound + FOREIGN_STALL_ALLOWANCE))
+        awk -v t="$took" -v b="$allowed" -v f="$failed" 'BEGIN { exit !(t <= b && f <= 1) }' &&
+            pass "node$n identified the foreign peer by reading it, $took s after its start (bound $allowed s; $reads read, $failed failed attempts, $yielded yield run out)" ||
+            fail "node$n identified the foreign peer $took s after its start, over the bound of $allowed s or after more than one failed attempt ($failed failed attempts, $yielded yield run out)"
         grep "identification failed" "$log" | sed 's/^/     /'
         [ "$reads" = 1 ] || fail "node$n logged $reads reads of the foreign peer"
         if [ "$n" -lt "$p" ]; then
