@@ -33,9 +33,8 @@ public struct FleetPositions: Sendable {
     /// zone filter's, let through by the rate control).
     private var secondNodes: Set<String> = []
 
-    /// A second's hearing counts for this long, seconds: this second's and the one before (a
-    /// device advertising once a second is not heard in every one).
-    public static let secondStale = 2.5
+    /// A second's hearing counts for this long, seconds (``HeardSecond/freshFor``).
+    public static let secondStale = HeardSecond.freshFor
 
     /// The RSSI at 1 m taken for a report that does not say (`rssi@1m` absent), dBm.
     public static let defaultMeasuredPower = -59.0

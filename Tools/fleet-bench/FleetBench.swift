@@ -131,6 +131,7 @@ struct FleetBench: ParsableCommand {
 
     func validate() throws {
         guard seeds > 0 else { throw ValidationError("--seeds must be positive") }
+        guard companionSeeds >= 0 else { throw ValidationError("--companion-seeds must be 0 (not run) or more") }
         guard sigma >= 0, sigma.isFinite else { throw ValidationError("--sigma must be 0 or more") }
         guard exponent > 0 else { throw ValidationError("--exponent must be positive") }
         guard interval.allSatisfy({ RadioParameters.advertisingIntervalRange.contains($0) }) else {

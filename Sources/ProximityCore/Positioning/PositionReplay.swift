@@ -37,7 +37,7 @@ public struct PositionReplay: Sendable {
         /// as `proximity-fleet` does from nodes that publish them), fresh for ``secondStale``
         /// seconds; false: the published peer reports, fresh for ``staleAfter``.
         public var seconds = true
-        public var secondStale = 2.5
+        public var secondStale = HeardSecond.freshFor
 
         public init() {}
     }

@@ -16,6 +16,10 @@ public struct HeardSecond: Sendable, Hashable {
         self.spread = spread
     }
 
+    /// How long a fleet counts a second's hearing, seconds: this second's and the one before (a
+    /// device advertising once a second is not heard in every one).
+    public static let freshFor = 2.5
+
     /// At most this many samples of a peer are kept per report (the count goes on): a peer
     /// advertising 100 times a second costs no more memory than one advertising 64 times.
     public static let keptSamples = 64
