@@ -330,7 +330,8 @@ enum MapPage {
         function placeLabels() {
           const svg = document.getElementById("map");
           // Labels the same size on the screen however wide the plan is drawn: CSS pixels in metres.
-          const perMetre = svg.getBoundingClientRect().width / (box.maxX - box.minX) || 40;
+          // (The drawing's own scale: a map held to its height is drawn narrower than its box.)
+          const perMetre = svg.getScreenCTM()?.a || 40;
           const sizes = { "room-label": 15, "device-label": 14, "node-label": 11 };
           for (const [cls, px] of Object.entries(sizes)) for (const t of svg.querySelectorAll(`text.${cls}`)) t.style.fontSize = `${px / perMetre}px`;
           const taken = [];
@@ -340,7 +341,12 @@ enum MapPage {
             const r = Number(dot.getAttribute("r")), cx = Number(dot.getAttribute("cx")), cy = Number(dot.getAttribute("cy"));
             taken.push({ x: cx - r, y: cy - r, width: 2 * r, height: 2 * r });
           }
-          for (const n of svg.querySelectorAll("g.node")) { const b = n.getBBox(), m = n.getCTM(); taken.push({ x: b.x + m.e, y: b.y + m.f, width: b.width, height: b.height }); }
+          // A node's box in the plan's units: its diamond's box moved by the node's own translation
+          // (getCTM would also scale to the screen's pixels).
+          for (const n of svg.querySelectorAll("g.node")) {
+            const b = n.getBBox(), m = n.transform.baseVal.consolidate()?.matrix ?? { e: 0, f: 0 };
+            taken.push({ x: b.x + m.e, y: b.y + m.f, width: b.width, height: b.height });
+          }
           function place(label, candidates) {
             label.style.display = "";
             const size = label.getBBox();
@@ -785,6 +791,13 @@ enum MapPage {
         }, 1000);
 
         document.getElementById("trails").addEventListener("change", () => { if (latest) drawState(latest); });
+        // Labels keep their size on the screen: placed again when the map is drawn at another
+        // width (a phone turned, a scrollbar come).
+        let labelledWidth = 0;
+        new ResizeObserver(() => {
+          const width = document.getElementById("map").getBoundingClientRect().width;
+          if (plan && latest && width !== labelledWidth) { labelledWidth = width; placeLabels(); }
+        }).observe(document.getElementById("map"));
 
         function connect() {
           const source = new EventSource("events");

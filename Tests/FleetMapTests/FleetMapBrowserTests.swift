@@ -3,6 +3,7 @@ import FleetMap
 import Foundation
 import MQTTKit
 import NodeTesting
+import ProximityCore
 import ProximityFleet
 import ProximityMQTT
 import ProximityNode
@@ -169,6 +170,54 @@ struct FleetMapBrowserTests {
     /// `rgb(r, g, b)` as numbers.
     static func rgb(_ css: String) -> [Int] {
         css.filter { $0.isNumber || $0 == "," }.split(separator: ",").compactMap { Int($0) }
+    }
+
+    @Test("a device beside a node: its label covers neither the node's diamond nor its own dot, at 1280 and 412 px; the map drawn narrower, the labels keep their size on the screen")
+    func labelBesideNode() async throws {
+        guard HeadlessChromium.executable() != nil else {
+            Issue.record("no chromium: install Debian's chromium package (scripts/setup.sh does)")
+            return
+        }
+        // The label's first place (up and right of the dot) is where bravo's diamond is.
+        let plan = FloorPlan(nodes: [.init(name: "alpha", position: PlanPoint(x: 0.5, y: 0.5, z: 1)),
+                                     .init(name: "bravo", position: PlanPoint(x: 2.3, y: 2.0, z: 1))],
+                             rooms: [.init(name: "living", floor: 0, polygon: [PlanPoint(x: 0, y: 0), PlanPoint(x: 5, y: 0),
+                                                                              PlanPoint(x: 5, y: 4), PlanPoint(x: 0, y: 4)])])
+        let views = FleetViews()
+        views.show(plan: plan)
+        let position = FleetPosition(x: 1.85, y: 1.55, z: 1, floor: nil, uncertainty: 0.5, room: "living", time: 1)
+        views.show(devices: FleetTable(time: 1, rule: "fleet", devices: [.init(id: "tag", name: "Anna", room: "living",
+                                                                              readings: [.init(node: "bravo", distance: 0.6, age: 0)],
+                                                                              position: position)]),
+                   nodes: FleetNodes(time: 1, exponent: nil, rms: nil, nodes: ["alpha", "bravo"].map {
+                       FleetNodeHealth(name: $0, inPlan: true, status: "online", mobile: false, lastHeard: 1, devices: 1)
+                   }),
+                   status: FleetStatus(time: 1, live: true, broker: .init(state: "connected", since: 0), nodes: .init(online: 2, total: 2),
+                                       newestReport: 1, newestReportAge: 0))
+        try await FleetMapHTTPTests.withServer(views) { port in
+            for width in [1280, 412] {
+                let browser = try HeadlessChromium(width: width, height: 900)
+                do {
+                    let page = try await browser.open("http://127.0.0.1:\(port)/")
+                    let labelled = "(() => { const t = document.querySelector('g.device[data-device=\"tag\"] text'); return t !== null && t.getAttribute('x') !== null && getComputedStyle(t).display !== 'none'; })()"
+                    try await page.waitUntil(labelled, timeout: .seconds(30))
+                    let read = try await page.evaluate(Self.reading("tag"), as: Reading.self)
+                    try (try await page.screenshot()).write(to: Self.artifacts.appendingPathComponent("fleet-map-label-beside-node-\(width).png"))
+                    #expect(read.clashes.isEmpty && read.shown == 4 && read.listed, "\(width) px: \(read)")
+                    // Drawn at 60 % of its width, the map's labels are placed again at their size.
+                    let height = "document.querySelector('g.device[data-device=\"tag\"] text').getBoundingClientRect().height"
+                    let before = try await page.evaluate(height, as: Double.self)
+                    _ = try await page.evaluate("(() => { document.getElementById('map').style.width = '60%'; return true; })()", as: Bool.self)
+                    try await page.waitUntil("Math.abs(\(height) - \(before)) < \(before) * 0.1", timeout: .seconds(10))
+                    let narrow = try await page.evaluate(Self.reading("tag"), as: Reading.self)
+                    #expect(narrow.clashes.isEmpty && narrow.listed, "\(width) px at 60 %: \(narrow)")
+                } catch {
+                    await browser.close()
+                    throw error
+                }
+                await browser.close()
+            }
+        }
     }
 
     @Test("the page on a live fleet: the tag's marker inside its room's outline, named, in the devices' table; it follows the tag into the kitchen; the nodes' health; the API's JSON decodes as the fleet's own types; the screenshot shows the map with the marker where the DOM says")
