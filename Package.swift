@@ -116,7 +116,7 @@ let package = Package(
         .target(
             name: "ProximityCommandLine",
             dependencies: [
-                "MQTTKit",
+                "MQTTKit", "ProximityTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -297,7 +297,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityNodeTests",
-            dependencies: ["ProximityNode", "StrictYAML", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT"]
+            dependencies: ["ProximityNode", "StrictYAML", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT", "ProximityTrust"]
         ),
         .testTarget(
             name: "ProximitydTests",

@@ -6,6 +6,13 @@ public struct MQTTBrokerURL: Sendable, Hashable, CustomStringConvertible {
     public var host: String
     public var port: Int
 
+    /// Whether the broker is on this host (`localhost`, 127.0.0.0/8, `::1`): what is sent to it
+    /// never crosses a network.
+    public var isLoopback: Bool {
+        let h = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return h == "localhost" || h == "::1" || h.hasPrefix("127.") && h.split(separator: ".").count == 4
+    }
+
     public init(tls: Bool = false, host: String, port: Int? = nil) {
         self.tls = tls
         self.host = host
@@ -39,25 +46,6 @@ public struct MQTTURLError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
-}
-
-/// A password file that cannot be read.
-public struct MQTTPasswordFileError: Error, Sendable, CustomStringConvertible {
-    public var path: String
-    public var reason: String
-    public var description: String { "\(path): cannot read: \(reason)" }
-}
-
-extension MQTTOptions {
-    /// The password in `path`: its first line (a password file holds nothing else).
-    public static func password(fromFile path: String) throws(MQTTPasswordFileError) -> String {
-        do {
-            let text = try String(contentsOfFile: path, encoding: .utf8)
-            return String(text.split(separator: "\n", omittingEmptySubsequences: false).first ?? "")
-        } catch {
-            throw MQTTPasswordFileError(path: path, reason: (error as NSError).localizedFailureReason ?? error.localizedDescription)
-        }
-    }
 }
 
 extension MQTTOptions.TLS {

@@ -2,6 +2,8 @@ import DBusKit
 import Foundation
 import Logging
 import ProximityCore
+import ProximityTrust
+import ProximityTesting
 @testable import ProximityNode
 import StrictYAML
 import Testing
@@ -506,6 +508,11 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
     @Test("mqtt: every key, and the defaults")
     func mqttSection() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("config-mqtt-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let passwordFile = directory.appendingPathComponent("mqtt.password").path
+        try writeSecret("s3cret\n", to: passwordFile)
         let full = try ConfigFile.parse("""
             name: box1
             mqtt:
@@ -514,7 +521,8 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
               cert-file: /etc/proximityd/node.pem
               key-file: /etc/proximityd/node.key
               username: node1
-              password-file: /etc/proximityd/mqtt.password
+              password-file: \(passwordFile)
+              allow-plaintext: true
               client-id: box-one
               prefix: home/proximityd/box1
               keepalive: 60
@@ -532,7 +540,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(mqtt.broker.description == "mqtts://[::1]:8883")
         #expect(mqtt.caFile == "/etc/proximityd/ca.pem" && mqtt.certificateFile == "/etc/proximityd/node.pem"
                 && mqtt.keyFile == "/etc/proximityd/node.key")
-        #expect(mqtt.username == "node1" && mqtt.passwordFile == "/etc/proximityd/mqtt.password")
+        #expect(mqtt.username == "node1" && mqtt.passwordFile == passwordFile && mqtt.allowPlaintext)
         #expect(mqtt.clientID(name: "box1") == "box-one" && mqtt.prefix(name: "box1") == "home/proximityd/box1")
         #expect(mqtt.keepalive == 60 && mqtt.reportInterval == 2.5 && mqtt.reportMoved == 1)
         #expect(mqtt.compatibility == [.espresense, .mqttRoom] && mqtt.room(name: "box1") == "office")
@@ -543,10 +551,56 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(plain.clientID(name: "living room") == "proximityd-living room")
         #expect(plain.prefix(name: "living room") == "proximityd/living%20room")
         #expect(plain.keepalive == 30 && plain.reportInterval == 5 && plain.reportMoved == 0.5 && plain.compatibility.isEmpty)
-        #expect(plain.discovery && plain.discoveryPrefix == "homeassistant" && plain.outboxSize == 10_000)
+        #expect(plain.discovery && plain.discoveryPrefix == "homeassistant" && plain.outboxSize == 10_000 && !plain.allowPlaintext)
         #expect(try ConfigFile.parse("mqtt:\n", path: Self.file).mqtt == nil)
         let configuration = NodeConfiguration(commandLine: RunOptions(), file: full, environment: [:])
         #expect(configuration.mqtt == mqtt)
+    }
+
+    @Test("secrets (issue 32): with a fleet key, accept-unverified defaults to false and a plaintext broker off this host is refused unless allow-plaintext: true; a password file readable by others is refused; inline IRKs in a file group or others may read are refused with the chmod")
+    func secrets() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("config-secrets-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("fleet.key").path
+        try writeSecret(FleetKey.generate().fileText, to: key)
+
+        // accept-unverified: false with a key unless written; true without one.
+        #expect(try ConfigFile.parse("fleet-key: \(key)\n", path: Self.file).trust.acceptUnverified == false)
+        #expect(try ConfigFile.parse("fleet-key: \(key)\naccept-unverified: true\n", path: Self.file).trust.acceptUnverified == true)
+        #expect(try ConfigFile.parse("names: {}\n", path: Self.file).trust.acceptUnverified == true)
+
+        // A plaintext broker: refused with a key, at the broker's value, unless said; on this host, or over TLS, taken.
+        #expect(Self.problems("fleet-key: \(key)\nmqtt:\n  broker: mqtt://broker.lan\n") == [
+            "\(Self.file):3:11: mqtt.broker: a node with a fleet key would publish where the fleet's members are, in clear, to broker.lan: use mqtts:// (docs/mqtt.md), or write allow-plaintext: true under mqtt: to accept that"])
+        for broker in ["mqtt://broker.lan\n  allow-plaintext: true", "mqtts://broker.lan", "mqtt://127.0.0.1:1884", "mqtt://localhost", "mqtt://[::1]"] {
+            #expect(Self.problems("fleet-key: \(key)\nmqtt:\n  broker: \(broker)\n").isEmpty, "\(broker)")
+        }
+        #expect(Self.problems("mqtt:\n  broker: mqtt://broker.lan\n").isEmpty, "without a key, as before")
+
+        // The password file: a secret's checks.
+        let password = directory.appendingPathComponent("password").path
+        try "s3cret\n".write(toFile: password, atomically: false, encoding: .utf8)
+        chmod(password, 0o644)
+        #expect(Self.problems("mqtt:\n  broker: mqtts://broker.lan\n  password-file: \(password)\n") == [
+            "\(Self.file):3:18: mqtt.password-file: \(password) is readable or writable by group or others (mode 644): a password must be its owner's alone; chmod 600 \(password)"])
+        chmod(password, 0o600)
+        #expect(Self.problems("mqtt:\n  broker: mqtts://broker.lan\n  password-file: \(password)\n").isEmpty)
+
+        // Inline IRKs: only in a file that group and others cannot read.
+        let config = directory.appendingPathComponent("proximityd.yaml").path
+        try "names: {}\nirks:\n  anna: \(String(repeating: "0f", count: 16))\n".write(toFile: config, atomically: false, encoding: .utf8)
+        chmod(config, 0o644)
+        #expect(Self.problems { () throws(ConfigurationError) in _ = try ConfigFile.load(path: config) } == [
+            "\(config):2:1: irks: \(config) is readable by group or others (mode 644) and holds identity resolving keys: chmod 600 \(config) (owned by the user proximityd runs as), or move the keys to an IRK file of their own (irks: /etc/proximityd/irks.yaml, docs/security.md)"])
+        chmod(config, 0o600)
+        #expect(try ConfigFile.load(path: config).trust.irks.count == 1)
+        // An IRK file named from a readable config: the config holds no key.
+        let irks = directory.appendingPathComponent("irks.yaml").path
+        try writeSecret("anna: \(String(repeating: "0f", count: 16))\n", to: irks)
+        try "irks: \(irks)\n".write(toFile: config, atomically: false, encoding: .utf8)
+        chmod(config, 0o644)
+        #expect(try ConfigFile.load(path: config).trust.irks.count == 1)
     }
 
     @Test("an empty file, only comments, an empty document: a valid empty config", arguments: ["", "\n", "# nothing here\n  # at all\n", "---\n", "~\n"])

@@ -1,4 +1,5 @@
 import Foundation
+import ProximityTrust
 import ProximityNode
 import Testing
 

@@ -136,7 +136,7 @@ struct BrokerACLTests {
             // proximity-fleet as user fleet over TLS: reads the kitchen's report, publishes the room
             // and its Home Assistant discovery, which Home Assistant's user reads.
             let password = directory.appendingPathComponent("fleet.password")
-            try "\(Self.passwords["fleet"]!)\n".write(to: password, atomically: true, encoding: .utf8)
+            try writeSecret("\(Self.passwords["fleet"]!)\n", to: password.path)
             let fleet = try ManagedProcess(BuiltProducts.path("proximity-fleet"),
                                            ["run", "--broker", "mqtts://127.0.0.1:\(broker.port)", "--ca-file", ca, "--username", "fleet",
                                             "--password-file", password.path, "--log-level", "debug"])
@@ -192,7 +192,7 @@ struct BrokerACLTests {
 
             // proximity-fleet without --ca-file: one error line that says why and what to check.
             let password = directory.appendingPathComponent("fleet.password")
-            try "\(Self.passwords["fleet"]!)\n".write(to: password, atomically: true, encoding: .utf8)
+            try writeSecret("\(Self.passwords["fleet"]!)\n", to: password.path)
             let fleet = try ManagedProcess(BuiltProducts.path("proximity-fleet"),
                                            ["run", "--broker", "mqtts://127.0.0.1:\(broker.port)", "--username", "fleet",
                                             "--password-file", password.path])

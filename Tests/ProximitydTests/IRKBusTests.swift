@@ -26,13 +26,13 @@ struct IRKBusTests {
         ]
         try await withNodes(scenario) { sim, daemons in
             let config = sim.buses["alpha"]!.directory.appendingPathComponent("alpha.yaml")
-            try Data("""
+            try writeSecret("""
                 irks:
                   anna: \(Hex.text(Self.anna.bytes))
                 regions:
                   - identifier: anna-here
                     match: { identifier: "irk:anna", kind: irk }
-                """.utf8).write(to: config)
+                """, to: config.path)
             daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", config.path])
             try await sim.waitRanging("alpha", "alpha ranges anna's phone", timeout: .seconds(30)) { $0["irk:anna"] != nil }
             #expect(try await sim.peerProperty("alpha", "irk:anna", ["Kind"]) == "s \"irk\"")

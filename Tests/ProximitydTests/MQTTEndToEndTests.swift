@@ -268,7 +268,7 @@ struct MQTTEndToEndTests {
                                         "certfile \(d)/server.crt", "keyfile \(d)/server.key"]) { broker in
             try await withBox { box in
                 let password = directory.appendingPathComponent("node.password")
-                try "guess\n".write(to: password, atomically: true, encoding: .utf8)
+                try writeSecret("guess\n", to: password.path)
                 let file = try Self.config(box, """
                       broker: mqtts://127.0.0.1:\(broker.port)
                       ca-file: \(d)/ca.crt
@@ -291,7 +291,7 @@ struct MQTTEndToEndTests {
                 // The right password, and a reload: connected, over TLS.
                 let sub = try await Subscriber.start(broker, ["\(Self.prefix)/status"],
                                                      extra: ["--cafile", "\(d)/ca.crt", "-u", "node", "-P", "s3cret"])
-                try "s3cret\n".write(to: password, atomically: true, encoding: .utf8)
+                try writeSecret("s3cret\n", to: password.path)
                 daemon.signal(SIGHUP)
                 #expect(await sub.wait("\(Self.prefix)/status", payload: "online", timeout: .seconds(30)), "\(daemon.stderr)")
                 // The node logs it after connecting, maybe after the broker passed its status on.

@@ -245,14 +245,16 @@ struct TrustedFleetTests {
     func cloner() async throws {
         try await Self.withDirectory { directory in
             let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
-            // alpha and bravo are keyed (bravo with accept-unverified: false); delta is an open node
+            // alpha and bravo are keyed (alpha with accept-unverified: true, bravo with the default,
+            // false); delta is an open node
             // out of everyone's range; charlie and echo are the cloners' boxes, with higher
             // addresses than the keyed nodes, which therefore connect to them at once.
             let scenario = NodeAcceptanceTests.scenario(seed: 36, [(0, 0), (1.5, 0), (0, 1.5), (1000, 0), (1.5, 1.5)])
             let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
             try await withNodes(scenario) { sim, daemons in
-                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\n", in: directory)])
-                daemons["bravo"] = try await sim.startDaemon("bravo", ["--config", try Self.config("bravo", "fleet-key: \(keyFile)\naccept-unverified: false\n",
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\naccept-unverified: true\n",
+                                                                                                 in: directory)])
+                daemons["bravo"] = try await sim.startDaemon("bravo", ["--config", try Self.config("bravo", "fleet-key: \(keyFile)\n",
                                                                                                  in: directory)])
                 daemons["delta"] = try await sim.startDaemon("delta")
                 let alpha = try await sim.identifier("alpha"), bravo = try await sim.identifier("bravo"), open = try await sim.identifier("delta")
@@ -308,7 +310,8 @@ struct TrustedFleetTests {
             let scenario = NodeAcceptanceTests.scenario(seed: 37, [(0, 0), (1.5, 0), (0, 1.5)])
             let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
             try await withNodes(scenario) { sim, daemons in
-                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\n", in: directory)])
+                daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", try Self.config("alpha", "fleet-key: \(keyFile)\naccept-unverified: true\n",
+                                                                                                 in: directory)])
                 daemons["bravo"] = try await sim.startDaemon("bravo")
                 let bravo = try await sim.identifier("bravo")
                 try await sim.waitRanging("alpha", "alpha ranges the open bravo", timeout: .seconds(60)) { $0.keys.contains(bravo) }

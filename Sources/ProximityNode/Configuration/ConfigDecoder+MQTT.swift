@@ -18,6 +18,7 @@ extension ConfigDecoder {
         }
         guard let broker = text(brokerEntry, path: "mqtt.broker", MQTTSettings.checked(broker:)) else { return }
         var settings = MQTTSettings(broker: broker)
+        mqttBrokerPosition = brokerEntry.value.position
         var valid = true
         func file(_ entry: ConfigEntry, _ key: String) -> String? {
             text(entry, path: key) { (t: String) throws(OptionProblem) -> String in
@@ -36,7 +37,9 @@ extension ConfigDecoder {
                     guard !t.isEmpty, t.utf8.count <= 65535 else { throw OptionProblem("must be 1 to 65535 bytes") }
                     return t
                 }
-            case "password-file": settings.passwordFile = file(entry, key)
+            case "password-file":
+                settings.passwordFile = file(entry, key)
+                passwordFilePosition = entry.value.position
             case "client-id": settings.clientID = text(entry, path: key, MQTTSettings.checked(clientID:))
             case "prefix": settings.prefix = text(entry, path: key, MQTTSettings.checked(prefix:))
             case "keepalive":
@@ -51,6 +54,7 @@ extension ConfigDecoder {
                     return d
                 }) { settings.reportMoved = v }
             case "hearings": if let b = boolean(entry, path: key) { settings.hearings = b }
+            case "allow-plaintext": if let b = boolean(entry, path: key) { settings.allowPlaintext = b }
             case "compat":
                 if let modes = compatibility(entry, path: key) { settings.compatibility = modes }
             case "room": settings.room = text(entry, path: key, MQTTSettings.checked(level:))

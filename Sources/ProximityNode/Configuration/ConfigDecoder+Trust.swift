@@ -1,3 +1,4 @@
+import Foundation
 import ProximityCore
 import ProximityTrust
 
@@ -15,7 +16,27 @@ extension ConfigDecoder {
     }
 
     mutating func decodeAcceptUnverified(_ entry: ConfigEntry) {
-        if let value = boolean(entry, path: "accept-unverified") { trust.acceptUnverified = value }
+        if let value = boolean(entry, path: "accept-unverified") { acceptUnverified = value }
+    }
+
+    /// What needs the key read and the file's mode, after the tree: `accept-unverified`'s default
+    /// (false with a key, true without); with a key, no plaintext broker off this host unless
+    /// `mqtt.allow-plaintext: true` says so (the reports say where the fleet's members are);
+    /// the password file kept as a secret (``SecretFile``); no inline IRKs in a file that group
+    /// or others may read (`mode`, nil when not read from disk).
+    mutating func checkSecrets(file: String, mode: mode_t?) {
+        trust.acceptUnverified = acceptUnverified ?? (trust.key == nil)
+        if trust.key != nil, let mqtt, !mqtt.broker.tls, !mqtt.allowPlaintext, !mqtt.broker.isLoopback {
+            report(mqttBrokerPosition, "mqtt.broker: a node with a fleet key would publish where the fleet's members are, in clear, to \(mqtt.broker.host): use mqtts:// (docs/mqtt.md), or write allow-plaintext: true under mqtt: to accept that")
+        }
+        if let path = mqtt?.passwordFile {
+            do throws(SecretFileError) { _ = try SecretFile.password(path: path) } catch {
+                report(passwordFilePosition, "mqtt.password-file: \(error.description)")
+            }
+        }
+        if let mode, let at = inlineIRKsPosition, !trust.irks.isEmpty, mode & 0o077 != 0 {
+            report(at, "irks: \(file) is readable by group or others (mode \(String(mode, radix: 8))) and holds identity resolving keys: chmod 600 \(file) (owned by the user proximityd runs as), or move the keys to an IRK file of their own (irks: /etc/proximityd/irks.yaml, docs/security.md)")
+        }
     }
 }
 
@@ -28,6 +49,7 @@ extension ConfigDecoder {
         guard !isNull(entry.value) else { return }
         if case .mapping = entry.value.kind {
             trust.irks = irkMapping(entry.value, path: "irks") ?? [:]
+            inlineIRKsPosition = entry.keyPosition
             return
         }
         guard string(entry.value) != nil else {

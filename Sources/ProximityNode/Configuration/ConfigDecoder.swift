@@ -30,6 +30,13 @@ struct ConfigDecoder {
     /// `irks:`'s file and where its value is, when it names one: read after the tree.
     var irkFile: String?
     var irkFilePosition: ConfigPosition?
+    /// Where inline `irks:` are, when they are.
+    var inlineIRKsPosition: ConfigPosition?
+    /// `accept-unverified:` as written; absent, it follows the key (``checkSecrets(file:mode:)``).
+    var acceptUnverified: Bool?
+    /// Where `mqtt.broker:`'s and `mqtt.password-file:`'s values are.
+    var mqttBrokerPosition: ConfigPosition?
+    var passwordFilePosition: ConfigPosition?
 
     /// Decodes the document's root; nil (an empty document) is an empty config.
     mutating func decode(_ root: ConfigNode?) {

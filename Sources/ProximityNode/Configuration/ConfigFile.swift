@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import ProximityTrust
 import Logging
 import ProximityCore
 
@@ -30,6 +31,7 @@ public struct ConfigFile: Sendable, Hashable {
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
         "report-interval", "report-moved", "hearings", "compat", "room", "role", "discovery", "discovery-prefix", "outbox-size", "reconnect-max",
+        "allow-plaintext",
     ]
     /// The keys of `zones:`.
     public static let zonesKeys = ["immediate", "near"]
@@ -92,12 +94,20 @@ public struct ConfigFile: Sendable, Hashable {
 
     /// Reads and parses the file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> ConfigFile {
-        try parse(contents(ofFile: path), path: path)
+        var mode: mode_t = 0
+        let bytes = try contents(ofFile: path, mode: &mode)
+        return try parse(bytes, path: path, mode: mode)
     }
 
     /// The file's bytes, or one problem, `FILE: cannot read: reason`, when it cannot be read
     /// (missing, not allowed, a directory, larger than ``maxSize``).
     public static func contents(ofFile path: String) throws(ConfigurationError) -> [UInt8] {
+        var mode: mode_t = 0
+        return try contents(ofFile: path, mode: &mode)
+    }
+
+    /// The file's bytes, and its permission bits in `mode`.
+    static func contents(ofFile path: String, mode: inout mode_t) throws(ConfigurationError) -> [UInt8] {
         func failure(_ reason: String) -> ConfigurationError {
             ConfigurationError(problems: ["\(path): cannot read: \(reason)"])
         }
@@ -107,6 +117,7 @@ public struct ConfigFile: Sendable, Hashable {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw failure(String(cString: strerror(errno))) }
         guard (info.st_mode & S_IFMT) != S_IFDIR else { throw failure(String(cString: strerror(EISDIR))) }
+        mode = info.st_mode & 0o777
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
@@ -128,7 +139,9 @@ public struct ConfigFile: Sendable, Hashable {
 
     /// Parses a config file's bytes; `path` names the file in the problems, which come in the
     /// order of the file.
-    public static func parse(_ bytes: [UInt8], path: String) throws(ConfigurationError) -> ConfigFile {
+    /// `mode`: the file's permission bits, when it was read from disk (a file readable by group or
+    /// others may not hold inline IRKs).
+    public static func parse(_ bytes: [UInt8], path: String, mode: mode_t? = nil) throws(ConfigurationError) -> ConfigFile {
         let (root, yamlProblems) = ConfigYAML.parse(bytes)
         var decoder = ConfigDecoder()
         if yamlProblems.isEmpty || root != nil {
@@ -152,6 +165,7 @@ public struct ConfigFile: Sendable, Hashable {
         if let irkFile = decoder.irkFile {
             keyFileLines += readIRKFile(irkFile, into: &decoder)
         }
+        decoder.checkSecrets(file: path, mode: mode)
         let problems = inFileOrder(yamlProblems + decoder.problems)
         guard problems.isEmpty else {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) } + keyFileLines)

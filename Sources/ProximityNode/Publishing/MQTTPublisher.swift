@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MQTTKit
+import ProximityTrust
 import ProximityAPI
 import ProximityCore
 import ProximityMQTT
@@ -105,7 +106,7 @@ public actor MQTTPublisher {
         }
         var password: String?
         if let file = settings.passwordFile {
-            do { password = try MQTTOptions.password(fromFile: file) } catch {
+            do { password = try SecretFile.password(path: file) } catch {
                 logger.error("cannot read mqtt.password-file: not connecting to the MQTT broker until a reload",
                              metadata: ["error": "\(error)"])
                 return

@@ -59,6 +59,9 @@ public struct MQTTSettings: Sendable, Hashable {
     /// `hearings:`: what the node heard of each peer in each second (`<prefix>/hearings`, one
     /// batch a second): what a fleet's positioning reads.
     public var hearings = true
+    /// `allow-plaintext:`: a node with a fleet key publishes to an `mqtt://` broker off this host
+    /// only when this says so.
+    public var allowPlaintext = false
     public var compatibility: [Compatibility] = []
     /// `role:`: fixed (default) or mobile.
     public var role = Role.fixed
