@@ -468,7 +468,8 @@ enum MapPage {
               g.querySelector("text").textContent = nameOf(d);
               const heard = d.readings.map(r => `${r.node} ${fixed(r.distance, 1)} m (${fixed(r.age, 0)} s ago)`).join(", ");
               const since = typeof d.since === "number" ? ` since ${new Date(d.since * 1000).toLocaleTimeString()}` : "";
-              g.querySelector("title").textContent = `${nameOf(d)}: ${p.room ?? "in no room"}${since}, at ${fixed(p.x, 1)}, ${fixed(p.y, 1)} m ± ${fixed(p.uncertainty, 1)} m; heard by ${heard || "no node"}`;
+              const proof = d.verified === true ? " (verified with the fleet's key)" : d.verified === false ? " (not verified with the fleet's key)" : "";
+              g.querySelector("title").textContent = `${nameOf(d)}${proof}: ${p.room ?? "in no room"}${since}, at ${fixed(p.x, 1)}, ${fixed(p.y, 1)} m ± ${fixed(p.uncertainty, 1)} m; heard by ${heard || "no node"}`;
             }
             for (const g of [...layer.querySelectorAll("g.device")]) if (!shown.has(g.dataset.device)) {
               uncertainties.querySelector(`circle[data-device="${CSS.escape(g.dataset.device)}"]`)?.remove();

@@ -59,6 +59,9 @@ public struct FleetStep: Sendable {
     private var discovered: Set<String> = []
     /// The devices' display names and kinds, as the nodes last reported them.
     private var names: [String: String] = [:]
+    /// What each node's last report of a device said of its proof with the fleet's key (a node's
+    /// `verified`), device → node → verified.
+    private var verifiedBy: [String: [String: Bool]] = [:]
     private var nodeDevices: Set<String> = []
     private var since: [String: Double] = [:]
     private var dirty = false
@@ -250,6 +253,7 @@ public struct FleetStep: Sendable {
         guard let distance = report.distance, distance.isFinite, distance > 0 else { return effects }
         if positions != nil, firstHeard[device] == nil { firstHeard[device] = t }
         effects += learn(device, name: report.name, kind: report.kind)
+        if let verified = report.verified { verifiedBy[device, default: [:]][node] = verified }
         effects += apply(rule.observe(device: device, node: node, distance: distance, at: t))
         reported.insert(device)
         dirty = true
@@ -471,6 +475,15 @@ public struct FleetStep: Sendable {
         .publish(topic: topic, payload: payload, retain: retain)
     }
 
+    /// Whether `device` is a member of the fleet as the nodes that hear it now say: true when
+    /// every one of them that said proved it with the fleet's key, false when one says it did
+    /// not, nil when none said (a beacon, a phone, nodes of an open fleet too old to say).
+    func verified(_ device: String) -> Bool? {
+        guard let said = verifiedBy[device] else { return nil }
+        let now = rule.readings(of: device).compactMap { said[$0.node] }
+        return now.isEmpty ? nil : !now.contains(false)
+    }
+
     private func attributes(_ device: String, at t: Double) -> String {
         var distances: [String: Double] = [:]
         var ages: [String: Double] = [:]
@@ -480,7 +493,7 @@ public struct FleetStep: Sendable {
         }
         return MQTTJSON.encode(FleetAttributes(room: published[device] ?? "not_home", distances: distances, ages: ages,
                                                since: since[device] ?? t, rule: rule.name,
-                                               position: placed[device] != nil ? lastPosition[device] : nil))
+                                               position: placed[device] != nil ? lastPosition[device] : nil, verified: verified(device)))
     }
 
     /// Every device: its room, the nodes' readings and its position.
@@ -492,7 +505,7 @@ public struct FleetStep: Sendable {
             }
             rows.append(FleetTable.Device(id: device, name: names[device], room: published[device] ?? "not_home", readings: readings,
                                           position: placed[device] != nil ? lastPosition[device] : nil,
-                                          since: since[device].map(MQTTRounding.milliseconds)))
+                                          since: since[device].map(MQTTRounding.milliseconds), verified: verified(device)))
         }
         return FleetTable(time: t, rule: rule.name, devices: rows)
     }

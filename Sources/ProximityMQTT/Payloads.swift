@@ -165,14 +165,18 @@ public struct PeerReport: Codable, Hashable, Sendable {
     public var rssiSpread: Double?
     /// About how many samples the node heard it with in the last 10 s.
     public var samples: Int?
+    /// For a node: whether it proved its identity to the reporting node with the fleet's key
+    /// (docs/security.md). Absent for other kinds.
+    public var verified: Bool?
 
     enum CodingKeys: String, CodingKey {
         case id, kind, rssi, rssiAt1m = "rssi@1m", distance, proximity, time, name, mac
-        case rssiFiltered = "rssi_filtered", rssiSpread = "rssi_spread", samples
+        case rssiFiltered = "rssi_filtered", rssiSpread = "rssi_spread", samples, verified
     }
 
     public init(id: String, kind: String?, rssi: Int?, rssiAt1m: Int?, distance: Double?, proximity: String?, time: Double?,
-                name: String? = nil, mac: String? = nil, rssiFiltered: Double? = nil, rssiSpread: Double? = nil, samples: Int? = nil) {
+                name: String? = nil, mac: String? = nil, rssiFiltered: Double? = nil, rssiSpread: Double? = nil, samples: Int? = nil,
+                verified: Bool? = nil) {
         self.id = id
         self.kind = kind
         self.rssi = rssi
@@ -185,15 +189,18 @@ public struct PeerReport: Codable, Hashable, Sendable {
         self.rssiFiltered = rssiFiltered
         self.rssiSpread = rssiSpread
         self.samples = samples
+        self.verified = verified
     }
 
     /// What a node publishes of `peer` at `time` (seconds since the Unix epoch): the one place
-    /// a report is made, for the node and for `proximity-fleet replay`.
-    public init(_ peer: PeerSnapshot, at time: Double) {
+    /// a report is made, for the node and for `proximity-fleet replay`. `address`: whether the
+    /// peer's radio address goes in (`mac`); a node with a fleet key never publishes one.
+    public init(_ peer: PeerSnapshot, at time: Double, address: Bool = true) {
         self.init(id: peer.identifier.rawValue, kind: peer.kind.rawValue, rssi: Int(peer.rssi), rssiAt1m: Int(peer.measuredPower),
                   distance: MQTTRounding.metres(peer.distance), proximity: peer.proximity.rawValue, time: MQTTRounding.milliseconds(time),
-                  name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty ? nil : peer.address,
-                  rssiFiltered: MQTTRounding.tenths(peer.smoothedRSSI), rssiSpread: MQTTRounding.tenths(peer.spread), samples: peer.samples)
+                  name: peer.name.isEmpty ? nil : peer.name, mac: peer.address.isEmpty || !address ? nil : peer.address,
+                  rssiFiltered: MQTTRounding.tenths(peer.smoothedRSSI), rssiSpread: MQTTRounding.tenths(peer.spread), samples: peer.samples,
+                  verified: peer.kind == .node ? peer.verified : nil)
     }
 
     /// A peer no longer heard: no distance, so a fleet service hands over at once.
@@ -215,6 +222,7 @@ public struct PeerReport: Codable, Hashable, Sendable {
         try c.encodeIfPresent(rssiFiltered, forKey: .rssiFiltered)
         try c.encodeIfPresent(rssiSpread, forKey: .rssiSpread)
         try c.encodeIfPresent(samples, forKey: .samples)
+        try c.encodeIfPresent(verified, forKey: .verified)
     }
 }
 
@@ -353,9 +361,12 @@ public struct FleetAttributes: Codable, Hashable, Sendable {
     public var y: Double?
     public var floor: String?
     public var uncertainty: Double?
+    /// For a node of the fleet: whether the nodes that hear it say it proved its identity with
+    /// the fleet's key (false when one says it did not); absent for other devices.
+    public var verified: Bool?
 
     public init(room: String, distances: [String: Double], ages: [String: Double], since: Double, rule: String,
-                position: FleetPosition? = nil) {
+                position: FleetPosition? = nil, verified: Bool? = nil) {
         self.room = room
         self.distances = distances
         self.ages = ages
@@ -365,6 +376,7 @@ public struct FleetAttributes: Codable, Hashable, Sendable {
         y = position?.y
         floor = position?.floor
         uncertainty = position?.uncertainty
+        self.verified = verified
     }
 }
 
@@ -395,14 +407,19 @@ public struct FleetTable: Codable, Hashable, Sendable {
         public var position: FleetPosition?
         /// Since when it has been in `room`, seconds since the epoch (absent when not known).
         public var since: Double?
+        /// For a node of the fleet: whether the nodes that hear it say it proved its identity
+        /// with the fleet's key (``FleetAttributes/verified``); absent for other devices.
+        public var verified: Bool?
 
-        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil, since: Double? = nil) {
+        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil, since: Double? = nil,
+                    verified: Bool? = nil) {
             self.id = id
             self.name = name
             self.room = room
             self.readings = readings
             self.position = position
             self.since = since
+            self.verified = verified
         }
     }
 

@@ -104,4 +104,37 @@ import Testing
         _ = minutes(15, from: t, offset: 0)
         #expect(logs == ["charlie drifting", "charlie back"], "\(logs)")
     }
+
+    @Test("issue 32: the fleet knows what is verified: a node's device is verified while every node that hears it says it proved the fleet's key, not verified once one says otherwise; a beacon has no such word; the attributes and the table say the same")
+    func verified() throws {
+        var configuration = FleetConfiguration()
+        configuration.attributesInterval = 0
+        var step = FleetStep(configuration)
+        _ = step.connection(.connected, at: 0)
+        let member = "0b0b0b0b-0000-4000-8000-000000000002"
+        func report(_ id: String, _ kind: String, _ verified: Bool?, distance: Double, at t: Double) -> PeerReport {
+            PeerReport(id: id, kind: kind, rssi: -60, rssiAt1m: -59, distance: distance, proximity: "near", time: t, verified: verified)
+        }
+        func said(_ effects: [FleetEffect], _ device: String) -> Bool?? {
+            for case .publish(let topic, let payload, _) in effects.reversed() where topic == "proximity-fleet/devices/\(device)/attributes" {
+                return .some(MQTTJSON.decode(FleetAttributes.self, from: Array(payload.utf8))?.verified)
+            }
+            return .none
+        }
+        var effects: [FleetEffect] = []
+        for (t, node) in [(10.0, "alpha"), (10.2, "bravo")] {
+            effects += step.receive(.report(node: node, device: member, report(member, "node", true, distance: node == "alpha" ? 1 : 3, at: t)), at: t)
+            effects += step.receive(.report(node: node, device: "ibeacon:x", report("ibeacon:x", "ibeacon", nil, distance: 2, at: t)), at: t)
+        }
+        effects += step.tick(at: 11)
+        #expect(said(effects, member) == .some(true), "\(effects)")
+        #expect(said(effects, "ibeacon:x") == .some(nil))
+        #expect(step.table(at: 11).devices.first { $0.id == member }?.verified == true)
+        #expect(step.table(at: 11).devices.first { $0.id == "ibeacon:x" }?.verified == nil)
+        // bravo now says it is not verified (another device at the member's identity, say).
+        effects = step.receive(.report(node: "bravo", device: member, report(member, "node", false, distance: 3, at: 12)), at: 12)
+        effects += step.tick(at: 13)
+        #expect(said(effects, member) == .some(false), "\(effects)")
+        #expect(step.table(at: 13).devices.first { $0.id == member }?.verified == false)
+    }
 }

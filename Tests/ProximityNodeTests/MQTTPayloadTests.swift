@@ -36,6 +36,37 @@ struct MQTTPayloadTests {
         #expect(read.id == "irk:anna-phone" && read.kind == "irk" && read.mac == "5B:12:34:0D:FB:AA")
     }
 
+    @Test("issue 32: a node's report says whether it proved its identity with the fleet's key (verified, for nodes only); a node with a fleet key publishes no peer's radio address, native or ESPresense")
+    func verifiedAndNoAddress() throws {
+        var settings = MQTTSettings(broker: .init(host: "127.0.0.1", port: 1883))
+        settings.compatibility = [.espresense]
+        let identity = UUID(uuidString: "4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d")!
+        var member = PeerSnapshot(identifier: .node(UUID(uuidString: "0b0b0b0b-0000-4000-8000-000000000002")!), kind: .node,
+                                  address: "4C:11:22:33:44:55", name: "bravo", proximity: .near, distance: 2, rssi: -66, smoothedRSSI: -66,
+                                  measuredPower: -59, lastSeen: 10)
+        member.verified = true
+        var stranger = member
+        stranger.verified = false
+        let phone = PeerSnapshot(identifier: .irk("anna-phone"), kind: .irk, address: "5B:12:34:0D:FB:AA", name: "", proximity: .near,
+                                 distance: 2.5, rssi: -70, smoothedRSSI: -70, measuredPower: -59, lastSeen: 10)
+        for keyed in [false, true] {
+            let messages = MQTTMessages(identity: identity, name: "kitchen", settings: settings, publishesAddresses: !keyed)
+            for (peer, verified) in [(member, true as Bool?), (stranger, false), (phone, nil)] {
+                let out = messages.reports(peer, at: 1795469990)
+                let native = try #require(MQTTJSON.decode(PeerReport.self, from: Array(out[0].payload.utf8)))
+                #expect(native.verified == verified, "\(out[0].payload)")
+                let espresense = try #require(MQTTJSON.decode(ESPresenseReport.self, from: Array(out[1].payload.utf8)))
+                if keyed {
+                    #expect(native.mac == nil && espresense.mac == nil && !out.contains { $0.payload.contains(peer.address) }
+                            && !out.contains { $0.payload.lowercased().contains(peer.address.replacingOccurrences(of: ":", with: "").lowercased()) },
+                            "\(out.map(\.payload))")
+                } else {
+                    #expect(native.mac == peer.address && espresense.mac != nil, "\(out.map(\.payload))")
+                }
+            }
+        }
+    }
+
     @Test("a peer no longer heard: distance null (not absent), no RSSI; a reader takes it as no distance")
     func gone() throws {
         let out = Self.messages.gone("ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2", at: 1795455467.0844)

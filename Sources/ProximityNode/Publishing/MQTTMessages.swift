@@ -18,11 +18,15 @@ struct MQTTMessages: Sendable {
     let identity: String
     let name: String
     let settings: MQTTSettings
+    /// Whether peers' radio addresses go out (`mac`): not from a node with a fleet key, whose
+    /// peers' addresses would undo their privacy for anyone who reads the broker.
+    var publishesAddresses: Bool
 
-    init(identity: UUID, name: String, settings: MQTTSettings) {
+    init(identity: UUID, name: String, settings: MQTTSettings, publishesAddresses: Bool = true) {
         self.identity = identity.lowercased
         self.name = name
         self.settings = settings
+        self.publishesAddresses = publishesAddresses
     }
 
     var prefix: String { settings.prefix(name: name) }
@@ -61,11 +65,11 @@ struct MQTTMessages: Sendable {
     func reports(_ peer: PeerSnapshot, at time: Double) -> [MQTTOutgoing] {
         let id = peer.identifier.rawValue
         let distance = MQTTRounding.metres(peer.distance)
-        let native = PeerReport(peer, at: time)
+        let native = PeerReport(peer, at: time, address: publishesAddresses)
         var out = [MQTTOutgoing(topic: topics.peer(id), payload: MQTTJSON.encode(native), qos: 0)]
         let shownName = peer.name.isEmpty ? id : peer.name
         if settings.compatibility.contains(.espresense) {
-            let mac = peer.address.isEmpty ? nil : peer.address.replacingOccurrences(of: ":", with: "").lowercased()
+            let mac = peer.address.isEmpty || !publishesAddresses ? nil : peer.address.replacingOccurrences(of: ":", with: "").lowercased()
             let report = ESPresenseReport(id: id, name: shownName, rssiAt1m: Int(peer.measuredPower), rssi: Int(peer.rssi),
                                           distance: distance, mac: mac)
             out.append(MQTTOutgoing(topic: espresenseTopic(id), payload: MQTTJSON.encode(report), qos: 0))

@@ -33,6 +33,8 @@ public actor MQTTPublisher {
 
     private var settings: MQTTSettings?
     private var name: String
+    /// The node has a fleet key: no peer's radio address is published.
+    private var keyed: Bool
     private var messages: MQTTMessages?
     private var client: MQTTClient?
     private var clientTasks: [Task<Void, Never>] = []
@@ -64,6 +66,7 @@ public actor MQTTPublisher {
         self.logger = logger
         name = configuration.name
         settings = configuration.mqtt
+        keyed = configuration.trust.isTrusted
         view = NodeView(adapter: configuration.adapter, rssiOffset: configuration.rssiOffset)
     }
 
@@ -85,6 +88,8 @@ public actor MQTTPublisher {
     /// reload starts again with the same settings too (reading the password file again: the fix
     /// for a refused password is a new file and a reload).
     public func reconfigure(_ configuration: NodeConfiguration) async {
+        keyed = configuration.trust.isTrusted
+        messages?.publishesAddresses = !keyed
         guard configuration.mqtt != settings || configuration.name != name || (settings != nil && !connected) else { return }
         await stop()
         name = configuration.name
@@ -98,7 +103,7 @@ public actor MQTTPublisher {
     // MARK: - The connection
 
     private func start(_ settings: MQTTSettings) {
-        let messages = MQTTMessages(identity: identity, name: name, settings: settings)
+        let messages = MQTTMessages(identity: identity, name: name, settings: settings, publishesAddresses: !keyed)
         self.messages = messages
         publishing = PeerPublishing(throttle: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved))
         if let outbox { outbox.capacity = settings.outboxSize } else {
