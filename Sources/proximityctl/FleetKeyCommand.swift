@@ -14,8 +14,12 @@ struct FleetKeyCommand: ParsableCommand {
             (or the user proximityd runs as) and readable by its owner only (mode 0600). No node \
             is needed: this runs on any box, and the file is copied to every node.
 
-            Exit status: 0 on success, 64 for a bad argument, 73 when --output cannot be created \
-            (it exists already, or its directory does not).
+            The key is never written to a terminal. Standard output redirected to a file is made \
+            mode 0600 before the key is written, whatever the umask; --output makes a new file, \
+            mode 0600.
+
+            Exit status: 0 on success, 64 for a bad argument or standard output on a terminal, \
+            73 when --output cannot be created (it exists already, or its directory does not).
 
             Examples:
               $ proximityctl fleet-key new > fleet.key
@@ -47,19 +51,40 @@ extension FleetKeyCommand {
         }
 
         func run() throws {
-            let text = FleetKey.generate().fileText
             guard let output else {
-                FileHandle.standardOutput.write(Data(text.utf8))
+                // Never on a terminal: a key shown there stays in its scrollback and history.
+                guard isatty(STDOUT_FILENO) == 0 else {
+                    FileHandle.standardError.write(Data("proximityctl: error: standard output is a terminal: a key shown there stays in its scrollback; use --output FILE, or redirect it to a file\n".utf8))
+                    throw ExitCode(64)
+                }
+                // Redirected to a file (`> fleet.key`): made the owner's alone, whatever the umask
+                // the shell created it with, before the key is in it.
+                var info = stat()
+                if fstat(STDOUT_FILENO, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 != 0 {
+                    guard fchmod(STDOUT_FILENO, 0o600) == 0 else {
+                        FileHandle.standardError.write(Data("proximityctl: error: cannot make standard output's file mode 0600 (\(String(cString: strerror(errno)))): use --output FILE\n".utf8))
+                        throw ExitCode(73)
+                    }
+                }
+                FileHandle.standardOutput.write(Data(FleetKey.generate().fileText.utf8))
                 return
             }
+            let text = FleetKey.generate().fileText
             // O_EXCL: never over an existing file (another fleet's key, or anything else).
-            let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            let fd = open(output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
                 let reason = String(cString: strerror(errno))
                 FileHandle.standardError.write(Data("proximityctl: error: --output \(output): \(reason)\n".utf8))
                 throw ExitCode(73)
             }
             defer { close(fd) }
+            // 0600 whatever the umask (which can only take bits away from open's mode).
+            guard fchmod(fd, 0o600) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(output)
+                FileHandle.standardError.write(Data("proximityctl: error: --output \(output): \(reason)\n".utf8))
+                throw ExitCode(73)
+            }
             let bytes = Array(text.utf8)
             guard write(fd, bytes, bytes.count) == bytes.count, fsync(fd) == 0 else {
                 let reason = String(cString: strerror(errno))

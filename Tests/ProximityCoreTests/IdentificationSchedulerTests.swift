@@ -7,8 +7,16 @@ import Testing
     static let me = "AA:00:00:00:00:05"
     static let high = "AA:00:00:00:00:09"
 
+    /// An ordering for these tests of the scheduler's mechanics: the lower address connects (the
+    /// node's own orderings are coins, tested in TrustStepTests.whoConnects).
+    struct LowerConnects: ConnectionOrdering {
+        func connectsFirst(own: String, peer: String) -> Bool { own < peer }
+    }
+
     func scheduler(concurrency: Int = 2, maxTracked: Int = 256) -> IdentificationScheduler {
-        IdentificationScheduler(configuration: .init(concurrency: concurrency, maxTracked: maxTracked), ownAddress: Self.me)
+        var s = IdentificationScheduler(configuration: .init(concurrency: concurrency, maxTracked: maxTracked), ownAddress: Self.me)
+        s.ordering = LowerConnects()
+        return s
     }
 
     @Test("the lower address connects at once; a second sighting while connecting starts nothing")

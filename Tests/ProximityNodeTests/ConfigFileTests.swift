@@ -881,7 +881,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
     @Test("the keys of tracking and of a rule")
     func ruleKeys() {
-        #expect(ConfigFile.keys.suffix(6) == ["tracking", "rules", "mqtt", "fleet-key", "accept-unverified", "irks"])
+        #expect(ConfigFile.keys.suffix(7) == ["tracking", "rules", "mqtt", "fleet-key", "previous-fleet-key", "accept-unverified", "irks"])
         #expect(ConfigFile.ruleKeys == ["identifier"] + Rule.keys)
         #expect(YAMLKeys.nearest(to: "hearbeat", in: ConfigFile.trackingKeys) == "heartbeat")
         #expect(YAMLKeys.nearest(to: "frequecy", in: ConfigFile.ruleKeys) == "frequency")

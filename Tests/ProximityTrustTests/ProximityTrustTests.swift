@@ -137,3 +137,83 @@ struct TrustedIdentificationTests {
         #expect(bob.openHello(hello, challenge: Array(nb.dropLast())) == nil)
     }
 }
+
+/// The served side of the trusted identification as a pure state machine, on an injected clock.
+@Suite("the trusted responder")
+struct TrustedResponderTests {
+    static let me = UUID(uuidString: "0a0a0a0a-0000-4000-8000-000000000001")!
+    static let peer = UUID(uuidString: "0b0b0b0b-0000-4000-8000-000000000002")!
+
+    /// A member's hello to `responder` for reader `id`: the challenge read, the hello sealed to it.
+    static func hello(_ responder: inout TrustedResponder, _ id: String, key: FleetKey, identity: UUID = peer, at t: Double)
+        throws -> (hello: [UInt8], ours: [UInt8], theirs: [UInt8]) {
+        let challenge = responder.challenge(for: id, fresh: true, at: t)
+        let own = TrustedIdentification.challenge()
+        return (try TrustedIdentification(key).hello(identity: identity, challenge: challenge, ownChallenge: own), own, challenge)
+    }
+
+    @Test("a challenge is used once: a hello opens once and the answer is read once; a replayed hello on the same challenge is refused; the answer proves this node to the member")
+    func usedOnce() throws {
+        let key = FleetKey.generate()
+        var responder = TrustedResponder(identity: Self.me, key: key)
+        let (hello, own, challenge) = try Self.hello(&responder, "dev_1", key: key, at: 0)
+        #expect(responder.hello(hello, from: "dev_1", at: 0.1) == .member(Self.peer, previousKey: false))
+        let answer = responder.identity(for: "dev_1", fresh: true, at: 0.2)
+        #expect(TrustedIdentification(key).openAnswer(answer, ownChallenge: own, challenge: challenge) == Self.me)
+        let again = responder.identity(for: "dev_1", fresh: true, at: 0.3)
+        #expect(TrustedIdentification(key).openAnswer(again, ownChallenge: own, challenge: challenge) == nil, "one answer per hello")
+        #expect(responder.hello(hello, from: "dev_1", at: 0.4) == .refused(firstTime: true), "the challenge was used")
+        #expect(TrustedIdentification(key).openAnswer(responder.identity(for: "dev_1", fresh: true, at: 0.5), ownChallenge: own, challenge: challenge) == nil)
+    }
+
+    @Test("this node's own hello relayed back to it is refused; another fleet's is refused and logged once per reader")
+    func reflectedAndForeign() throws {
+        let key = FleetKey.generate()
+        var responder = TrustedResponder(identity: Self.me, key: key)
+        let own = try Self.hello(&responder, "dev_1", key: key, identity: Self.me, at: 0)
+        #expect(responder.hello(own.hello, from: "dev_1", at: 0) == .reflected)
+        let foreign = try Self.hello(&responder, "dev_2", key: FleetKey.generate(), at: 1)
+        #expect(responder.hello(foreign.hello, from: "dev_2", at: 1) == .refused(firstTime: true))
+        let second = try Self.hello(&responder, "dev_2", key: FleetKey.generate(), at: 2)
+        #expect(responder.hello(second.hello, from: "dev_2", at: 2) == .refused(firstTime: false))
+    }
+
+    @Test("outsiders' work is bounded: hellos per reader and overall are limited; readers and remembered refusals never pass their bound, however many devices write")
+    func bounded() throws {
+        let key = FleetKey.generate(), other = FleetKey.generate()
+        var responder = TrustedResponder(identity: Self.me, key: key)
+        // One reader: three hellos a minute, then limited, even a member's.
+        for i in 0 ..< 3 {
+            let h = try Self.hello(&responder, "dev_1", key: other, at: Double(i))
+            #expect(responder.hello(h.hello, from: "dev_1", at: Double(i)) != .limited)
+        }
+        let member = try Self.hello(&responder, "dev_1", key: key, at: 3)
+        #expect(responder.hello(member.hello, from: "dev_1", at: 3) == .limited)
+        // 2,000 devices, each one hello, all within 10 s: the bucket lets about 20 + 10/s through.
+        var passed = 0
+        for i in 0 ..< 2000 {
+            let t = 100 + Double(i) / 200
+            let h = try Self.hello(&responder, "flood_\(i)", key: other, at: t)
+            if responder.hello(h.hello, from: "flood_\(i)", at: t) != .limited { passed += 1 }
+        }
+        #expect(passed >= 100 && passed <= 125, "\(passed) hellos passed the bucket in 10 s")
+        #expect(responder.readerCount <= 256 && responder.refusedCount <= 256, "\(responder.readerCount) readers, \(responder.refusedCount) refusals")
+        // A minute later a member gets through again.
+        let later = try Self.hello(&responder, "dev_9", key: key, at: 200)
+        #expect(responder.hello(later.hello, from: "dev_9", at: 200) == .member(Self.peer, previousKey: false))
+    }
+
+    @Test("a rotation: the previous key's hellos are taken until its grace ends, then refused; the answer is sealed with the key the hello came with")
+    func previousKey() throws {
+        let old = FleetKey.generate(), new = FleetKey.generate()
+        var responder = TrustedResponder(identity: Self.me, key: new, previous: old, graceUntil: 100)
+        let early = try Self.hello(&responder, "dev_1", key: old, at: 10)
+        #expect(responder.hello(early.hello, from: "dev_1", at: 10) == .member(Self.peer, previousKey: true))
+        let answer = responder.identity(for: "dev_1", fresh: true, at: 10)
+        #expect(TrustedIdentification(old).openAnswer(answer, ownChallenge: early.ours, challenge: early.theirs) == Self.me)
+        let late = try Self.hello(&responder, "dev_2", key: old, at: 101)
+        #expect(responder.hello(late.hello, from: "dev_2", at: 101) == .refused(firstTime: true))
+        let current = try Self.hello(&responder, "dev_3", key: new, at: 101)
+        #expect(responder.hello(current.hello, from: "dev_3", at: 101) == .member(Self.peer, previousKey: false))
+    }
+}

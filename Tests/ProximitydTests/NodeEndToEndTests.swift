@@ -1,6 +1,7 @@
 import BlueZSim
 import DBusKit
 import Foundation
+import ProximityCore
 import ProximityAPI
 import ProximityNode
 import ProximityTesting
@@ -111,11 +112,12 @@ struct NodeEndToEndTests {
             let badWatch = try await runCommand(ctl, ["watch", "--interval", "0", "--bus", alphaBus])
             #expect(badWatch.status == 64, "\(badWatch)")
 
-            // One GATT connection per pair: the node with the lower address connects to the other
-            // once and introduces itself in that connection; the other never connects back.
+            // One GATT connection per pair: the node the ordering picks (a coin per pair, the same on
+            // both sides: PairHashOrdering) connects to the other once and introduces itself in
+            // that connection; the other never connects back.
             let counts = counters.mapValues(perDevice)
             for box in sim.scenario.boxes {
-                let expected = sim.scenario.boxes.filter { $0.address > box.address }.map {
+                let expected = sim.scenario.boxes.filter { $0.address != box.address && PairHashOrdering().connectsFirst(own: box.address, peer: $0.address) }.map {
                     ("/org/bluez/hci0/dev_" + $0.address.replacingOccurrences(of: ":", with: "_"), 1)
                 }
                 #expect(counts[box.name]! == Dictionary(uniqueKeysWithValues: expected), "\(box.name): \(counts[box.name]!)")

@@ -8,8 +8,9 @@
 ///   next; after `maxAttempts` failures, or one rejected identity, the address is left alone for
 ///   `banTime`, and the count then starts again. A retry happens when the device is next heard
 ///   after its time.
-/// - **Who connects.** When two nodes find each other, the one with the lower address connects,
-///   and in the same connection tells the other its identity (its hello), so one link identifies
+/// - **Who connects.** When two nodes find each other, one of them connects (``ConnectionOrdering``
+///   says which; both sides agree when each sees the other's address as the other knows it), and
+///   in the same connection tells the other its identity (its hello), so one link identifies
 ///   both. The higher one yields: it waits up to `yieldTime` for that hello, holding no
 ///   connection slot, and connects itself only if none came (a peer that knew it already, or an
 ///   older node). Crossing links, two nodes connecting to each other at once, are what BlueZ and
@@ -80,6 +81,8 @@ public struct IdentificationScheduler: Sendable {
     public var configuration: Configuration
     /// This node's adapter address (uppercase), for deciding who connects; nil until known.
     public var ownAddress: String?
+    /// Who connects when two nodes find each other (``ConnectionOrdering``).
+    public var ordering: any ConnectionOrdering = PairHashOrdering()
     private(set) var states: [String: State] = [:]
     private var queue: [String] = []
     private var queueHead = 0
@@ -111,7 +114,7 @@ public struct IdentificationScheduler: Sendable {
         }
         guard tracked < configuration.maxTracked else { return [] }
         tracked += 1
-        if attempt == 1, let own = ownAddress, own > address.uppercased() {
+        if attempt == 1, !connectsFirst(address) {
             states[address] = .yielding(until: t + configuration.yieldTime)
             return []
         }
@@ -132,6 +135,49 @@ public struct IdentificationScheduler: Sendable {
         case .connecting, nil:
             break
         }
+    }
+
+    /// Whether this node is the one that connects to the node at `address` (false until this
+    /// node's own address is known: it then yields).
+    public func connectsFirst(_ address: String) -> Bool {
+        guard let own = ownAddress else { return true }
+        return ordering.connectsFirst(own: own, peer: address.uppercased())
+    }
+
+    /// Connect to `address` to have it prove its identity, this node starting the link (no
+    /// yield): a known peer whose proof is old, or an address whose claim conflicts. Nothing when
+    /// the address is already queued, connecting, yielding or waiting out a failure, or the
+    /// tracked addresses are at their bound.
+    public mutating func prove(_ address: String, at t: Timestamp) -> [Connect] {
+        var attempt = 1
+        switch states[address] {
+        case .queued, .connecting, .yielding:
+            return []
+        case .failed(let attempts, let retryAt):
+            guard t >= retryAt else { return [] }
+            attempt = attempts >= configuration.maxAttempts ? 1 : attempts + 1
+        case nil:
+            break
+        }
+        guard tracked < configuration.maxTracked else { return [] }
+        tracked += 1
+        states[address] = .queued(attempt: attempt)
+        queue.append(address)
+        return drain(afterYield: [])
+    }
+
+    /// Not before `seconds` from now: the address is identified again only then (when heard),
+    /// this node connecting at once (no yield). Not a ban.
+    public mutating func holdOff(_ address: String, for seconds: Double, at t: Timestamp) {
+        switch states[address] {
+        case .connecting:
+            return
+        case .queued, .yielding:
+            tracked -= 1
+        case .failed, nil:
+            break
+        }
+        states[address] = .failed(attempts: 1, retryAt: t + seconds)
     }
 
     /// The peer at `address` was refused without a connection of this node's: its hello said an
@@ -218,5 +264,31 @@ public struct IdentificationScheduler: Sendable {
             queueHead = 0
         }
         return started
+    }
+}
+
+/// Which of two nodes connects to the other (the other waits for its hello): the same answer on
+/// both sides for the same pair of addresses, opposite roles. It must not tell an outsider how
+/// the node's own address compares with one the outsider chooses: that would give the address
+/// away one bit per probe, and with it the box after every rotation of its private address.
+public protocol ConnectionOrdering: Sendable {
+    /// Whether the node whose adapter address is `own` connects to `peer` (both uppercase).
+    func connectsFirst(own: String, peer: String) -> Bool
+}
+
+/// The open protocol's ordering: a coin per pair, a public hash (FNV-1a) of the two addresses in
+/// order, flipped by which one is lower. An open node advertises its name and identity, so its
+/// address is not a secret an outsider needs to learn; a keyed node uses the fleet key's coin
+/// (ProximityTrust's `KeyedConnectionOrdering`), which an outsider cannot compute.
+public struct PairHashOrdering: ConnectionOrdering {
+    public init() {}
+
+    public func connectsFirst(own: String, peer: String) -> Bool {
+        let lower = own < peer
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (lower ? own + "|" + peer : peer + "|" + own).utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return lower != (hash >> 63 == 1)
     }
 }

@@ -62,6 +62,9 @@ public struct IdentityResolver: Sendable {
         public var seen: Timestamp
         /// Whether the node proved its identity with the fleet's key (the trusted protocol).
         public var verified = false
+        /// When it last proved it (kept in memory only: after a restart every peer proves its
+        /// identity again).
+        public var verifiedAt: Timestamp?
         public init(identity: UUID, seen: Timestamp) {
             self.identity = identity
             self.seen = seen
@@ -78,6 +81,11 @@ public struct IdentityResolver: Sendable {
         public var previousAddresses: [String]
         /// Addresses forgotten to stay within the cap.
         public var evicted: [String]
+        /// A verified claim at a new address while the identity's verified binding elsewhere was
+        /// heard lately (a relay, or two devices with one key and one identity): nothing was
+        /// changed; these are the identity's other addresses, to identify again with links the
+        /// node starts itself.
+        public var conflict: [String] = []
     }
 
     public var configuration: Configuration
@@ -170,7 +178,13 @@ public struct IdentityResolver: Sendable {
     public func isVerified(_ identity: UUID) -> Bool { nodes.values.contains { $0.identity == identity && $0.verified } }
 
     /// Records that `address` is the node `identity` (read over GATT, or the node's own hello).
-    public mutating func learn(_ identity: UUID, at address: String, verified: Bool = false, time t: Timestamp) -> Learnt {
+    ///
+    /// A verified claim never displaces a verified binding of the same identity at another
+    /// address heard within `heardWithin` seconds (a one-shot relay would otherwise move a member
+    /// to the relay's address and lock the real one out): the claim is not taken, and
+    /// ``Learnt/conflict`` names the addresses to identify again.
+    public mutating func learn(_ identity: UUID, at address: String, verified: Bool = false, time t: Timestamp,
+                               heardWithin: Double = 0) -> Learnt {
         if identity == configuration.ownIdentity {
             own.insert(address)
             nodes[address] = nil
@@ -178,9 +192,18 @@ public struct IdentityResolver: Sendable {
         }
         let isNew = nodes[address]?.identity != identity || nodes[address]?.verified != verified
         let previous = nodes.filter { $0.key != address && $0.value.identity == identity }.map(\.key).sorted()
+        if verified {
+            let held = previous.filter { nodes[$0]!.verified && t - nodes[$0]!.seen <= heardWithin }
+            if !held.isEmpty {
+                var learnt = Learnt(isNew: false, isOwn: false, previousAddresses: [], evicted: [])
+                learnt.conflict = held
+                return learnt
+            }
+        }
         for old in previous { nodes[old] = nil }
         var remembered = Remembered(identity: identity, seen: t)
         remembered.verified = verified
+        if verified { remembered.verifiedAt = t }
         nodes[address] = remembered
         var evicted: [String] = []
         if nodes.count > configuration.maxRememberedAddresses {
@@ -189,6 +212,29 @@ public struct IdentityResolver: Sendable {
             for old in evicted { nodes[old] = nil }
         }
         return Learnt(isNew: isNew || !previous.isEmpty, isOwn: false, previousAddresses: previous, evicted: evicted)
+    }
+
+    /// The verified bindings whose proof is older than `age` seconds and that were heard within
+    /// `heardWithin` seconds: to prove again (sorted).
+    public func dueForProof(olderThan age: Double, heardWithin: Double, at t: Timestamp) -> [String] {
+        nodes.filter { $0.value.verified && t - ($0.value.verifiedAt ?? -.infinity) >= age && t - $0.value.seen <= heardWithin }
+            .map(\.key).sorted()
+    }
+
+    /// Verified bindings whose last proof is older than `age` seconds become unverified (the
+    /// peer could not prove it again); their addresses, sorted.
+    public mutating func expireProofs(olderThan age: Double, at t: Timestamp) -> [String] {
+        let expired = nodes.filter { $0.value.verified && t - ($0.value.verifiedAt ?? -.infinity) >= age }.map(\.key).sorted()
+        for address in expired { nodes[address]!.verified = false }
+        return expired
+    }
+
+    /// Forgets every node (a new fleet key, or none: every identity is proved again). Returns
+    /// their addresses, sorted.
+    public mutating func forgetAll() -> [String] {
+        let all = nodes.keys.sorted()
+        nodes = [:]
+        return all
     }
 
     /// Forgets the nodes that did not prove their identity with the fleet's key (learnt the open

@@ -15,6 +15,43 @@ extension ConfigDecoder {
         if fleetKeyFile != nil { fleetKeyPosition = entry.value.position }
     }
 
+    /// `previous-fleet-key: { file: FILE, until: TIME }`: a key being rotated out, accepted until
+    /// TIME (ISO 8601 with a zone, `2026-12-05T18:00:00Z`), which must be in the future and at
+    /// most ``TrustSettings/maxGrace`` away (docs/security.md, Rotation).
+    mutating func decodePreviousFleetKey(_ entry: ConfigEntry, now: Date = Date()) {
+        guard !isNull(entry.value) else { return }
+        guard let fields = mapping(entry.value, path: "previous-fleet-key", keys: ["file", "until"],
+                                   expected: "a mapping of file: (the previous key's file) and until: (when it stops being accepted)") else { return }
+        var file: String?, until: Date?
+        for field in fields {
+            switch field.key {
+            case "file":
+                file = text(field, path: "previous-fleet-key.file") { (path: String) throws(OptionProblem) -> String in
+                    guard path.hasPrefix("/") else { throw OptionProblem("must be an absolute path, not '\(path)'") }
+                    return path
+                }
+            case "until":
+                until = text(field, path: "previous-fleet-key.until") { (t: String) throws(OptionProblem) -> Date in
+                    let formatter = ISO8601DateFormatter()
+                    guard let date = formatter.date(from: t) else {
+                        throw OptionProblem("must be a time in ISO 8601 with its zone (2026-12-05T18:00:00Z), not '\(t)'")
+                    }
+                    guard date > now else { throw OptionProblem("\(t) is past: the rotation is over; remove previous-fleet-key:") }
+                    guard date.timeIntervalSince(now) <= TrustSettings.maxGrace else {
+                        throw OptionProblem("\(t) is more than \(Int(TrustSettings.maxGrace / 86_400)) days away: a previous key is accepted for a week at most")
+                    }
+                    return date
+                }
+            default: break
+            }
+        }
+        let given = Set(fields.map(\.key))
+        for missing in ["file", "until"] where !given.contains(missing) {
+            report(entry.keyPosition, "previous-fleet-key: \(missing): is required")
+        }
+        if let file, let until { previousKeyFile = (file, until, entry.keyPosition) }
+    }
+
     mutating func decodeAcceptUnverified(_ entry: ConfigEntry) {
         if let value = boolean(entry, path: "accept-unverified") { acceptUnverified = value }
     }

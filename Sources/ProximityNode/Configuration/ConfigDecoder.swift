@@ -27,6 +27,8 @@ struct ConfigDecoder {
     /// `fleet-key:`'s file and where its value is: read after the tree (``ConfigFile/parse(_:path:)``).
     var fleetKeyFile: String?
     var fleetKeyPosition: ConfigPosition?
+    /// `previous-fleet-key:`'s file, how long it is accepted, and where the section is.
+    var previousKeyFile: (file: String, until: Date, position: ConfigPosition?)?
     /// `irks:`'s file and where its value is, when it names one: read after the tree.
     var irkFile: String?
     var irkFilePosition: ConfigPosition?
@@ -64,6 +66,7 @@ struct ConfigDecoder {
             case "tracking": decodeTracking(entry.value)
             case "mqtt": decodeMQTT(entry)
             case "fleet-key": decodeFleetKey(entry)
+            case "previous-fleet-key": decodePreviousFleetKey(entry)
             case "accept-unverified": decodeAcceptUnverified(entry)
             case "irks": decodeIRKs(entry)
             case "rules":

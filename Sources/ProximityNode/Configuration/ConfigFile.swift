@@ -26,7 +26,7 @@ public struct ConfigFile: Sendable, Hashable {
     public static let keys = RunOption.all.map(\.key) + sections
     /// The sections: the top-level keys that are not `run` options. A reload applies them all.
     public static let sections = ["names", "zones", "region-monitor", "regions", "alerts", "tracking", "rules", "mqtt", "fleet-key",
-                                  "accept-unverified", "irks"]
+                                  "previous-fleet-key", "accept-unverified", "irks"]
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
@@ -159,6 +159,25 @@ public struct ConfigFile: Sendable, Hashable {
                 case .content(let problem):
                     decoder.report(decoder.fleetKeyPosition, "fleet-key: \(keyFile) is not a fleet key (below)")
                     keyFileLines.append("\(keyFile):\(problem.line):\(problem.column): \(problem.message)")
+                }
+            }
+        }
+        if let previous = decoder.previousKeyFile {
+            do throws(FleetKeyFile.Problem) {
+                let key = try FleetKeyFile.load(path: previous.file)
+                if decoder.trust.key == nil, decoder.fleetKeyFile == nil {
+                    decoder.report(previous.position, "previous-fleet-key: needs fleet-key: (the new key); without one the node speaks the open protocol")
+                } else if key == decoder.trust.key {
+                    decoder.report(previous.position, "previous-fleet-key: \(previous.file) holds the same key as fleet-key:")
+                } else {
+                    decoder.trust.previousKey = .init(key: key, until: previous.until)
+                }
+            } catch {
+                switch error {
+                case .file(let message): decoder.report(previous.position, "previous-fleet-key.file: \(message)")
+                case .content(let problem):
+                    decoder.report(previous.position, "previous-fleet-key.file: \(previous.file) is not a fleet key (below)")
+                    keyFileLines.append("\(previous.file):\(problem.line):\(problem.column): \(problem.message)")
                 }
             }
         }

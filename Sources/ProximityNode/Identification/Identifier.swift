@@ -33,6 +33,8 @@ struct Identifier: Sendable {
     let identity: UUID
     /// With the fleet's key: the trusted protocol's messages (docs/security.md).
     let trust: TrustedIdentification?
+    /// During a rotation's grace: the previous key, tried when a peer refuses the new one.
+    var previousTrust: TrustedIdentification? = nil
     let logger: Logger
     /// The most bytes read from a peer's identity characteristic.
     var maxLength = 64
@@ -122,7 +124,18 @@ struct Identifier: Sendable {
             // ours. A peer without a challenge (an open node) is read the open way, and this node's
             // identity is not given to it.
             if let challenge = try await challenge(path) {
-                return (try await trustedExchange(path, trust: trust, challenge: challenge), true)
+                do {
+                    return (try await trustedExchange(path, trust: trust, challenge: challenge), true)
+                } catch let refused as HelloRefused {
+                    // A peer that has not the new key yet: the previous one, on a fresh challenge.
+                    guard let previousTrust, let again = try await self.challenge(path) else { throw refused.error }
+                    let uuid: UUID
+                    do { uuid = try await trustedExchange(path, trust: previousTrust, challenge: again) } catch let second as HelloRefused {
+                        throw second.error
+                    }
+                    logger.notice("the peer proved membership with the previous fleet key only: give it the new key")
+                    return (uuid, true)
+                }
             }
             return (try await readOpenIdentity(path), false)
         }
@@ -203,14 +216,21 @@ struct Identifier: Sendable {
         } catch let error as BlueZCallError where error.isTimeout {
             throw error
         } catch {
-            throw IdentificationError(description: "the peer refused this node's hello: it is not of this fleet (another key) (\(error))")
+            throw HelloRefused(error: IdentificationError(description: "the peer refused this node's hello: it is not of this fleet (another key) (\(error))"))
         }
         let answer = try await readIdentityValue(path)
         guard let uuid = trust.openAnswer(answer, ownChallenge: own, challenge: challenge) else {
             throw IdentificationError(description: "the peer's answer does not prove membership of this fleet (another key, or a replay)")
         }
+        // This node's own identity: its own messages relayed back to it.
+        guard uuid != identity else { throw IdentificationError(description: "the peer answered with this node's own identity (a relay back to it)") }
         return uuid
     }
+}
+
+/// The peer refused this node's hello (``GattApplication/notAuthorizedError``, or another error).
+struct HelloRefused: Error {
+    let error: IdentificationError
 }
 
 struct BlueZTimeout: Error, CustomStringConvertible {

@@ -39,7 +39,7 @@ actor BlueZSide {
         self.identity = identity
         self.logger = logger
         trust = configuration.trust
-        identityService = NodeIdentityService(identity: identity, key: configuration.trust.key, logger: logger)
+        identityService = NodeIdentityService(identity: identity, trust: configuration.trust, logger: logger)
         adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
         serviceUUID = configuration.serviceUUID.lowercased
         howToCheck = switch configuration.bus {
@@ -69,7 +69,7 @@ actor BlueZSide {
         guard trust != self.trust else { return }
         let wasTrusted = self.trust.isTrusted
         self.trust = trust
-        identityService.update(key: trust.key)
+        identityService.update(trust: trust)
         if trust.isTrusted != wasTrusted { await replaceAdvertisement(trusted: trust.isTrusted) }
     }
 
@@ -238,7 +238,9 @@ actor BlueZSide {
             return .identificationRejected(address: connect.address)
         }
         let identifier = Identifier(connection: connection, mirror: mirror, serviceUUID: serviceUUID, identity: identity,
-                                    trust: trust.key.map(TrustedIdentification.init), logger: logger)
+                                    trust: trust.key.map(TrustedIdentification.init),
+                                    previousTrust: trust.previousKey.flatMap { $0.until > Date() ? TrustedIdentification($0.key) : nil },
+                                    logger: logger)
         return .identified(address: connect.address, await identifier.identify(path, address: connect.address, attempt: connect.attempt))
     }
 }

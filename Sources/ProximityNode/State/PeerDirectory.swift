@@ -39,9 +39,9 @@ struct PeerDirectory: Sendable {
             case 2:
                 return (file.peers ?? [:]).compactMapValues { e in
                     UUID(uuidString: e.identity).map {
-                        var remembered = IdentityResolver.Remembered(identity: $0, seen: clock.timestamp(fromEpoch: e.seen))
-                        remembered.verified = e.verified ?? false
-                        return remembered
+                        // `verified` is not taken from disk: after a restart each peer proves its
+                        // identity again (docs/security.md).
+                        IdentityResolver.Remembered(identity: $0, seen: clock.timestamp(fromEpoch: e.seen))
                     }
                 }
             default:

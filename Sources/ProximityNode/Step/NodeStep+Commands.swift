@@ -167,12 +167,15 @@ extension NodeStep {
         }
         let was = trust
         trust = configuration.trust
-        if trust.key != was.key || trust.acceptUnverified != was.acceptUnverified {
+        if trust.key != was.key || trust.acceptUnverified != was.acceptUnverified || trust.previousKey != was.previousKey {
             outcome.effects.append(.log(LogLine(.notice, trust.isTrusted ? "the fleet key changed: the trusted protocol from now on" : "no fleet key: the open protocol from now on", [
                 "fleet.key": "\(trust.key?.fingerprint ?? "none")", "was": "\(was.key?.fingerprint ?? "none")",
                 "accept-unverified": "\(trust.acceptUnverified)"])))
             outcome.effects.append(.trust(trust))
-            if trust.key != was.key { outcome.effects += forgetUnverifiedPeers() }
+            if trust.key != was.key {
+                applyOrdering()
+                outcome.effects += forgetAllPeers()
+            }
         }
         outcome.effects += reconfigureIRKs(trust.irks, was: was.irks)
         if configuration.rssiOffset != rssiOffset {

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ProximityAPI
 import ProximityCore
+import ProximityTrust
 
 /// The node's middle as one value: every stage's state, from what BlueZ reports to the rules'
 /// actions. It does no I/O and reads no clock: each input (``input(_:at:)``, ``report(at:)``,
@@ -42,6 +43,19 @@ public struct NodeStep: Sendable {
     var superseded: [String: (identity: UUID, at: Timestamp)] = [:]
     /// How long a superseded address claiming its identity back counts as a conflict, seconds.
     static let conflictWindow: Double = 60
+    /// With a fleet key: how old a verified peer's proof may grow before the node asks for a new
+    /// one (a link of its own, or the peer's hello), seconds …
+    static let proofInterval: Double = 300
+    /// … and how old before the peer counts as unverified again (its proofs all failed).
+    static let proofLifetime: Double = 900
+    /// A verified binding heard this lately, seconds, is not displaced by a verified claim of its
+    /// identity from another address (a relay): a member's advertisements come a second apart at
+    /// most, and one whose address rotated is not heard at the old one any more.
+    static let conflictHeardWithin: Double = 5
+    /// After such a claim: how long before the claiming address is identified again, by a link
+    /// this node starts (no yield). Not a ban: once the old address is quiet (a rotation), the
+    /// claim is taken.
+    static let conflictHoldOff: Double = conflictHeardWithin + 1
     /// Numbers every region, alert and profile change the step publishes (one series), so a
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
@@ -73,7 +87,8 @@ public struct NodeStep: Sendable {
         resolver = IdentityResolver(
             configuration: .init(serviceUUID: serviceUUID, ownIdentity: identity, rangeBeacons: configuration.trackBeacons,
                                  maxRememberedAddresses: configuration.maxRememberedAddresses),
-            nodes: saved.peers)
+            // Each peer proves its identity again after a restart: `verified` is never taken from disk.
+            nodes: saved.peers.mapValues { var peer = $0; peer.verified = false; return peer })
         scheduler = IdentificationScheduler(configuration: configuration.identification)
         table = FoundDevicesTable(configuration: Self.rangingConfiguration(
             configuration, clearInterval: Self.clearInterval(configuration, saved.settings)))
@@ -82,6 +97,13 @@ public struct NodeStep: Sendable {
         alerts = AlertStage(configuration, saved.alerts, at: time.now)
         profile = ProfileStage(configuration, saved.profile, at: time.now)
         applyIRKs()
+        applyOrdering()
+    }
+
+    /// Who connects when two nodes find each other: the fleet key's coin with a key, a public coin
+    /// without (never a comparison of the adapter's address an outsider could probe).
+    mutating func applyOrdering() {
+        scheduler.ordering = trust.key.map { KeyedConnectionOrdering($0) as any ConnectionOrdering } ?? PairHashOrdering()
     }
 
     /// The table's ranging model, for the node's configuration.
@@ -307,6 +329,11 @@ public struct NodeStep: Sendable {
         case .failed: outcome = .failed
         }
         let (verdict, next) = scheduler.finished(address, outcome, at: time.now)
+        // A claim that conflicted (the identity's verified binding elsewhere is still heard): tried
+        // again later, by a link of this node's.
+        if outcome == .identified, resolver.identity(at: address) == nil, effects.contains(where: Self.isConflict) {
+            scheduler.holdOff(address, for: Self.conflictHoldOff, at: time.now)
+        }
         return effects + leftAlone(address, verdict, rejected: outcome == .rejected) + identify(next)
     }
 
@@ -338,7 +365,18 @@ public struct NodeStep: Sendable {
     /// ones have passed ``refusal(_:at:verified:)``.
     private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
         let t = time.now
-        let learnt = resolver.learn(uuid, at: address, verified: verified, time: t)
+        let heldVerified = Set(resolver.nodes.filter { $0.key != address && $0.value.identity == uuid && $0.value.verified }.map(\.key))
+        let learnt = resolver.learn(uuid, at: address, verified: verified, time: t, heardWithin: Self.conflictHeardWithin)
+        if !learnt.conflict.isEmpty {
+            // A verified claim at a new address while the verified binding is still heard: a relay
+            // (or a copied key and identity). Nothing changes; this node proves both addresses
+            // again with links it starts itself: a relay that stopped cannot answer.
+            var effects: [NodeEffect] = [.log(LogLine(.warning, Self.conflictMessage, [
+                "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)", "peer.other": "\(learnt.conflict.joined(separator: ","))"]))]
+            for other in learnt.conflict { effects += identify(scheduler.prove(other, at: t)) }
+            if introduced { scheduler.holdOff(address, for: Self.conflictHoldOff, at: t) }
+            return effects
+        }
         scheduler.resolved(address)
         guard !learnt.isOwn, learnt.isNew else { return [] }
         var effects: [NodeEffect] = []
@@ -353,7 +391,8 @@ public struct NodeStep: Sendable {
                 for taker in learnt.previousAddresses {
                     effects.append(.log(LogLine(.warning, "two devices claim one identity: keeping the earlier", [
                         "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)", "peer.other": "\(taker)"])))
-                    effects += leftAlone(taker, scheduler.refused(taker, at: t), rejected: true)
+                    // Never banned: an address that proved the identity with the fleet's key.
+                    if !heldVerified.contains(taker) { effects += leftAlone(taker, scheduler.refused(taker, at: t), rejected: true) }
                 }
             } else {
                 effects.append(.log(LogLine(.notice, "a peer changed address", [
@@ -365,6 +404,43 @@ public struct NodeStep: Sendable {
         }
         effects.append(.save(.peers(resolver.nodes)))
         effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
+        return effects
+    }
+
+    /// The log line of a verified claim that conflicts with a verified binding heard lately.
+    static let conflictMessage = "two addresses prove one identity (a relay, or a copied key): keeping the one heard, proving both again"
+
+    static func isConflict(_ effect: NodeEffect) -> Bool {
+        if case .log(let line) = effect { return line.message == conflictMessage }
+        return false
+    }
+
+    /// A new fleet key, or none: every identity is proved again (verified bindings too, which
+    /// were proved with the old key).
+    mutating func forgetAllPeers() -> [NodeEffect] {
+        let forgotten = resolver.forgetAll()
+        guard !forgotten.isEmpty else { return [] }
+        return [.log(LogLine(.notice, "the fleet key changed: every peer is identified again", ["peers": "\(forgotten.count)"])),
+                .save(.peers(resolver.nodes))]
+    }
+
+    /// With a fleet key, once a report: verified peers heard lately whose proof is older than
+    /// ``proofInterval`` are asked for a new one (a link this node starts; the peer's own hello
+    /// does as well); those whose proof is older than ``proofLifetime`` are unverified again.
+    mutating func proveAgain(at t: Timestamp) -> [NodeEffect] {
+        guard trust.isTrusted else { return [] }
+        var effects: [NodeEffect] = []
+        // The side that connects first asks; the other waits for that link's hello, and asks
+        // itself only when none came for another interval (two links crossing are what BlueZ
+        // handles worst).
+        let heard = table.configuration.clearInterval
+        let due = Set(resolver.dueForProof(olderThan: Self.proofInterval, heardWithin: heard, at: t).filter(scheduler.connectsFirst))
+            .union(resolver.dueForProof(olderThan: 2 * Self.proofInterval, heardWithin: heard, at: t))
+        for address in due.sorted() { effects += identify(scheduler.prove(address, at: t)) }
+        let expired = resolver.expireProofs(olderThan: Self.proofLifetime, at: t)
+        if !expired.isEmpty {
+            effects.append(.log(LogLine(.notice, "peers that did not prove their identity again are unverified", ["peers": "\(expired.joined(separator: ","))"])))
+        }
         return effects
     }
 
@@ -386,6 +462,7 @@ public struct NodeStep: Sendable {
         let t = time.now
         var effects = linked((link.tick(at: t), []))
         effects += identify(scheduler.tick(at: t))
+        effects += proveAgain(at: t)
         let report = table.tick(at: t)
         for change in report.changes {
             effects.append(.log(LogLine(.debug, "zone changed", ["peer.id": "\(change.peer)", "from": "\(change.from?.rawValue ?? "none")",

@@ -8,6 +8,21 @@ import ProximityTrust
 public struct TrustSettings: Sendable, Hashable {
     /// The key read from the config's `fleet-key:` file (checked: ``FleetKeyFile``).
     public var key: FleetKey?
+    /// A key being rotated out (`previous-fleet-key:`): still accepted from peers, and tried when
+    /// a peer refuses the new one, until `until` (at most ``maxGrace`` after the file is read).
+    public var previousKey: PreviousKey?
+
+    public struct PreviousKey: Sendable, Hashable {
+        public var key: FleetKey
+        public var until: Date
+        public init(key: FleetKey, until: Date) {
+            self.key = key
+            self.until = until
+        }
+    }
+
+    /// The longest a previous key may stay accepted, from the moment the config is read.
+    public static let maxGrace: TimeInterval = 7 * 86_400
     /// Whether peers identified the open way (without the fleet's key) are ranged, marked
     /// unverified; false ignores them entirely. Meaningful with a key only.
     public var acceptUnverified = true
