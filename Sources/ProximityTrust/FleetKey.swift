@@ -43,8 +43,7 @@ public struct FleetKey: Sendable, Hashable {
             }
             guard let bytes = Hex.bytes(digits) else {
                 let offset = (Hex.firstNonDigit(digits) ?? 0) / 2 * 2
-                let pair = digits.dropFirst(offset).prefix(2)
-                throw FleetKeyError(line: line, column: column + offset, "not a hexadecimal digit pair: \(pair)")
+                throw FleetKeyError(line: line, column: column + offset, "not a pair of hexadecimal digits (the key's characters are not repeated here)")
             }
             found = (line, bytes)
         }

@@ -1,4 +1,5 @@
 import COpenSSL
+import Foundation
 
 /// The primitives the trusted fleet is built from, each a thin owner of the libcrypto (OpenSSL 3,
 /// Debian's `libssl3`) function or handle it names. Nothing here is a cipher or a mode of this
@@ -43,23 +44,39 @@ final class CipherContext {
 }
 
 /// AES-128 in the encryption direction on one 16-byte block (`EVP_aes_128_ecb`, no padding): the
-/// Bluetooth Core specification's security function `e`, of which `ah` is made.
+/// Bluetooth Core specification's security function `e`, of which `ah` is made. The context is
+/// set up with the key once (`EVP_EncryptInit_ex`), not at every block: an IRK is tried on every
+/// new address the node hears. A lock keeps one block at a time in it.
 public struct AES128Block: Sendable {
     let key: [UInt8]
+    private let context: KeyedContext
+
+    /// An `EVP_CIPHER_CTX` initialised for AES-128-ECB with one key, behind a lock.
+    final class KeyedContext: @unchecked Sendable {
+        let context: CipherContext
+        let lock = NSLock()
+
+        init(key: [UInt8]) throws(CryptoFailure) {
+            context = try CipherContext()
+            guard EVP_EncryptInit_ex(context.pointer, EVP_aes_128_ecb(), nil, key, nil) == 1 else { throw .call("EVP_EncryptInit_ex") }
+            EVP_CIPHER_CTX_set_padding(context.pointer, 0)
+        }
+    }
 
     public init(key: [UInt8]) throws(CryptoFailure) {
         guard key.count == 16 else { throw .length("an AES-128 key is 16 bytes, not \(key.count)") }
         self.key = key
+        context = try KeyedContext(key: key)
     }
 
     public func encrypt(_ block: [UInt8]) throws(CryptoFailure) -> [UInt8] {
         guard block.count == 16 else { throw .length("a block is 16 bytes, not \(block.count)") }
-        let context = try CipherContext()
-        guard EVP_EncryptInit_ex(context.pointer, EVP_aes_128_ecb(), nil, key, nil) == 1 else { throw .call("EVP_EncryptInit_ex") }
-        EVP_CIPHER_CTX_set_padding(context.pointer, 0)
         var out = [UInt8](repeating: 0, count: 32)
         var length: Int32 = 0
-        guard EVP_EncryptUpdate(context.pointer, &out, &length, block, 16) == 1, length == 16 else { throw .call("EVP_EncryptUpdate") }
+        context.lock.lock()
+        let ok = EVP_EncryptUpdate(context.context.pointer, &out, &length, block, 16) == 1
+        context.lock.unlock()
+        guard ok, length == 16 else { throw .call("EVP_EncryptUpdate") }
         return Array(out[0 ..< 16])
     }
 }
@@ -148,10 +165,4 @@ public enum HMACSHA256 {
         precondition(result != nil && length == 32, "HMAC-SHA256 failed")
         return out
     }
-}
-
-/// `CRYPTO_memcmp`: whether two byte strings are equal, in time that does not depend on where they
-/// differ.
-func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    a.count == b.count && CRYPTO_memcmp(a, b, a.count) == 0
 }

@@ -89,9 +89,24 @@ extension IRKs {
                 guard let contents = FileManager.default.contents(atPath: keyFile) else { fail("--key-file: cannot read \(keyFile)", status: 64) }
                 data = contents
             } else {
-                // One line (typed or pasted at a terminal, or piped).
-                if isatty(0) == 1 { FileHandle.standardError.write(Data("the IRK of \(name) (32 hexadecimal digits): ".utf8)) }
-                data = Data((readLine(strippingNewline: true) ?? "").prefix(4096).utf8)
+                // One line (typed or pasted at a terminal, or piped). At a terminal the key is not
+                // echoed, as a password prompt does not echo one.
+                let terminal = isatty(0) == 1
+                var saved = termios()
+                if terminal {
+                    FileHandle.standardError.write(Data("the IRK of \(name) (32 hexadecimal digits, not shown): ".utf8))
+                    if tcgetattr(0, &saved) == 0 {
+                        var quiet = saved
+                        quiet.c_lflag &= ~tcflag_t(ECHO)
+                        _ = tcsetattr(0, TCSAFLUSH, &quiet)
+                    }
+                }
+                let line = readLine(strippingNewline: true) ?? ""
+                if terminal {
+                    _ = tcsetattr(0, TCSAFLUSH, &saved)
+                    FileHandle.standardError.write(Data("\n".utf8))
+                }
+                data = Data(line.prefix(4096).utf8)
             }
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             let key: IdentityResolvingKey

@@ -219,8 +219,10 @@ public struct NodeStep: Sendable {
             return identified(address, result, at: time)
         case .introduced(let uuid, let address, let verified):
             if let refusal = refusal(uuid, at: address, verified: verified) {
-                // Its hello already says what a connection would read: no yield, no connection.
-                return [.log(refusal)] + leftAlone(address, scheduler.refused(address, at: t), rejected: true)
+                // An open hello is not taken, but it bans nothing: anyone can write one from any
+                // address (a member's fresh one too). This node connects itself, at once, and
+                // what its own link reads decides.
+                return [.log(refusal)] + identify(scheduler.prove(address, at: t))
             }
             return learn(uuid, at: address, introduced: true, verified: verified, time: time)
         case .identificationRejected(let address):
