@@ -67,9 +67,9 @@ import Testing
         #expect(last.peers.count == 1 && peer.identifier == Self.peerID && peer.name == "peer")
         #expect(peer.proximity != .unknown && peer.lastSeen == 3)
         #expect(last.epoch(peer.lastSeen) == 1_800_000_003)
-        // An identity learnt is saved before it is published.
+        // An identity learnt is saved before it is published (with the others of its second).
         var fresh = Self.step()
-        let learnt = fresh.input(.introduced(Self.peer, address: Self.address), at: Self.time(0))
+        let learnt = fresh.input(.introduced(Self.peer, address: Self.address), at: Self.time(0)) + fresh.report(at: Self.time(1))
         let order = learnt.compactMap { effect -> String? in
             switch effect {
             case .save(.peers): "save"

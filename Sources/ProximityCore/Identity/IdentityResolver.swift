@@ -229,6 +229,15 @@ public struct IdentityResolver: Sendable {
         return expired
     }
 
+    /// Forgets the verified bindings not heard for `seconds` (with a fleet key a binding lasts
+    /// while its address is heard: one learnt from a relay's hello, at an address that never
+    /// advertises, goes a minute after the relay stops). Their addresses, sorted.
+    public mutating func forgetVerified(notHeardFor seconds: Double, at t: Timestamp) -> [String] {
+        let gone = nodes.filter { $0.value.verified && t - $0.value.seen > seconds }.map(\.key).sorted()
+        for address in gone { nodes[address] = nil }
+        return gone
+    }
+
     /// Forgets every node (a new fleet key, or none: every identity is proved again). Returns
     /// their addresses, sorted.
     public mutating func forgetAll() -> [String] {

@@ -56,6 +56,12 @@ public struct NodeStep: Sendable {
     /// this node starts (no yield). Not a ban: once the old address is quiet (a rotation), the
     /// claim is taken.
     static let conflictHoldOff: Double = conflictHeardWithin + 1
+    /// With a fleet key, a verified binding not heard this long, seconds, is forgotten: a member
+    /// heard again proves itself again (one link), and a binding a relay left behind goes.
+    static let verifiedUnheard: Double = 60
+    /// Identities learnt since the last save of `peers.json` that were not a member's: saved and
+    /// announced together once a second (``report(at:)``).
+    var unsavedAnnouncements: [NodeEffect] = []
     /// Numbers every region, alert and profile change the step publishes (one series), so a
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
@@ -404,8 +410,17 @@ public struct NodeStep: Sendable {
             if superseded.count >= 256 { superseded = superseded.filter { t - $0.value.at < Self.conflictWindow } }
             for old in learnt.previousAddresses { superseded[old] = (uuid, t) }
         }
-        effects.append(.save(.peers(resolver.nodes)))
-        effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
+        let announce = NodeEffect.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced))
+        if verified {
+            // A member: on disk before the signal that announces it.
+            effects.append(.save(.peers(resolver.nodes)))
+            effects += unsavedAnnouncements + [announce]
+            unsavedAnnouncements = []
+        } else {
+            // Anyone else: saved with the others of the same second, then announced (at most one
+            // write of peers.json a second for what outsiders can make the node learn).
+            unsavedAnnouncements.append(announce)
+        }
         return effects
     }
 
@@ -439,6 +454,12 @@ public struct NodeStep: Sendable {
         let due = Set(resolver.dueForProof(olderThan: Self.proofInterval, heardWithin: heard, at: t).filter(scheduler.connectsFirst))
             .union(resolver.dueForProof(olderThan: 2 * Self.proofInterval, heardWithin: heard, at: t))
         for address in due.sorted() { effects += identify(scheduler.prove(address, at: t)) }
+        let gone = resolver.forgetVerified(notHeardFor: Self.verifiedUnheard, at: t)
+        if !gone.isEmpty {
+            effects.append(.log(LogLine(.info, "verified peers not heard for a minute are forgotten (identified again when heard)",
+                                        ["peers": "\(gone.joined(separator: ","))"])))
+            effects.append(.save(.peers(resolver.nodes)))
+        }
         let expired = resolver.expireProofs(olderThan: Self.proofLifetime, at: t)
         if !expired.isEmpty {
             effects.append(.log(LogLine(.notice, "peers that did not prove their identity again are unverified", ["peers": "\(expired.joined(separator: ","))"])))
@@ -463,6 +484,11 @@ public struct NodeStep: Sendable {
     public mutating func report(at time: NodeTime) -> [NodeEffect] {
         let t = time.now
         var effects = linked((link.tick(at: t), []))
+        if !unsavedAnnouncements.isEmpty {
+            effects.append(.save(.peers(resolver.nodes)))
+            effects += unsavedAnnouncements
+            unsavedAnnouncements = []
+        }
         effects += identify(scheduler.tick(at: t))
         effects += proveAgain(at: t)
         let report = table.tick(at: t)
