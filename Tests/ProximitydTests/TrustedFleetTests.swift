@@ -1,5 +1,6 @@
 import BlueZSim
 import Foundation
+import ProximityNode
 import ProximityTesting
 import ProximityTrust
 import Testing
@@ -365,6 +366,70 @@ struct TrustedFleetTests {
             #expect(badResult.stderr.contains("\(bad):2:1: a fleet key is 64 hexadecimal digits"), "\(badResult)")
             let flag = try await check("accept-unverified: maybe\n")
             #expect(flag.stderr.contains("\(config):1:20: accept-unverified: must be true or false"), "\(flag)")
+        }
+    }
+}
+
+/// Issue 32's relay: an outsider with two radios (tests/python/relay.py, dbus-python on two boxes
+/// of bluez-sim) between two keyed members that hear each other.
+@Suite("trusted fleets against a relay", .serialized)
+struct TrustedFleetRelayTests {
+    @Test("a one-shot relay between two keyed members: neither member is displaced, banned or left unverified, and no verified binding stays at either of the relay's addresses, while it runs or after it stops")
+    func oneShotRelay() async throws {
+        try await TrustedFleetTests.withDirectory { directory in
+            let keyFile = try TrustedFleetTests.keyFile(FleetKey.generate(), "fleet.key", in: directory)
+            // alpha and bravo are members 3 m apart; charlie (the relay's front radio) beside
+            // alpha, delta (its back radio) beside bravo.
+            let scenario = NodeAcceptanceTests.scenario(seed: 38, [(0, 0), (3, 0), (0.5, 0), (2.5, 0)])
+            let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
+            try await withNodes(scenario) { sim, daemons in
+                for box in ["alpha", "bravo"] {
+                    daemons[box] = try await sim.startDaemon(box, ["--config", try TrustedFleetTests.config(box, "fleet-key: \(keyFile)\n", in: directory)])
+                }
+                let alpha = try await sim.identifier("alpha"), bravo = try await sim.identifier("bravo")
+                try await sim.waitRanging("alpha", "alpha ranges bravo", timeout: .seconds(60)) { $0[bravo] != nil }
+                try await sim.waitRanging("bravo", "bravo ranges alpha", timeout: .seconds(60)) { $0[alpha] != nil }
+
+                let relay = try ManagedProcess("/usr/bin/python3", [repositoryRoot.appendingPathComponent("tests/python/relay.py").path,
+                                                                    "--front", sim.address("charlie"), "--back", sim.address("delta"),
+                                                                    "--target", address["bravo"]!, "--once"])
+                defer { relay.signal(SIGKILL) }
+                do {
+                    try await relay.waitForOutput(containing: "registered", timeout: .seconds(40))
+                    // alpha identifies the front radio: the exchange is bravo's, relayed.
+                    try await relay.waitForOutput(containing: "relayed identity", timeout: .seconds(120))
+                    try await relay.waitForOutput(containing: "stopped", timeout: .seconds(10))
+                } catch {
+                    Issue.record("the relay: \(relay.stdout)\n\(relay.stderr)")
+                    throw error
+                }
+                #expect(relay.stdout.contains("relayed hello"), "\(relay.stdout)")
+
+                // Each member saw a verified claim of the other's identity from a relay's address
+                // while the other was heard: nothing moved.
+                for (box, log) in [("alpha", daemons["alpha"]!), ("bravo", daemons["bravo"]!)] {
+                    #expect(await log.waitForOutput(inStderr: true, timeout: .seconds(20)) { $0.contains(NodeStep.conflictMessage) },
+                            "\(box): \(log.stderr)")
+                }
+                func check(_ when: String) async throws {
+                    let alphaKnows = try await sim.node("alpha", ["GetIdentities"]).stdout
+                    let bravoKnows = try await sim.node("bravo", ["GetIdentities"]).stdout
+                    for relayAddress in [address["charlie"]!, address["delta"]!] {
+                        #expect(!alphaKnows.contains(relayAddress) && !bravoKnows.contains(relayAddress), "\(when): \(alphaKnows) \(bravoKnows)")
+                    }
+                    #expect(try await sim.peerProperty("alpha", bravo, ["Address", "Verified"]) == "s \"\(address["bravo"]!)\"\nb true", "\(when)")
+                    #expect(try await sim.peerProperty("bravo", alpha, ["Address", "Verified"]) == "s \"\(address["alpha"]!)\"\nb true", "\(when)")
+                    for (log, member) in [(daemons["alpha"]!.stderr, address["bravo"]!), (daemons["bravo"]!.stderr, address["alpha"]!)] {
+                        #expect(!TrustedFleetTests.logged(log, "leaving a peer alone", address: member), "\(when): \(log)")
+                        #expect(!log.contains("peer.other=\(member)") || !log.contains("two devices claim one identity"), "\(when): \(log)")
+                    }
+                }
+                try await check("just after the relay")
+                // The relay stopped: alpha's proof links to the front radio find nobody; 15 s on,
+                // the members are where they were.
+                try await Task.sleep(for: .seconds(15))
+                try await check("15 s after the relay stopped")
+            }
         }
     }
 }

@@ -425,7 +425,7 @@ public struct NodeStep: Sendable {
     }
 
     /// The log line of a verified claim that conflicts with a verified binding heard lately.
-    static let conflictMessage = "two addresses prove one identity (a relay, or a copied key): keeping the one heard, proving both again"
+    public static let conflictMessage = "two addresses prove one identity (a relay, or a copied key): keeping the one heard, proving both again"
 
     static func isConflict(_ effect: NodeEffect) -> Bool {
         if case .log(let line) = effect { return line.message == conflictMessage }

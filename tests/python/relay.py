@@ -1,0 +1,272 @@
+#!/usr/bin/python3
+"""A relay: an outsider with two radios between two members of a trusted fleet, not proximityd's
+code (docs/security.md, "A relay").
+
+The back radio (a box of bluez-sim, or an adapter) connects to the target member and stays
+connected. The front radio poses as a node: it advertises the general service UUID and serves the
+three characteristics, and every read or write a node makes on them is made at once on the
+target's, through the back radio, and its answer given back:
+
+- a read of the challenge reads the target's challenge;
+- a hello written is written to the target's hello (its refusal given back as it came);
+- a read of the identity reads the target's identity (its answer, sealed to the hello's challenge).
+
+So a node that identifies the front radio runs the trusted exchange with the target, and each
+takes the other radio's address for the other member. With --once the relay stops (exits) after
+the first identity it relayed: a one-shot relay.
+
+Prints one line per event on stdout, flushed: "connected ADDRESS" once the back radio is
+connected to the target, "registered" once the front radio advertises and serves, then
+"relayed challenge DEVICE", "relayed hello DEVICE", "refused hello DEVICE NAME", "relayed
+identity DEVICE" (DEVICE: the front reader's object path), "stopped".
+
+    relay.py --front BUS_ADDRESS --back BUS_ADDRESS --target ADDRESS [--once] [--service-uuid UUID]
+
+Uses Debian's python3-dbus and python3-gi (scripts/setup.sh), as BlueZ's own test/ scripts do.
+Ends on SIGTERM or SIGINT.
+"""
+import argparse
+import signal
+import sys
+import time
+
+import dbus
+import dbus.exceptions
+import dbus.mainloop.glib
+import dbus.service
+from gi.repository import GLib
+
+BLUEZ = "org.bluez"
+OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
+PROPERTIES = "org.freedesktop.DBus.Properties"
+ADAPTER = "org.bluez.Adapter1"
+DEVICE = "org.bluez.Device1"
+GATT_MANAGER = "org.bluez.GattManager1"
+ADVERTISING_MANAGER = "org.bluez.LEAdvertisingManager1"
+SERVICE = "org.bluez.GattService1"
+CHARACTERISTIC = "org.bluez.GattCharacteristic1"
+ADVERTISEMENT = "org.bluez.LEAdvertisement1"
+
+GENERAL = "b89491c9-43dd-4d75-bf16-dff381aed967"
+IDENTITY = "5830b129-79a9-4a7e-be31-5d76f8856c51"
+HELLO = "5830b12a-79a9-4a7e-be31-5d76f8856c51"
+CHALLENGE = "5830b12b-79a9-4a7e-be31-5d76f8856c51"
+
+APP = "/org/example/relay"
+AD = "/org/example/relay/advertisement0"
+
+
+def say(line):
+    print(line, flush=True)
+
+
+class Relayed(dbus.DBusException):
+    """The target's error, given back under its own name."""
+
+    def __init__(self, error):
+        self._dbus_error_name = error.get_dbus_name()
+        super().__init__(error.get_dbus_message())
+
+
+class InvalidOffset(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.InvalidOffset"
+
+
+def adapter_of(bus, needs):
+    objects = dbus.Interface(bus.get_object(BLUEZ, "/"), OBJECT_MANAGER).GetManagedObjects()
+    return next((path for path, interfaces in objects.items() if all(n in interfaces for n in needs)), None)
+
+
+def connect_back(bus, target, timeout=30.0):
+    """The back radio connected to `target`, services resolved: the target's three characteristics."""
+    adapter = adapter_of(bus, [ADAPTER])
+    if adapter is None:
+        raise SystemExit("error no adapter on the back radio's bus")
+    # With a filter, as bleak and proximityd discover: bluetoothd then reports advertisers that are
+    # not discoverable too (a node's advertisement is not).
+    adapter_interface = dbus.Interface(bus.get_object(BLUEZ, adapter), ADAPTER)
+    adapter_interface.SetDiscoveryFilter(dbus.Dictionary({"Transport": "le"}, signature="sv"))
+    adapter_interface.StartDiscovery()
+    manager = dbus.Interface(bus.get_object(BLUEZ, "/"), OBJECT_MANAGER)
+    deadline = time.monotonic() + timeout
+    device = None
+    while device is None:
+        for path, interfaces in manager.GetManagedObjects().items():
+            if DEVICE in interfaces and str(interfaces[DEVICE].get("Address", "")).upper() == target.upper():
+                device = path
+        if device is None:
+            if time.monotonic() > deadline:
+                seen = sorted(str(i[DEVICE].get("Address", "?")) for i in manager.GetManagedObjects().values() if DEVICE in i)
+                raise SystemExit(f"error {target} not found by the back radio (it found {seen or 'nothing'})")
+            time.sleep(0.2)
+    dbus.Interface(bus.get_object(BLUEZ, device), DEVICE).Connect(timeout=30)
+    properties = dbus.Interface(bus.get_object(BLUEZ, device), PROPERTIES)
+    while not bool(properties.Get(DEVICE, "ServicesResolved")):
+        if time.monotonic() > deadline:
+            raise SystemExit("error the target's services were not resolved")
+        time.sleep(0.1)
+    found = {}
+    for path, interfaces in manager.GetManagedObjects().items():
+        if CHARACTERISTIC in interfaces and str(path).startswith(str(device) + "/"):
+            found[str(interfaces[CHARACTERISTIC]["UUID"]).lower()] = dbus.Interface(bus.get_object(BLUEZ, path), CHARACTERISTIC)
+    missing = [u for u in (IDENTITY, HELLO, CHALLENGE) if u not in found]
+    if missing:
+        raise SystemExit(f"error the target has no {missing}")
+    return found
+
+
+def reader(options):
+    return str(options.get("device", "?"))
+
+
+class Characteristic(dbus.service.Object):
+    def __init__(self, bus, index, service, uuid_, flags, read=None, write=None):
+        self.path = f"{service.path}/char{index}"
+        self.uuid = uuid_
+        self.flags = flags
+        self.service = service
+        self.on_read = read
+        self.on_write = write
+        super().__init__(bus, self.path)
+
+    def properties(self):
+        return {CHARACTERISTIC: {"Service": dbus.ObjectPath(self.service.path), "UUID": self.uuid,
+                                 "Flags": dbus.Array(self.flags, signature="s")}}
+
+    @dbus.service.method(CHARACTERISTIC, in_signature="a{sv}", out_signature="ay")
+    def ReadValue(self, options):
+        value = self.on_read(options)
+        at = int(options.get("offset", 0))
+        if at > len(value):
+            raise InvalidOffset("Invalid offset")
+        return dbus.Array(value[at:], signature="y")
+
+    @dbus.service.method(CHARACTERISTIC, in_signature="aya{sv}")
+    def WriteValue(self, value, options):
+        self.on_write(bytes(value), options)
+
+
+class Service(dbus.service.Object):
+    def __init__(self, bus, target, once, loop):
+        self.path = APP + "/service0"
+        super().__init__(bus, self.path)
+        values = {}
+
+        def relay_read(uuid_, what):
+            def read(options):
+                key = (uuid_, reader(options))
+                if int(options.get("offset", 0)) == 0 or key not in values:
+                    try:
+                        values[key] = bytes(target[uuid_].ReadValue(dbus.Dictionary({}, signature="sv")))
+                    except dbus.exceptions.DBusException as error:
+                        raise Relayed(error)
+                    say(f"relayed {what} {reader(options)}")
+                    if what == "identity" and once:
+                        GLib.timeout_add(300, loop.quit)
+                return list(values[key])
+            return read
+
+        def hello(data, options):
+            try:
+                target[HELLO].WriteValue(dbus.Array(data, signature="y"), dbus.Dictionary({}, signature="sv"))
+            except dbus.exceptions.DBusException as error:
+                say(f"refused hello {reader(options)} {error.get_dbus_name()}")
+                raise Relayed(error)
+            say(f"relayed hello {reader(options)}")
+
+        self.characteristics = [
+            Characteristic(bus, 0, self, IDENTITY, ["read"], read=relay_read(IDENTITY, "identity")),
+            Characteristic(bus, 1, self, HELLO, ["write"], write=hello),
+            Characteristic(bus, 2, self, CHALLENGE, ["read"], read=relay_read(CHALLENGE, "challenge")),
+        ]
+
+    def properties(self):
+        return {SERVICE: {"UUID": GENERAL, "Primary": True}}
+
+
+class Application(dbus.service.Object):
+    def __init__(self, bus, target, once, loop):
+        super().__init__(bus, APP)
+        self.service = Service(bus, target, once, loop)
+
+    @dbus.service.method(OBJECT_MANAGER, out_signature="a{oa{sa{sv}}}")
+    def GetManagedObjects(self):
+        objects = {dbus.ObjectPath(self.service.path): self.service.properties()}
+        for c in self.service.characteristics:
+            objects[dbus.ObjectPath(c.path)] = c.properties()
+        return objects
+
+
+class Advertisement(dbus.service.Object):
+    def __init__(self, bus):
+        super().__init__(bus, AD)
+
+    @dbus.service.method(PROPERTIES, in_signature="s", out_signature="a{sv}")
+    def GetAll(self, interface):
+        if interface != ADVERTISEMENT:
+            raise dbus.exceptions.DBusException("no such interface", name="org.freedesktop.DBus.Error.InvalidArgs")
+        return {"Type": "peripheral", "ServiceUUIDs": dbus.Array([GENERAL], signature="s")}
+
+    @dbus.service.method(ADVERTISEMENT)
+    def Release(self):
+        say("released")
+
+
+def main():
+    global GENERAL
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--front", required=True, help="the bus of the radio that poses as a node")
+    parser.add_argument("--back", required=True, help="the bus of the radio that connects to the target")
+    parser.add_argument("--target", required=True, help="the target member's address")
+    parser.add_argument("--once", action="store_true", help="stop after the first identity relayed")
+    parser.add_argument("--service-uuid", default=GENERAL, help="the general service UUID")
+    args = parser.parse_args()
+    GENERAL = args.service_uuid.lower()
+
+    dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+    back = dbus.bus.BusConnection(args.back)
+    target = connect_back(back, args.target)
+    say(f"connected {args.target}")
+
+    front = dbus.bus.BusConnection(args.front)
+    loop = GLib.MainLoop()
+    adapter = adapter_of(front, [GATT_MANAGER, ADVERTISING_MANAGER])
+    if adapter is None:
+        say("error no adapter with GattManager1 and LEAdvertisingManager1 on the front radio's bus")
+        return 1
+    app = Application(front, target, args.once, loop)
+    ad = Advertisement(front)
+    pending = {"application", "advertisement"}
+    status = [0]
+
+    def done(what):
+        def reply():
+            pending.discard(what)
+            if not pending:
+                say("registered")
+        return reply
+
+    def failed(what):
+        def error(e):
+            say(f"error {what}: {e.get_dbus_name()}: {e.get_dbus_message()}")
+            status[0] = 1
+            loop.quit()
+        return error
+
+    adapter_object = front.get_object(BLUEZ, adapter)
+    dbus.Interface(adapter_object, GATT_MANAGER).RegisterApplication(
+        dbus.ObjectPath(APP), dbus.Dictionary({}, signature="sv"),
+        reply_handler=done("application"), error_handler=failed("application"))
+    dbus.Interface(adapter_object, ADVERTISING_MANAGER).RegisterAdvertisement(
+        dbus.ObjectPath(AD), dbus.Dictionary({}, signature="sv"),
+        reply_handler=done("advertisement"), error_handler=failed("advertisement"))
+    for number in (signal.SIGTERM, signal.SIGINT):
+        GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, number, loop.quit)
+    loop.run()
+    say("stopped")
+    del app, ad
+    return status[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
