@@ -49,7 +49,7 @@ public struct NodeSettings: Codable, Sendable, Equatable {
 
 
     public static func load(from state: StateDirectory) throws(StateError) -> NodeSettings {
-        guard let data = try state.read(fileName) else { return NodeSettings() }
+        guard let data = try state.read(fileName, secret: true) else { return NodeSettings() }
         let path = state.file(fileName).path
         let settings: NodeSettings
         do {

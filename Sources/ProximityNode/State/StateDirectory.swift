@@ -75,13 +75,39 @@ public struct StateDirectory: Sendable {
     }
 
     /// The file's content, or nil if it does not exist.
-    public func read(_ name: String) throws(StateError) -> Data? {
+    /// A state file's bytes, nil when it does not exist. It must be a regular file (not a symbolic
+    /// link, a FIFO or a device) owned by the user the node runs as; `secret` (settings.json,
+    /// which holds IRKs): readable by its owner only, or it is refused with the `chmod` that
+    /// fixes it.
+    public func read(_ name: String, secret: Bool = false) throws(StateError) -> Data? {
         let path = file(name).path
-        guard FileManager.default.fileExists(atPath: path) else { return nil }
-        do {
-            return try Data(contentsOf: file(name))
-        } catch {
-            throw StateError(kind: .cannotRead, path: path, detail: describe(error))
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            let detail = errno == ELOOP ? "is a symbolic link: the node's state files are its own regular files" : String(cString: strerror(errno))
+            throw StateError(kind: .cannotRead, path: path, detail: detail)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StateError(kind: .cannotRead, path: path, detail: String(cString: strerror(errno))) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw StateError(kind: .cannotRead, path: path, detail: "is not a regular file") }
+        guard info.st_uid == geteuid() else {
+            throw StateError(kind: .cannotRead, path: path, detail: "is owned by uid \(info.st_uid), not by the user the node runs as (uid \(geteuid())): chown \(geteuid()) \(path)")
+        }
+        if secret, info.st_mode & 0o077 != 0 {
+            throw StateError(kind: .cannotRead, path: path,
+                             detail: "is readable or writable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))) and holds IRKs: chmod 600 \(path)")
+        }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StateError(kind: .cannotRead, path: path, detail: String(cString: strerror(errno)))
+            }
+            if n == 0 { return data }
+            data.append(contentsOf: chunk[0 ..< n])
         }
     }
 
@@ -101,10 +127,16 @@ public struct StateDirectory: Sendable {
     public func write(_ name: String, _ data: Data, mode: mode_t = 0o640) throws(StateError) {
         let target = file(name)
         let temporary = url.appendingPathComponent(".\(name).tmp-\(getpid())")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
+        // A new file, never one found there (O_EXCL, O_NOFOLLOW): a leftover of this pid (a crash
+        // of a process with the same pid) is removed first; a symbolic link is not followed.
+        func create() -> Int32 { open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        var fd = create()
+        if fd < 0, errno == EEXIST, unlink(temporary.path) == 0 { fd = create() }
         guard fd >= 0 else {
             throw StateError(kind: .cannotWrite, path: temporary.path, detail: String(cString: strerror(errno)))
         }
+        // The mode asked for, whatever the umask.
+        _ = fchmod(fd, mode)
         let written = data.withUnsafeBytes { raw -> Int in
             var offset = 0
             while offset < raw.count {
