@@ -108,11 +108,16 @@ struct DaemonLifecycleTests {
                                       ("{\"measuredPower\": {\"x\": 99}}", "measuredPower[\"x\"]: a measured power of 99 dBm"),
                                       ("{\"version\": 7}", "version 7 is not supported"),
                                       ("[1, 2", "not a settings file")] {
-                try content.write(to: settings, atomically: true, encoding: .utf8)
+                try writeSecret(content, to: settings.path)
                 try await expectFailure(["run", "--bus", box.address, "--state-dir", box.stateDirectory.path], status: 78,
                                         startsWith: "proximityd: error: \(settings.path) is corrupt (\(detail)")
                 #expect(try String(contentsOf: settings, encoding: .utf8) == content)
             }
+            // It holds IRKs: readable by others, it is refused with the chmod (and kept).
+            try writeSecret("{}", to: settings.path)
+            chmod(settings.path, 0o644)
+            try await expectFailure(["run", "--bus", box.address, "--state-dir", box.stateDirectory.path], status: 74,
+                                    startsWith: "proximityd: error: cannot read \(settings.path): is readable or writable by group or others (mode 644) and holds IRKs: chmod 600 \(settings.path)")
             try FileManager.default.removeItem(at: settings)
 
             let notADirectory = box.bus.directory.appendingPathComponent("plain-file")

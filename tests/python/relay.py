@@ -90,25 +90,32 @@ def connect_back(bus, target, timeout=30.0):
     manager = dbus.Interface(bus.get_object(BLUEZ, "/"), OBJECT_MANAGER)
     deadline = time.monotonic() + timeout
     device = None
-    while device is None:
+    # Found, connected, resolved; again from the start when the device went away meanwhile
+    # (bluetoothd forgets a temporary device it has not heard from).
+    while True:
+        device = None
         for path, interfaces in manager.GetManagedObjects().items():
             if DEVICE in interfaces and str(interfaces[DEVICE].get("Address", "")).upper() == target.upper():
                 device = path
-        if device is None:
-            if time.monotonic() > deadline:
-                seen = sorted(str(i[DEVICE].get("Address", "?")) for i in manager.GetManagedObjects().values() if DEVICE in i)
-                raise SystemExit(f"error {target} not found by the back radio (it found {seen or 'nothing'})")
-            time.sleep(0.2)
-    dbus.Interface(bus.get_object(BLUEZ, device), DEVICE).Connect(timeout=30)
-    properties = dbus.Interface(bus.get_object(BLUEZ, device), PROPERTIES)
-    while not bool(properties.Get(DEVICE, "ServicesResolved")):
+        if device is not None:
+            try:
+                dbus.Interface(bus.get_object(BLUEZ, device, introspect=False), DEVICE).Connect(timeout=30)
+                properties = dbus.Interface(bus.get_object(BLUEZ, device, introspect=False), PROPERTIES)
+                while not bool(properties.Get(DEVICE, "ServicesResolved")):
+                    if time.monotonic() > deadline:
+                        raise SystemExit("error the target's services were not resolved")
+                    time.sleep(0.1)
+                break
+            except dbus.exceptions.DBusException as error:
+                say(f"retrying the connection to the target ({error.get_dbus_name()})")
         if time.monotonic() > deadline:
-            raise SystemExit("error the target's services were not resolved")
-        time.sleep(0.1)
+            seen = sorted(str(i[DEVICE].get("Address", "?")) for i in manager.GetManagedObjects().values() if DEVICE in i)
+            raise SystemExit(f"error {target} not connected by the back radio (it found {seen or 'nothing'})")
+        time.sleep(0.3)
     found = {}
     for path, interfaces in manager.GetManagedObjects().items():
         if CHARACTERISTIC in interfaces and str(path).startswith(str(device) + "/"):
-            found[str(interfaces[CHARACTERISTIC]["UUID"]).lower()] = dbus.Interface(bus.get_object(BLUEZ, path), CHARACTERISTIC)
+            found[str(interfaces[CHARACTERISTIC]["UUID"]).lower()] = dbus.Interface(bus.get_object(BLUEZ, path, introspect=False), CHARACTERISTIC)
     missing = [u for u in (IDENTITY, HELLO, CHALLENGE) if u not in found]
     if missing:
         raise SystemExit(f"error the target has no {missing}")
