@@ -75,7 +75,8 @@ struct IdentificationSimulationTests {
                 // The event reaches the recorder after the engine's state shows it: waited for.
                 let first = try #require(await alpha.events.wait(timeout: .seconds(10)) { $0.identification != nil }?.identification)
                 #expect(first.address == "AA:00:00:00:00:02")
-                // Beta's private address rotates: higher than alpha's still, so alpha connects again.
+                // Beta's private address rotates: identified again at the new one (by whichever side
+                // the coin picks).
                 try await boxes.control("SetAddress", [.string("beta"), .string("AA:00:00:00:00:09")])
                 #expect(try await boxes.advance(until: 20, keepingUp: [alpha, beta]) { await alpha.identities["AA:00:00:00:00:09"] != nil })
                 #expect(await alpha.identities == ["AA:00:00:00:00:09": identity!])

@@ -309,8 +309,9 @@ struct TrustedFleetTests {
     func clonerBesideTheOriginal() async throws {
         try await Self.withDirectory { directory in
             let keyFile = try Self.keyFile(FleetKey.generate(), "fleet.key", in: directory)
-            // alpha is keyed, bravo open, charlie the cloner of bravo; alpha has the lowest address
-            // and connects to both at once.
+            // alpha is keyed, bravo open, charlie the cloner of bravo. Who connects is a coin per
+            // pair (and a keyed node's and an open node's coins may disagree): alpha may wait out a
+            // 30-s yield for charlie, and another for bravo claiming its identity back.
             let scenario = NodeAcceptanceTests.scenario(seed: 37, [(0, 0), (1.5, 0), (0, 1.5)])
             let address = Dictionary(uniqueKeysWithValues: scenario.boxes.map { ($0.name, $0.address) })
             try await withNodes(scenario) { sim, daemons in
@@ -323,7 +324,7 @@ struct TrustedFleetTests {
                 let charlie = try await Self.startCloner(sim, "charlie", identity: bravo)
                 defer { charlie.signal(SIGKILL) }
                 let alpha = daemons["alpha"]!
-                #expect(await alpha.waitForOutput(inStderr: true, timeout: .seconds(60)) {
+                #expect(await alpha.waitForOutput(inStderr: true, timeout: .seconds(150)) {
                     Self.logged($0, "leaving a peer alone", address: address["charlie"]!)
                 }, "\(alpha.stderr)")
                 let lines = alpha.stderr.split(separator: "\n")

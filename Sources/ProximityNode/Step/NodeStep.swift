@@ -59,9 +59,9 @@ public struct NodeStep: Sendable {
     /// With a fleet key, a verified binding not heard this long, seconds, is forgotten: a member
     /// heard again proves itself again (one link), and a binding a relay left behind goes.
     static let verifiedUnheard: Double = 60
-    /// Identities learnt since the last save of `peers.json` that were not a member's: saved and
-    /// announced together once a second (``report(at:)``).
-    var unsavedAnnouncements: [NodeEffect] = []
+    /// Identities learnt since the last write of `peers.json` that were not a member's: written
+    /// at the next report (``report(at:)``), at most once a second.
+    var peersUnsaved = false
     /// Numbers every region, alert and profile change the step publishes (one series), so a
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
@@ -410,17 +410,16 @@ public struct NodeStep: Sendable {
             if superseded.count >= 256 { superseded = superseded.filter { t - $0.value.at < Self.conflictWindow } }
             for old in learnt.previousAddresses { superseded[old] = (uuid, t) }
         }
-        let announce = NodeEffect.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced))
         if verified {
             // A member: on disk before the signal that announces it.
             effects.append(.save(.peers(resolver.nodes)))
-            effects += unsavedAnnouncements + [announce]
-            unsavedAnnouncements = []
+            peersUnsaved = false
         } else {
-            // Anyone else: saved with the others of the same second, then announced (at most one
-            // write of peers.json a second for what outsiders can make the node learn).
-            unsavedAnnouncements.append(announce)
+            // Anyone else: written with the others of the same second (peers.json is a cache: at
+            // most one write a second for what outsiders can make the node learn).
+            peersUnsaved = true
         }
+        effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
         return effects
     }
 
@@ -484,10 +483,9 @@ public struct NodeStep: Sendable {
     public mutating func report(at time: NodeTime) -> [NodeEffect] {
         let t = time.now
         var effects = linked((link.tick(at: t), []))
-        if !unsavedAnnouncements.isEmpty {
+        if peersUnsaved {
             effects.append(.save(.peers(resolver.nodes)))
-            effects += unsavedAnnouncements
-            unsavedAnnouncements = []
+            peersUnsaved = false
         }
         effects += identify(scheduler.tick(at: t))
         effects += proveAgain(at: t)
