@@ -14,6 +14,7 @@ run open then keyed, same seed, so the machine's load falls on both alike). Afte
 nodes' Peer1 objects are read: in a keyed run every peer must be Verified.
 
 Usage: identify_bench.py --bin DIR [--proximityd PATH] [--proximityctl PATH] [--trust both|open|keyed]
+                         [--baseline-proximityd PATH]
                          [--nodes 2,4,10,20] [--runs 3] [--timeout 90] [--seed 1] [--json]
 """
 import argparse
@@ -93,7 +94,7 @@ def verified_peers(buses, boxes, n, timeout=10):
     return result
 
 
-def one_run(args, n, seed, trust):
+def one_run(args, n, seed, trust, proximityd):
     work = tempfile.mkdtemp(prefix=f"identify-bench-{trust}-{n}-")
     sim = None
     nodes = []
@@ -112,7 +113,7 @@ def one_run(args, n, seed, trust):
         for b in boxes:
             state = os.path.join(work, "state-" + b["name"])
             log = open(os.path.join(work, b["name"] + ".log"), "w")
-            nodes.append(subprocess.Popen([args.proximityd, "run", "--bus", b["bus"], "--state-dir", state, "--name", b["name"],
+            nodes.append(subprocess.Popen([proximityd, "run", "--bus", b["bus"], "--state-dir", state, "--name", b["name"],
                                            "--config", config, "--log-level", "info"], stdout=subprocess.DEVNULL, stderr=log))
             launched.append(time.monotonic())
         start = launched[-1]
@@ -137,7 +138,7 @@ def one_run(args, n, seed, trust):
         complete = len(done) == n
         verified, exported = verified_peers(buses, boxes, n) if complete else (None, None)
         waited = sum(open(os.path.join(work, b["name"] + ".log")).read().count("did not introduce itself") for b in boxes)
-        return {"trust": trust, "nodes": n, "seed": seed, "complete": complete, "seconds": max(done.values()) if complete else None,
+        return {"build": proximityd, "trust": trust, "nodes": n, "seed": seed, "complete": complete, "seconds": max(done.values()) if complete else None,
                 "identified": len(done), "connections": stats.get("connection_attempts"), "pairs": n * (n - 1) // 2,
                 "yields_expired": waited, "peers_verified": verified, "peers_exported": exported}
     finally:
@@ -163,6 +164,10 @@ def one_run(args, n, seed, trust):
 def summary(results, trust, n):
     """median and max seconds, complete runs, connections per pair, yields run out, peers verified."""
     rows = [r for r in results if r["nodes"] == n and r["trust"] == trust]
+    return summarise(rows)
+
+
+def summarise(rows):
     times = [r["seconds"] for r in rows if r["complete"]]
     conns = [r["connections"] / r["pairs"] for r in rows if r["connections"] is not None]
     checked = [r for r in rows if r["peers_exported"] is not None]
@@ -220,6 +225,8 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep each run's directory (logs, state)")
+    parser.add_argument("--baseline-proximityd", help="another build measured in the same runs, interleaved (an older commit's: "
+                        "before and after)")
     args = parser.parse_args()
     args.proximityd = args.proximityd or os.path.join(args.bin, "proximityd")
     args.proximityctl = args.proximityctl or os.path.join(args.bin, "proximityctl")
@@ -227,18 +234,35 @@ def main():
     if any(c < 2 or c > 100 for c in counts) or not 1 <= args.runs <= 50:
         parser.error("--nodes: 2...100 each; --runs: 1...50")
     trusts = ["open", "keyed"] if args.trust == "both" else [args.trust]
+    builds = [args.proximityd] + ([args.baseline_proximityd] if args.baseline_proximityd else [])
     results = []
     for n in counts:
         for r in range(args.runs):
             for trust in trusts:
-                result = one_run(args, n, args.seed + r, trust)
+              for build in builds:
+                result = one_run(args, n, args.seed + r, trust, build)
                 results.append(result)
-                print(f"  {n} nodes, {trust}, run {r + 1}: " + (f"{result['seconds']:.2f} s" if result["complete"]
+                label = "" if len(builds) == 1 else (" (baseline)" if build == args.baseline_proximityd else " (this build)")
+                print(f"  {n} nodes, {trust}{label}, run {r + 1}: " + (f"{result['seconds']:.2f} s" if result["complete"]
                       else f"incomplete ({result['identified']}/{n} nodes)") + f", {result['connections']} connections"
                       + (f", {result['peers_verified']}/{result['peers_exported']} peers verified" if result["complete"] else ""),
                       file=sys.stderr)
     if args.json:
         print(json.dumps(results, indent=2))
+        return
+    if args.baseline_proximityd:
+        # Before and after, in the same runs: each build's median / max per node count and trust.
+        print(f"this build: {args.proximityd}\nbaseline: {args.baseline_proximityd}")
+        print("| nodes | trust | runs | this build: median / max s | baseline: median / max s | connections per pair (this / baseline) "
+              "| yields run out (this / baseline) |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for n in counts:
+            for trust in trusts:
+                new_ = summarise([r for r in results if r["nodes"] == n and r["trust"] == trust and r["build"] == args.proximityd])
+                old_ = summarise([r for r in results if r["nodes"] == n and r["trust"] == trust and r["build"] == args.baseline_proximityd])
+                print(f"| {n} | {trust} | {new_['runs']} | {cell(new_)} | {cell(old_)} "
+                      f"| {new_['connections_per_pair']:.2f} / {old_['connections_per_pair']:.2f} "
+                      f"| {new_['yields_expired']} / {old_['yields_expired']} |")
         return
     print(f"proximityd: {args.proximityd}")
     if args.trust != "both":

@@ -201,6 +201,27 @@ import Testing
         #expect(effects.firstIndex { if case .save(.peers) = $0 { true } else { false } }! < effects.firstIndex { if case .publish(.peerIdentified) = $0 { true } else { false } }!)
     }
 
+    @Test("a link under way when the key changes counts for nothing: its result is taken as a failure and the peer identified again")
+    func linkOfOldKey() throws {
+        var step = S.step(S.configuration { $0.trust = TrustSettings(key: FleetKey.generate()) })
+        _ = step.input(.adapterSeen(powered: true, discovering: true, address: "AA:00:00:00:00:01"), at: S.time(0))
+        var effects: [NodeEffect] = []
+        var t = 0.0
+        // Heard until this node connects (at once, or once its yield runs out).
+        while !Self.connections(effects).contains(S.address), t < 40 {
+            t += 0.5
+            effects = step.input(.sighting(Observation(address: S.address, rssi: -60, time: t), frame: AdvertisedFrame(serviceUUIDs: [Self.service]), alias: nil),
+                                 at: S.time(t))
+            effects += step.report(at: S.time(t))
+        }
+        #expect(Self.connections(effects) == [S.address])
+        // The key changes while the link is under way; the link then reads a verified identity.
+        _ = try step.reconfigure(S.configuration { $0.trust = TrustSettings(key: FleetKey.generate()) }, at: S.time(t + 0.1))
+        effects = step.input(.identified(address: S.address, .identified(S.peer, verified: true)), at: S.time(t + 0.2))
+        #expect(step.identities.isEmpty, "\(step.identities)")
+        #expect(S.lines(effects).contains("a link begun before the fleet key changed: identifying the peer again"))
+    }
+
     @Test("verified expires: a member's proof older than 5 min is asked for again (by the side that connects first; the other waits another interval), and one older than 15 min without a new proof is unverified")
     func proofExpires() throws {
         var (step, effects) = Self.keyedStepWithMember(until: 1)

@@ -37,4 +37,30 @@ struct FleetKeyCommandTests {
         let bad = try await runCommand(BuiltProducts.path("proximityctl"), ["fleet-key", "new", "--output", ""])
         #expect(bad.status == 64 && bad.stderr.hasPrefix("proximityctl: error: --output: must not be empty"), "\(bad)")
     }
+
+    @Test("issue 32: 0600 whatever the umask, redirected (> file) or with --output; never to a terminal (64)")
+    func umaskAndTerminal() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-key-umask-\(getpid())-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ctl = BuiltProducts.path("proximityctl")
+        for (name, command) in [("redirected.key", "\(ctl) fleet-key new > \(directory.path)/redirected.key"),
+                                ("output.key", "\(ctl) fleet-key new --output \(directory.path)/output.key")] {
+            // A umask that would leave the file readable by everyone (0644), or writable by the
+            // group: the key's file is 0600 all the same.
+            for umask in ["022", "002"] {
+                try? FileManager.default.removeItem(atPath: "\(directory.path)/\(name)")
+                let made = try await runCommand("/bin/sh", ["-c", "umask \(umask); \(command)"])
+                #expect(made.status == 0, "\(made)")
+                var info = stat()
+                #expect(stat("\(directory.path)/\(name)", &info) == 0 && info.st_mode & 0o777 == 0o600,
+                        "\(name), umask \(umask): mode \(String(info.st_mode & 0o777, radix: 8))")
+                #expect((try? FleetKey(parsing: String(contentsOfFile: "\(directory.path)/\(name)", encoding: .utf8))) != nil)
+            }
+        }
+        // At a terminal (util-linux's script gives it one): refused, nothing shown.
+        let terminal = try await runCommand("/usr/bin/script", ["-qec", "\(ctl) fleet-key new", "/dev/null"])
+        #expect(terminal.status == 64 && terminal.stdout.contains("standard output is a terminal") && !terminal.stdout.contains("fleet key:"),
+                "\(terminal)")
+    }
 }

@@ -12,7 +12,9 @@ target's, through the back radio, and its answer given back:
 - a read of the identity reads the target's identity (its answer, sealed to the hello's challenge).
 
 So a node that identifies the front radio runs the trusted exchange with the target, and each
-takes the other radio's address for the other member. With --once the relay stops (exits) after
+takes the other radio's address for the other member. One exchange runs at a time (another
+reader's challenge read meanwhile is answered InProgress), and the target's own reads of the
+front radio are not relayed (it finds no challenge there, as at an open node). With --once the relay stops (exits) after
 the first identity it relayed: a one-shot relay.
 
 Prints one line per event on stdout, flushed: "connected ADDRESS" once the back radio is
@@ -70,6 +72,14 @@ class Relayed(dbus.DBusException):
 
 class InvalidOffset(dbus.DBusException):
     _dbus_error_name = "org.bluez.Error.InvalidOffset"
+
+
+class NotSupported(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.NotSupported"
+
+
+class InProgress(dbus.DBusException):
+    _dbus_error_name = "org.bluez.Error.InProgress"
 
 
 def adapter_of(bus, needs):
@@ -154,22 +164,36 @@ class Characteristic(dbus.service.Object):
 
 
 class Service(dbus.service.Object):
-    def __init__(self, bus, target, once, loop):
+    def __init__(self, bus, target, target_address, once, loop):
         self.path = APP + "/service0"
         super().__init__(bus, self.path)
         values = {}
+        # One exchange at a time, as an attacker would run it: the reader whose challenge read
+        # began a relay owns it until its identity read (15 s at most); another reader meanwhile
+        # is told to wait. The target itself is not relayed to (it would read its own challenge):
+        # it finds no challenge, as at an open node.
+        owner = {"reader": None, "since": 0.0}
+        target_path = "dev_" + target_address.upper().replace(":", "_")
 
         def relay_read(uuid_, what):
             def read(options):
                 key = (uuid_, reader(options))
+                if what == "challenge" and reader(options).endswith(target_path):
+                    raise NotSupported("no challenge")
+                if what == "challenge" and int(options.get("offset", 0)) == 0:
+                    if owner["reader"] not in (None, reader(options)) and time.monotonic() - owner["since"] < 15:
+                        raise InProgress("busy")
+                    owner["reader"], owner["since"] = reader(options), time.monotonic()
                 if int(options.get("offset", 0)) == 0 or key not in values:
                     try:
                         values[key] = bytes(target[uuid_].ReadValue(dbus.Dictionary({}, signature="sv")))
                     except dbus.exceptions.DBusException as error:
                         raise Relayed(error)
                     say(f"relayed {what} {reader(options)}")
-                    if what == "identity" and once:
-                        GLib.timeout_add(300, loop.quit)
+                    if what == "identity" and owner["reader"] == reader(options):
+                        owner["reader"] = None
+                        if once:
+                            GLib.timeout_add(300, loop.quit)
                 return list(values[key])
             return read
 
@@ -192,9 +216,9 @@ class Service(dbus.service.Object):
 
 
 class Application(dbus.service.Object):
-    def __init__(self, bus, target, once, loop):
+    def __init__(self, bus, target, target_address, once, loop):
         super().__init__(bus, APP)
-        self.service = Service(bus, target, once, loop)
+        self.service = Service(bus, target, target_address, once, loop)
 
     @dbus.service.method(OBJECT_MANAGER, out_signature="a{oa{sa{sv}}}")
     def GetManagedObjects(self):
@@ -241,7 +265,7 @@ def main():
     if adapter is None:
         say("error no adapter with GattManager1 and LEAdvertisingManager1 on the front radio's bus")
         return 1
-    app = Application(front, target, args.once, loop)
+    app = Application(front, target, args.target, args.once, loop)
     ad = Advertisement(front)
     pending = {"application", "advertisement"}
     status = [0]

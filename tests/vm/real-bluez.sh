@@ -386,8 +386,11 @@ say "7. a foreign peer: the identity characteristic only, no hello"
 # A peripheral that is not proximityd (tests/vm/foreign_peer.py): it advertises the general
 # service and serves only the identity characteristic; it never writes a hello and never connects.
 # A fresh node (new state, so a new identity and no peers) meets it alone, the other nodes being
-# stopped. 7a: the node has the lower address and connects at once. 7b: it has the higher one,
-# so it first waits the scheduler's yield time (30 s) for a hello that never comes, then connects.
+# stopped. Who connects is a coin per pair of addresses (PairHashOrdering for open nodes: FNV-1a
+# of the two addresses in order, flipped by which is lower; connects_first below computes it):
+# a node the coin picks connects at once; the other first waits the scheduler's yield time (30 s)
+# for a hello that never comes, then connects. 7a and 7b are two pairs, each checked against its
+# coin.
 # Bounds, from the node's start (docs/real-bluez.md, "A foreign peer"): 15-31 s measured for 7a
 # (the node's start, the peer's start, up to 10.24 s for the kernel's discovery window to end
 # before a connection is made, the read, 2 s of Disconnect); 45 s leaves half as much again for a
@@ -397,8 +400,22 @@ say "7. a foreign peer: the identity characteristic only, no hello"
 FOREIGN_BOUND=45
 FOREIGN_YIELD_BOUND=75
 FOREIGN_STALL_ALLOWANCE=45
-foreign() { # NODE PEER BOUND: a fresh node on hciNODE identifies the foreign peer on hciPEER
-    local n=$1 p=$2 bound=$3 t0 fid took log out
+connects_first() { # OWN PEER: 1 when a node at address OWN connects to PEER at once, else 0
+    /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+own, peer = sys.argv[1].upper(), sys.argv[2].upper()
+lower = own < peer
+h = 0xCBF29CE484222325
+for b in ((own + "|" + peer) if lower else (peer + "|" + own)).encode():
+    h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+print(1 if lower != (h >> 63 == 1) else 0)
+PY
+}
+foreign() { # NODE PEER: a fresh node on hciNODE identifies the foreign peer on hciPEER
+    local n=$1 p=$2 bound t0 fid took log out first
+    first=$(connects_first "${ADDR[$n]}" "${ADDR[$p]}")
+    if [ "$first" = 1 ]; then bound=$FOREIGN_BOUND; else bound=$FOREIGN_YIELD_BOUND; fi
+    echo "node$n (${ADDR[$n]}) and the peer (${ADDR[$p]}): the coin says node$n $([ "$first" = 1 ] && echo connects at once || echo waits for a hello first)"
     log="$WORK/foreign-node$n.log" out="$WORK/foreign$p.out"
     fid=$(cat /proc/sys/kernel/random/uuid)
     # A clean slate: bluetoothd forgets every device (their cached services, and any link or
@@ -431,10 +448,11 @@ foreign() { # NODE PEER BOUND: a fresh node on hciNODE identifies the foreign pe
             fail "node$n identified the foreign peer $took s after its start, over the bound of $allowed s or after more than one failed attempt ($failed failed attempts, $yielded yield run out)"
         grep "identification failed" "$log" | sed 's/^/     /'
         [ "$reads" = 1 ] || fail "node$n logged $reads reads of the foreign peer"
-        if [ "$n" -lt "$p" ]; then
-            [ "$yielded" = 0 ] && pass "node$n (lower address) connected without waiting for a hello" || fail "node$n waited for a hello though its address is the lower"
+        if [ "$first" = 1 ]; then
+            [ "$yielded" = 0 ] && pass "node$n (the coin's choice) connected without waiting for a hello" || fail "node$n waited for a hello though the coin picks it"
+            echo "$took" >"$WORK/foreign-first"
         else
-            [ "$yielded" = 1 ] && pass "node$n (higher address) waited for a hello, then connected" || fail "node$n: $yielded yields run out"
+            [ "$yielded" = 1 ] && pass "node$n (not the coin's choice) waited for a hello, then connected" || fail "node$n: $yielded yields run out"
         fi
         echo "$took" >"$WORK/foreign-took$n"
     else
@@ -447,13 +465,14 @@ foreign() { # NODE PEER BOUND: a fresh node on hciNODE identifies the foreign pe
     echo "foreign peer: $(tr '\n' ' ' <"$out")"
     stop_node "$n"
 }
-say "7a. a fresh node on hci0 (the lower address) and the foreign peer on hci1"
-foreign 0 1 "$FOREIGN_BOUND"
-say "7b. a fresh node on hci2 (the higher address) and the foreign peer on hci1"
-foreign 2 1 "$FOREIGN_YIELD_BOUND"
-# Only 7a goes with the time-to-identify figures: 7b's 30 s are the yield, by design.
+say "7a. a fresh node on hci0 and the foreign peer on hci1"
+foreign 0 1
+say "7b. a fresh node on hci2 and the foreign peer on hci1"
+foreign 2 1
+# Only a node that connected at once goes with the time-to-identify figures: a yield's 30 s are by
+# design.
 if [ -n "${REAL_BLUEZ_RESULTS:-}" ]; then
-    echo "time_to_identify 0-foreign $(cat "$WORK/foreign-took0" 2>/dev/null || echo none)" >>"$REAL_BLUEZ_RESULTS"
+    echo "time_to_identify 0-foreign $(cat "$WORK/foreign-first" 2>/dev/null || echo none)" >>"$REAL_BLUEZ_RESULTS"
 fi
 echo "foreign peer: identified $(cat "$WORK/foreign-took0" 2>/dev/null || echo -) s after node0's start (7a), $(cat "$WORK/foreign-took2" 2>/dev/null || echo -) s after node2's (7b)"
 
@@ -462,8 +481,9 @@ say "8. two keyed nodes (one fleet key) identify each other with the trusted pro
 # Two fresh nodes (new state: new identities, no peers.json, so nothing learnt the open way
 # before) on hci0 and hci1 with the same fleet key, made in the guest with the package's
 # proximityctl. They meet as a pair of section 1 does, bluetoothd having forgotten every device
-# first (section 7): node0 (the lower address) connects, reads node1's challenge, writes its
-# 60-byte hello sealed to it and reads the 44-byte answer; node1 learns node0 from the hello.
+# first (section 7): the one the fleet key's coin picks connects, reads the other's challenge,
+# writes its 60-byte hello sealed to it and reads the 44-byte answer; the other learns it from the
+# hello.
 # Both must list the other in GetIdentities and hold it verified in peers.json (Peer1.Verified
 # comes from the same record, but btvirt's RSSI 127 makes no sample, so no Peer1 object exists on
 # real BlueZ). Their advertisements carry no name: they run as keyed0 and keyed1, names never

@@ -96,6 +96,10 @@ public struct IdentificationScheduler: Sendable {
 
     /// Connections in progress.
     public var inFlight: Int { connecting }
+    /// The addresses being connected to now.
+    public var connectingAddresses: [String] {
+        states.compactMap { if case .connecting = $0.value { $0.key } else { nil } }.sorted()
+    }
     /// Addresses queued, connecting or yielding.
     public var trackedCount: Int { tracked }
 

@@ -59,6 +59,9 @@ public struct NodeStep: Sendable {
     /// With a fleet key, a verified binding not heard this long, seconds, is forgotten: a member
     /// heard again proves itself again (one link), and a binding a relay left behind goes.
     static let verifiedUnheard: Double = 60
+    /// Connections under way when the fleet key changed: what they read was proved with the old
+    /// key (or none), so their results count as failures (the address is tried again).
+    var connectionsOfOldKey: Set<String> = []
     /// Identities learnt since the last write of `peers.json` that were not a member's: written
     /// at the next report (``report(at:)``), at most once a second.
     var peersUnsaved = false
@@ -323,6 +326,11 @@ public struct NodeStep: Sendable {
     private mutating func identified(_ address: String, _ result: IdentificationResult, at time: NodeTime) -> [NodeEffect] {
         var effects: [NodeEffect] = []
         let outcome: IdentificationScheduler.Outcome
+        var result = result
+        if connectionsOfOldKey.remove(address) != nil, case .identified = result {
+            effects.append(.log(LogLine(.info, "a link begun before the fleet key changed: identifying the peer again", ["peer.address": "\(address)"])))
+            result = .failed
+        }
         switch result {
         case .identified(let uuid, let verified):
             if let refusal = refusal(uuid, at: address, verified: verified) {
@@ -434,6 +442,7 @@ public struct NodeStep: Sendable {
     /// A new fleet key, or none: every identity is proved again (verified bindings too, which
     /// were proved with the old key).
     mutating func forgetAllPeers() -> [NodeEffect] {
+        connectionsOfOldKey = Set(scheduler.connectingAddresses)
         let forgotten = resolver.forgetAll()
         guard !forgotten.isEmpty else { return [] }
         return [.log(LogLine(.notice, "the fleet key changed: every peer is identified again", ["peers": "\(forgotten.count)"])),
