@@ -1,5 +1,4 @@
 import Foundation
-import ProximityTrust
 
 /// Reads a file that holds a secret the way a secret must be kept: a regular file (not a symbolic
 /// link) of at most `maxSize` bytes of UTF-8, owned by root, by the user the program runs as, or
