@@ -62,6 +62,16 @@ import Testing
         let full = r.learn(third, at: "D", time: 4)
         #expect(full.evicted == ["B"] && Set(r.identities.keys) == ["C", "D"])
     }
+
+    @Test("a flood of claimed identities never evicts a verified member: the least recently heard unverified go first")
+    func floodKeepsMembers() {
+        var r = IdentityResolver(configuration: .init(serviceUUID: "b89491c9-43dd-4d75-bf16-dff381aed967", ownIdentity: Self.me,
+                                                      maxRememberedAddresses: 16))
+        let member = UUID()
+        _ = r.learn(member, at: "MEMBER", verified: true, time: 0)
+        for i in 0 ..< 1000 { _ = r.learn(UUID(), at: "FLOOD-\(i)", time: Double(1 + i)) }
+        #expect(r.nodes.count == 16 && r.isVerified(at: "MEMBER") && r.identity(at: "MEMBER") == member)
+    }
 }
 
 private extension String {
@@ -76,4 +86,5 @@ private extension String {
         }
         return bytes
     }
+
 }

@@ -207,8 +207,11 @@ public struct IdentityResolver: Sendable {
         nodes[address] = remembered
         var evicted: [String] = []
         if nodes.count > configuration.maxRememberedAddresses {
+            // The least recently heard go first, unverified before verified: a flood of
+            // addresses that claim identities never evicts a member.
             let excess = nodes.count - configuration.maxRememberedAddresses
-            evicted = nodes.sorted { $0.value.seen < $1.value.seen }.prefix(excess).map(\.key)
+            evicted = nodes.sorted { ($0.value.verified ? 1 : 0, $0.value.seen) < ($1.value.verified ? 1 : 0, $1.value.seen) }
+                .prefix(excess).map(\.key)
             for old in evicted { nodes[old] = nil }
         }
         return Learnt(isNew: isNew || !previous.isEmpty, isOwn: false, previousAddresses: previous, evicted: evicted)
