@@ -565,6 +565,24 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         let key = directory.appendingPathComponent("fleet.key").path
         try writeSecret(FleetKey.generate().fileText, to: key)
 
+        // previous-fleet-key: a rotation's old key, until a time at most 7 days ahead.
+        let old = directory.appendingPathComponent("old.key").path
+        try writeSecret(FleetKey.generate().fileText, to: old)
+        let soon = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3600))
+        let rotating = try ConfigFile.parse("fleet-key: \(key)\nprevious-fleet-key:\n  file: \(old)\n  until: \(soon)\n", path: Self.file)
+        #expect(rotating.trust.previousKey != nil && rotating.trust.previousKey?.key != rotating.trust.key)
+        let past = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-60))
+        let far = ISO8601DateFormatter().string(from: Date().addingTimeInterval(8 * 86_400))
+        for (text, says) in [("previous-fleet-key:\n  file: \(old)\n  until: \(soon)\n", "needs fleet-key:"),
+                             ("fleet-key: \(key)\nprevious-fleet-key:\n  file: \(key)\n  until: \(soon)\n", "holds the same key as fleet-key:"),
+                             ("fleet-key: \(key)\nprevious-fleet-key:\n  file: \(old)\n  until: \(past)\n", "is past: the rotation is over"),
+                             ("fleet-key: \(key)\nprevious-fleet-key:\n  file: \(old)\n  until: \(far)\n", "a week at most"),
+                             ("fleet-key: \(key)\nprevious-fleet-key:\n  file: \(old)\n  until: tomorrow\n", "ISO 8601"),
+                             ("fleet-key: \(key)\nprevious-fleet-key:\n  file: \(old)\n", "until: is required")] {
+            let problems = Self.problems(text)
+            #expect(problems.count == 1 && problems[0].contains(says) && problems[0].hasPrefix("\(Self.file):"), "\(text): \(problems)")
+        }
+
         // accept-unverified: false with a key unless written; true without one.
         #expect(try ConfigFile.parse("fleet-key: \(key)\n", path: Self.file).trust.acceptUnverified == false)
         #expect(try ConfigFile.parse("fleet-key: \(key)\naccept-unverified: true\n", path: Self.file).trust.acceptUnverified == true)

@@ -444,7 +444,8 @@ struct TrustedFleetRelayTests {
                 do {
                     try await relay.waitForOutput(containing: "registered", timeout: .seconds(40))
                     // alpha identifies the front radio: the exchange is bravo's, relayed.
-                    try await relay.waitForOutput(containing: "relayed identity", timeout: .seconds(120))
+                    try await relay.waitForOutput(containing: "relayed identity /org/bluez/hci0/dev_" + address["alpha"]!.replacingOccurrences(of: ":", with: "_"),
+                                                  timeout: .seconds(120))
                     try await relay.waitForOutput(containing: "stopped", timeout: .seconds(10))
                 } catch {
                     Issue.record("the relay: \(relay.stdout)\n\(relay.stderr)")

@@ -14,7 +14,7 @@ target's, through the back radio, and its answer given back:
 So a node that identifies the front radio runs the trusted exchange with the target, and each
 takes the other radio's address for the other member. One exchange runs at a time (another
 reader's challenge read meanwhile is answered InProgress), and the target's own reads of the
-front radio are not relayed (it finds no challenge there, as at an open node). With --once the relay stops (exits) after
+front radio are not relayed (it finds no challenge there, and no identity). With --once the relay stops (exits) after
 the first identity it relayed: a one-shot relay.
 
 Prints one line per event on stdout, flushed: "connected ADDRESS" once the back radio is
@@ -28,38 +28,22 @@ Uses Debian's python3-dbus and python3-gi (scripts/setup.sh), as BlueZ's own tes
 Ends on SIGTERM or SIGINT.
 """
 import argparse
-import signal
 import sys
 import time
 
 import dbus
 import dbus.exceptions
 import dbus.mainloop.glib
-import dbus.service
 from gi.repository import GLib
 
-BLUEZ = "org.bluez"
-OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
-PROPERTIES = "org.freedesktop.DBus.Properties"
+import peripheral
+from peripheral import BLUEZ, CHALLENGE, CHARACTERISTIC, HELLO, IDENTITY, OBJECT_MANAGER, PROPERTIES, NotSupported, offset, reader, say
+
 ADAPTER = "org.bluez.Adapter1"
 DEVICE = "org.bluez.Device1"
-GATT_MANAGER = "org.bluez.GattManager1"
-ADVERTISING_MANAGER = "org.bluez.LEAdvertisingManager1"
-SERVICE = "org.bluez.GattService1"
-CHARACTERISTIC = "org.bluez.GattCharacteristic1"
-ADVERTISEMENT = "org.bluez.LEAdvertisement1"
-
-GENERAL = "b89491c9-43dd-4d75-bf16-dff381aed967"
-IDENTITY = "5830b129-79a9-4a7e-be31-5d76f8856c51"
-HELLO = "5830b12a-79a9-4a7e-be31-5d76f8856c51"
-CHALLENGE = "5830b12b-79a9-4a7e-be31-5d76f8856c51"
 
 APP = "/org/example/relay"
 AD = "/org/example/relay/advertisement0"
-
-
-def say(line):
-    print(line, flush=True)
 
 
 class Relayed(dbus.DBusException):
@@ -68,14 +52,6 @@ class Relayed(dbus.DBusException):
     def __init__(self, error):
         self._dbus_error_name = error.get_dbus_name()
         super().__init__(error.get_dbus_message())
-
-
-class InvalidOffset(dbus.DBusException):
-    _dbus_error_name = "org.bluez.Error.InvalidOffset"
-
-
-class NotSupported(dbus.DBusException):
-    _dbus_error_name = "org.bluez.Error.NotSupported"
 
 
 class InProgress(dbus.DBusException):
@@ -132,127 +108,60 @@ def connect_back(bus, target, timeout=30.0):
     return found
 
 
-def reader(options):
-    return str(options.get("device", "?"))
+def relay_handlers(target, target_address, once, loop):
+    """The front radio's identity, hello and challenge handlers, each relayed to the target."""
+    values = {}
+    # One exchange at a time, as an attacker would run it: the reader whose challenge read began a
+    # relay owns it until its identity read (15 s at most); another reader meanwhile is told to
+    # wait. The target itself is not relayed to (it would read its own challenge): it finds no
+    # challenge, as at an open node.
+    owner = {"reader": None, "since": 0.0}
+    target_path = "dev_" + target_address.upper().replace(":", "_")
 
-
-class Characteristic(dbus.service.Object):
-    def __init__(self, bus, index, service, uuid_, flags, read=None, write=None):
-        self.path = f"{service.path}/char{index}"
-        self.uuid = uuid_
-        self.flags = flags
-        self.service = service
-        self.on_read = read
-        self.on_write = write
-        super().__init__(bus, self.path)
-
-    def properties(self):
-        return {CHARACTERISTIC: {"Service": dbus.ObjectPath(self.service.path), "UUID": self.uuid,
-                                 "Flags": dbus.Array(self.flags, signature="s")}}
-
-    @dbus.service.method(CHARACTERISTIC, in_signature="a{sv}", out_signature="ay")
-    def ReadValue(self, options):
-        value = self.on_read(options)
-        at = int(options.get("offset", 0))
-        if at > len(value):
-            raise InvalidOffset("Invalid offset")
-        return dbus.Array(value[at:], signature="y")
-
-    @dbus.service.method(CHARACTERISTIC, in_signature="aya{sv}")
-    def WriteValue(self, value, options):
-        self.on_write(bytes(value), options)
-
-
-class Service(dbus.service.Object):
-    def __init__(self, bus, target, target_address, once, loop):
-        self.path = APP + "/service0"
-        super().__init__(bus, self.path)
-        values = {}
-        # One exchange at a time, as an attacker would run it: the reader whose challenge read
-        # began a relay owns it until its identity read (15 s at most); another reader meanwhile
-        # is told to wait. The target itself is not relayed to (it would read its own challenge):
-        # it finds no challenge, as at an open node.
-        owner = {"reader": None, "since": 0.0}
-        target_path = "dev_" + target_address.upper().replace(":", "_")
-
-        def relay_read(uuid_, what):
-            def read(options):
-                key = (uuid_, reader(options))
-                if what == "challenge" and reader(options).endswith(target_path):
+    def relay_read(uuid_, what):
+        def read(options):
+            key = (uuid_, reader(options))
+            if reader(options).endswith(target_path):
+                if what == "challenge":
                     raise NotSupported("no challenge")
-                if what == "challenge" and int(options.get("offset", 0)) == 0:
-                    if owner["reader"] not in (None, reader(options)) and time.monotonic() - owner["since"] < 15:
-                        raise InProgress("busy")
-                    owner["reader"], owner["since"] = reader(options), time.monotonic()
-                if int(options.get("offset", 0)) == 0 or key not in values:
-                    try:
-                        values[key] = bytes(target[uuid_].ReadValue(dbus.Dictionary({}, signature="sv")))
-                    except dbus.exceptions.DBusException as error:
-                        raise Relayed(error)
-                    say(f"relayed {what} {reader(options)}")
-                    if what == "identity" and owner["reader"] == reader(options):
-                        owner["reader"] = None
-                        if once:
-                            GLib.timeout_add(300, loop.quit)
-                return list(values[key])
-            return read
+                return list(b"not an identity")
+            if what == "challenge" and offset(options) == 0:
+                if owner["reader"] not in (None, reader(options)) and time.monotonic() - owner["since"] < 15:
+                    raise InProgress("busy")
+                owner["reader"], owner["since"] = reader(options), time.monotonic()
+            if offset(options) == 0 or key not in values:
+                try:
+                    values[key] = bytes(target[uuid_].ReadValue(dbus.Dictionary({}, signature="sv")))
+                except dbus.exceptions.DBusException as error:
+                    raise Relayed(error)
+                say(f"relayed {what} {reader(options)}")
+                if what == "identity" and owner["reader"] == reader(options):
+                    owner["reader"] = None
+                    if once:
+                        GLib.timeout_add(300, loop.quit)
+            return list(values[key])
+        return read
 
-        def hello(data, options):
-            try:
-                target[HELLO].WriteValue(dbus.Array(data, signature="y"), dbus.Dictionary({}, signature="sv"))
-            except dbus.exceptions.DBusException as error:
-                say(f"refused hello {reader(options)} {error.get_dbus_name()}")
-                raise Relayed(error)
-            say(f"relayed hello {reader(options)}")
+    def hello(data, options):
+        try:
+            target[HELLO].WriteValue(dbus.Array(data, signature="y"), dbus.Dictionary({}, signature="sv"))
+        except dbus.exceptions.DBusException as error:
+            say(f"refused hello {reader(options)} {error.get_dbus_name()}")
+            raise Relayed(error)
+        say(f"relayed hello {reader(options)}")
 
-        self.characteristics = [
-            Characteristic(bus, 0, self, IDENTITY, ["read"], read=relay_read(IDENTITY, "identity")),
-            Characteristic(bus, 1, self, HELLO, ["write"], write=hello),
-            Characteristic(bus, 2, self, CHALLENGE, ["read"], read=relay_read(CHALLENGE, "challenge")),
-        ]
-
-    def properties(self):
-        return {SERVICE: {"UUID": GENERAL, "Primary": True}}
-
-
-class Application(dbus.service.Object):
-    def __init__(self, bus, target, target_address, once, loop):
-        super().__init__(bus, APP)
-        self.service = Service(bus, target, target_address, once, loop)
-
-    @dbus.service.method(OBJECT_MANAGER, out_signature="a{oa{sa{sv}}}")
-    def GetManagedObjects(self):
-        objects = {dbus.ObjectPath(self.service.path): self.service.properties()}
-        for c in self.service.characteristics:
-            objects[dbus.ObjectPath(c.path)] = c.properties()
-        return objects
-
-
-class Advertisement(dbus.service.Object):
-    def __init__(self, bus):
-        super().__init__(bus, AD)
-
-    @dbus.service.method(PROPERTIES, in_signature="s", out_signature="a{sv}")
-    def GetAll(self, interface):
-        if interface != ADVERTISEMENT:
-            raise dbus.exceptions.DBusException("no such interface", name="org.freedesktop.DBus.Error.InvalidArgs")
-        return {"Type": "peripheral", "ServiceUUIDs": dbus.Array([GENERAL], signature="s")}
-
-    @dbus.service.method(ADVERTISEMENT)
-    def Release(self):
-        say("released")
+    return relay_read(IDENTITY, "identity"), hello, relay_read(CHALLENGE, "challenge")
 
 
 def main():
-    global GENERAL
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--front", required=True, help="the bus of the radio that poses as a node")
     parser.add_argument("--back", required=True, help="the bus of the radio that connects to the target")
     parser.add_argument("--target", required=True, help="the target member's address")
     parser.add_argument("--once", action="store_true", help="stop after the first identity relayed")
-    parser.add_argument("--service-uuid", default=GENERAL, help="the general service UUID")
+    parser.add_argument("--service-uuid", default=peripheral.GENERAL, help="the general service UUID")
     args = parser.parse_args()
-    GENERAL = args.service_uuid.lower()
+    general = args.service_uuid.lower()
 
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     back = dbus.bus.BusConnection(args.back)
@@ -261,42 +170,14 @@ def main():
 
     front = dbus.bus.BusConnection(args.front)
     loop = GLib.MainLoop()
-    adapter = adapter_of(front, [GATT_MANAGER, ADVERTISING_MANAGER])
-    if adapter is None:
-        say("error no adapter with GattManager1 and LEAdvertisingManager1 on the front radio's bus")
-        return 1
-    app = Application(front, target, args.target, args.once, loop)
-    ad = Advertisement(front)
-    pending = {"application", "advertisement"}
-    status = [0]
-
-    def done(what):
-        def reply():
-            pending.discard(what)
-            if not pending:
-                say("registered")
-        return reply
-
-    def failed(what):
-        def error(e):
-            say(f"error {what}: {e.get_dbus_name()}: {e.get_dbus_message()}")
-            status[0] = 1
-            loop.quit()
-        return error
-
-    adapter_object = front.get_object(BLUEZ, adapter)
-    dbus.Interface(adapter_object, GATT_MANAGER).RegisterApplication(
-        dbus.ObjectPath(APP), dbus.Dictionary({}, signature="sv"),
-        reply_handler=done("application"), error_handler=failed("application"))
-    dbus.Interface(adapter_object, ADVERTISING_MANAGER).RegisterAdvertisement(
-        dbus.ObjectPath(AD), dbus.Dictionary({}, signature="sv"),
-        reply_handler=done("advertisement"), error_handler=failed("advertisement"))
-    for number in (signal.SIGTERM, signal.SIGINT):
-        GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, number, loop.quit)
-    loop.run()
+    identity, hello, challenge = relay_handlers(target, args.target, args.once, loop)
+    service = peripheral.NodeService(front, APP, general, identity, hello, challenge)
+    app = peripheral.Application(front, APP, service)
+    ad = peripheral.Advertisement(front, AD, general)
+    status = peripheral.serve(front, app, APP, ad, AD, loop)
     say("stopped")
     del app, ad
-    return status[0]
+    return status
 
 
 if __name__ == "__main__":

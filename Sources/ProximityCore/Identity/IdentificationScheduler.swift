@@ -105,6 +105,13 @@ public struct IdentificationScheduler: Sendable {
 
     /// An unidentified node was heard at `address`.
     public mutating func heard(_ address: String, at t: Timestamp) -> [Connect] {
+        track(address, at: t, mayYield: true)
+    }
+
+    /// Queues `address` for a connection (or, `mayYield`, a first attempt the ordering gives the
+    /// peer, a yield), unless it is queued, connecting, yielding or waiting out a failure, or the
+    /// tracked addresses are at their bound.
+    private mutating func track(_ address: String, at t: Timestamp, mayYield: Bool) -> [Connect] {
         var attempt = 1
         switch states[address] {
         case .queued, .connecting, .yielding:
@@ -118,7 +125,7 @@ public struct IdentificationScheduler: Sendable {
         }
         guard tracked < configuration.maxTracked else { return [] }
         tracked += 1
-        if attempt == 1, !connectsFirst(address) {
+        if mayYield, attempt == 1, !connectsFirst(address) {
             states[address] = .yielding(until: t + configuration.yieldTime)
             return []
         }
@@ -153,21 +160,7 @@ public struct IdentificationScheduler: Sendable {
     /// the address is already queued, connecting, yielding or waiting out a failure, or the
     /// tracked addresses are at their bound.
     public mutating func prove(_ address: String, at t: Timestamp) -> [Connect] {
-        var attempt = 1
-        switch states[address] {
-        case .queued, .connecting, .yielding:
-            return []
-        case .failed(let attempts, let retryAt):
-            guard t >= retryAt else { return [] }
-            attempt = attempts >= configuration.maxAttempts ? 1 : attempts + 1
-        case nil:
-            break
-        }
-        guard tracked < configuration.maxTracked else { return [] }
-        tracked += 1
-        states[address] = .queued(attempt: attempt)
-        queue.append(address)
-        return drain(afterYield: [])
+        track(address, at: t, mayYield: false)
     }
 
     /// Not before `seconds` from now: the address is identified again only then (when heard),

@@ -150,35 +150,28 @@ public struct ConfigFile: Sendable, Hashable {
         // The fleet key's file, read and checked now: check-config and a reload say what is wrong
         // with it before the node would run on it.
         var keyFileLines: [String] = []
-        if let keyFile = decoder.fleetKeyFile {
-            do throws(FleetKeyFile.Problem) {
-                decoder.trust.key = try FleetKeyFile.load(path: keyFile)
-            } catch {
+        /// A key file read, or its problems reported at `position` (as `what`) and its own lines.
+        func key(_ path: String, _ what: String, at position: ConfigPosition?) -> FleetKey? {
+            do throws(FleetKeyFile.Problem) { return try FleetKeyFile.load(path: path) } catch {
                 switch error {
-                case .file(let message): decoder.report(decoder.fleetKeyPosition, "fleet-key: \(message)")
+                case .file(let message): decoder.report(position, "\(what): \(message)")
                 case .content(let problem):
-                    decoder.report(decoder.fleetKeyPosition, "fleet-key: \(keyFile) is not a fleet key (below)")
-                    keyFileLines.append("\(keyFile):\(problem.line):\(problem.column): \(problem.message)")
+                    decoder.report(position, "\(what): \(path) is not a fleet key (below)")
+                    keyFileLines.append("\(path):\(problem.line):\(problem.column): \(problem.message)")
                 }
+                return nil
             }
         }
-        if let previous = decoder.previousKeyFile {
-            do throws(FleetKeyFile.Problem) {
-                let key = try FleetKeyFile.load(path: previous.file)
-                if decoder.trust.key == nil, decoder.fleetKeyFile == nil {
-                    decoder.report(previous.position, "previous-fleet-key: needs fleet-key: (the new key); without one the node speaks the open protocol")
-                } else if key == decoder.trust.key {
-                    decoder.report(previous.position, "previous-fleet-key: \(previous.file) holds the same key as fleet-key:")
-                } else {
-                    decoder.trust.previousKey = .init(key: key, until: previous.until)
-                }
-            } catch {
-                switch error {
-                case .file(let message): decoder.report(previous.position, "previous-fleet-key.file: \(message)")
-                case .content(let problem):
-                    decoder.report(previous.position, "previous-fleet-key.file: \(previous.file) is not a fleet key (below)")
-                    keyFileLines.append("\(previous.file):\(problem.line):\(problem.column): \(problem.message)")
-                }
+        if let keyFile = decoder.fleetKeyFile {
+            decoder.trust.key = key(keyFile, "fleet-key", at: decoder.fleetKeyPosition)
+        }
+        if let previous = decoder.previousKeyFile, let old = key(previous.file, "previous-fleet-key.file", at: previous.position) {
+            if decoder.fleetKeyFile == nil {
+                decoder.report(previous.position, "previous-fleet-key: needs fleet-key: (the new key); without one the node speaks the open protocol")
+            } else if old == decoder.trust.key {
+                decoder.report(previous.position, "previous-fleet-key: \(previous.file) holds the same key as fleet-key:")
+            } else {
+                decoder.trust.previousKey = .init(key: old, until: previous.until)
             }
         }
         if let irkFile = decoder.irkFile {
