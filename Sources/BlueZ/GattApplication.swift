@@ -9,11 +9,15 @@ public struct GattHello: Sendable, Hashable {
     public var identity: UUID
     /// Whether it proved it (the trusted protocol), or only said it (the open one).
     public var verified: Bool
+    /// Which key proved it (its fingerprint), so that a hello opened with a key a reload has
+    /// just replaced is not taken under the new one.
+    public var key: String?
 
-    public init(device: ObjectPath, identity: UUID, verified: Bool) {
+    public init(device: ObjectPath, identity: UUID, verified: Bool, key: String? = nil) {
         self.device = device
         self.identity = identity
         self.verified = verified
+        self.key = key
     }
 }
 

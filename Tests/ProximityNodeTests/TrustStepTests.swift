@@ -222,6 +222,21 @@ import Testing
         #expect(S.lines(effects).contains("a link begun before the fleet key changed: identifying the peer again"))
     }
 
+    @Test("a hello proved with a key the node no longer holds (opened just before a reload replaced it) is not taken; one proved with the current or the previous key is")
+    func helloOfOldKey() throws {
+        let old = FleetKey.generate(), new = FleetKey.generate()
+        var trust = TrustSettings(key: new)
+        var step = S.step(S.configuration { $0.trust = trust })
+        var effects = step.input(.introduced(S.peer, address: S.address, verified: true, key: old.fingerprint), at: S.time(1))
+        #expect(step.identities.isEmpty && S.lines(effects).contains("a hello proved with a key this node no longer holds: not taken"))
+        effects = step.input(.introduced(S.peer, address: S.address, verified: true, key: new.fingerprint), at: S.time(2))
+        #expect(step.identities == [S.address: S.peer.lowercased])
+        trust.previousKey = .init(key: old, until: Date().addingTimeInterval(3600))
+        step = S.step(S.configuration { $0.trust = trust })
+        _ = step.input(.introduced(S.peer, address: S.address, verified: true, key: old.fingerprint), at: S.time(3))
+        #expect(step.identities == [S.address: S.peer.lowercased], "the previous key, during its grace")
+    }
+
     @Test("verified expires: a member's proof older than 5 min is asked for again (by the side that connects first; the other waits another interval), and one older than 15 min without a new proof is unverified")
     func proofExpires() throws {
         var (step, effects) = Self.keyedStepWithMember(until: 1)

@@ -183,7 +183,7 @@ actor BlueZSide {
     /// A peer that connected to this node wrote its identity to the hello characteristic.
     static func input(for hello: GattHello, adapter: ObjectPath) -> NodeInput? {
         guard hello.device.rawValue.hasPrefix(adapter.rawValue + "/"), let address = DeviceInfo.address(fromPath: hello.device) else { return nil }
-        return .introduced(hello.identity, address: address, verified: hello.verified)
+        return .introduced(hello.identity, address: address, verified: hello.verified, key: hello.key)
     }
 
     // MARK: - Calls the step asks for

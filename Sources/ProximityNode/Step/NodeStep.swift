@@ -226,7 +226,12 @@ public struct NodeStep: Sendable {
             return observe(observation, frame: frame, alias: alias, at: time)
         case .identified(let address, let result):
             return identified(address, result, at: time)
-        case .introduced(let uuid, let address, let verified):
+        case .introduced(let uuid, let address, let verified, let key):
+            // Opened with a key this node no longer holds (a hello the responder took just before a
+            // reload replaced the key): not taken; the peer is identified under the new key.
+            if verified, let key, key != trust.key?.fingerprint, key != trust.previousKey?.key.fingerprint {
+                return [.log(LogLine(.info, "a hello proved with a key this node no longer holds: not taken", ["peer.address": "\(address)"]))]
+            }
             if let refusal = refusal(uuid, at: address, verified: verified) {
                 // An open hello is not taken, but it bans nothing: anyone can write one from any
                 // address (a member's fresh one too). This node connects itself, at once, and

@@ -166,7 +166,7 @@ public enum NodeInput: Sendable {
     /// A connection to identify a peer ended.
     case identified(address: String, IdentificationResult)
     /// A peer wrote its identity to this node's hello characteristic.
-    case introduced(UUID, address: String, verified: Bool = false)
+    case introduced(UUID, address: String, verified: Bool = false, key: String? = nil)
     /// A connection could not even be started (no BlueZ path for the address).
     case identificationRejected(address: String)
 }

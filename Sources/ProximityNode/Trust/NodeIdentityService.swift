@@ -15,6 +15,8 @@ final class NodeIdentityService: GattIdentityService {
     let open: OpenIdentityService
     let logger: Logger
     private let responder: Mutex<TrustedResponder?>
+    /// The fingerprints of the responder's keys: the fleet's, then the previous one.
+    private let fingerprints: Mutex<[String]> = Mutex([])
     private let start = ContinuousClock.now
 
     init(identity: UUID, trust: TrustSettings, logger: Logger) {
@@ -38,7 +40,11 @@ final class NodeIdentityService: GattIdentityService {
             TrustedResponder(identity: identity, key: key, previous: trust.previousKey?.key,
                              graceUntil: trust.previousKey.map { now + $0.until.timeIntervalSinceNow } ?? 0)
         }
-        responder.withLock { $0 = made }
+        let prints = [trust.key?.fingerprint, trust.previousKey?.key.fingerprint].compactMap { $0 }
+        responder.withLock { responder in
+            responder = made
+            fingerprints.withLock { $0 = prints }
+        }
     }
 
     func identity(for device: ObjectPath?, fresh: Bool) throws(DBusError) -> [UInt8] {
@@ -63,9 +69,9 @@ final class NodeIdentityService: GattIdentityService {
         // An open node's hello: its identity, said, not proved.
         if value.count == 16 { return try open.hello(value, from: device) }
         let now = self.now
-        let outcome: TrustedResponder.HelloOutcome? = responder.withLock { responder in
-            guard responder != nil else { return nil }
-            return responder!.hello(value, from: device.rawValue, at: now)
+        let (outcome, prints): (TrustedResponder.HelloOutcome?, [String]) = responder.withLock { responder in
+            guard responder != nil else { return (nil, []) }
+            return (responder!.hello(value, from: device.rawValue, at: now), fingerprints.withLock { $0 })
         }
         switch outcome {
         case .member(let identity, let previousKey)?:
@@ -73,7 +79,8 @@ final class NodeIdentityService: GattIdentityService {
                 logger.notice("a peer proved membership with the previous fleet key (previous-fleet-key): give it the new key",
                               metadata: ["peer.device": "\(device)"])
             }
-            return GattHello(device: device, identity: identity, verified: true)
+            let key = prints.count > (previousKey ? 1 : 0) ? prints[previousKey ? 1 : 0] : nil
+            return GattHello(device: device, identity: identity, verified: true, key: key)
         case nil, .wrongLength?:
             throw DBusError(GattApplication.invalidValueLengthError, "a hello is 16 bytes (open) or \(TrustedIdentification.helloLength) (trusted), not \(value.count)")
         case .refused(let firstTime)?:
