@@ -79,6 +79,12 @@ import Testing
             }
         }
         #expect(order == ["publish", "save"])
+        // Stopped before that report, the node writes them as it stops.
+        var stopping = Self.step()
+        _ = stopping.input(.introduced(Self.peer, address: Self.address), at: Self.time(0))
+        #expect(stopping.filesOnStop { _ in false }.contains { if case .peers(let nodes) = $0 { nodes[Self.address] != nil } else { false } })
+        _ = stopping.report(at: Self.time(1))
+        #expect(!stopping.filesOnStop { _ in false }.contains { if case .peers = $0 { true } else { false } })
     }
 
     @Test("two devices with one identity (a cloner): the one that took it over is left alone once the earlier claims it back, instead of the identity going back and forth; an address change is not that")

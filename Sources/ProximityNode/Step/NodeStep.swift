@@ -177,12 +177,15 @@ public struct NodeStep: Sendable {
     }
 
     /// What the node writes as it stops: the regions and the alerts (when it has some, or had),
-    /// the profile when it changed since the last save.
+    /// the profile when it changed since the last save, the identified peers when some were
+    /// learnt since the last write.
     public func filesOnStop(exists: (StateFileKind) -> Bool) -> [StateFile] {
         var files: [StateFile] = []
         if regions.monitor.count > 0 || exists(.regions) { files.append(snapshot(.regions)) }
         if !alerts.engine.alerts.isEmpty || exists(.alerts) { files.append(snapshot(.alerts)) }
         if profile.persisted.differs(profile.snapshot) { files.append(snapshot(.profile)) }
+        // Identities learnt in the last second, not written yet: a restart does not connect again.
+        if peersUnsaved { files.append(snapshot(.peers)) }
         return files
     }
 
