@@ -166,7 +166,7 @@ let package = Package(
             name: "proximityctl",
             dependencies: [
                 "ProximityAPI", "ProximityDiagnostics", "DBusKit", "ProximityCore", "MQTTKit", "ProximityMQTT", "ProximityCommandLine", "ProximityVersion",
-                "ProximityTrust", "ChildProcess",
+                "ProximityTrust", "ChildProcess", "BlueZ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -41,6 +41,23 @@ public struct Adapter: Sendable {
     }
 
     /// Sets `Powered`.
+    /// `Pairable` on for `seconds` (`PairableTimeout`, after which bluetoothd turns it off
+    /// itself, even if this process is gone), or off.
+    public func setPairable(_ pairable: Bool, timeout seconds: UInt32 = 0) async throws {
+        do {
+            if pairable {
+                try await object.connection.setProperty(destination: object.service, path: object.path,
+                                                        interface: BlueZService.adapterInterface, name: "PairableTimeout",
+                                                        value: .uint32(seconds), timeout: object.timeout)
+            }
+            try await object.connection.setProperty(destination: object.service, path: object.path,
+                                                    interface: BlueZService.adapterInterface, name: "Pairable",
+                                                    value: .boolean(pairable), timeout: object.timeout)
+        } catch let error as DBusError {
+            throw BlueZCallError(error)
+        }
+    }
+
     public func setPowered(_ powered: Bool) async throws {
         do {
             try await object.connection.setProperty(destination: object.service, path: object.path,

@@ -14,6 +14,8 @@ public struct AdapterInfo: Sendable, Hashable {
     public var powered: Bool
     public var discoverable: Bool
     public var discovering: Bool
+    /// Whether the adapter accepts pairings (`Pairable`).
+    public var pairable: Bool
     /// Lowercase 128-bit UUIDs of the local services (including registered GATT applications).
     public var uuids: [String]
     /// `central`, `peripheral`, … (absent on old BlueZ).
@@ -29,6 +31,7 @@ public struct AdapterInfo: Sendable, Hashable {
         powered = D.bool(p, "Powered") ?? false
         discoverable = D.bool(p, "Discoverable") ?? false
         discovering = D.bool(p, "Discovering") ?? false
+        pairable = D.bool(p, "Pairable") ?? false
         uuids = D.uuids(p, "UUIDs")
         roles = D.strings(p, "Roles")
     }

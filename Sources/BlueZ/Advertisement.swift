@@ -136,7 +136,31 @@ public final class Advertisement: Sendable {
     public static func export(on connection: DBusConnection, at path: ObjectPath = defaultPath, content: AdvertisementContent,
                               adapterDiscoverable: Bool = true, callers: BlueZCallers? = nil,
                               logger: Logger = Logger(label: "proximityd.bluez")) async throws -> Advertisement {
-        let plan = try plan(content, adapterDiscoverable: adapterDiscoverable)
+        try await export(on: connection, at: path, plan: try plan(content, adapterDiscoverable: adapterDiscoverable),
+                         callers: callers, logger: logger)
+    }
+
+    /// The advertisement a phone lists in its Bluetooth settings while the box waits to pair
+    /// (`proximityctl irks enroll`): connectable, with the LE General Discoverable flag, `name` in
+    /// the scan response (shortened to fit) and `appearance` (0x0080, a computer, by default), so
+    /// the phone shows the name with an icon.
+    public static func pairablePlan(name: String, appearance: UInt16 = 0x0080, serviceUUIDs: [String] = []) -> AdvertisementPlan {
+        var properties: [String: DBusValue] = [
+            "Type": .string("peripheral"),
+            "Discoverable": .boolean(true),
+            "Appearance": .uint16(appearance),
+        ]
+        let uuids = serviceUUIDs.compactMap(BluetoothUUID.init)
+        if !uuids.isEmpty { properties["ServiceUUIDs"] = .strings(serviceUUIDs.map { $0.lowercased() }) }
+        let shown = LegacyAdvertisingPayload.truncatedLocalName(name)
+        if let shown { properties["LocalName"] = .string(shown) }
+        return AdvertisementPlan(properties: properties, localName: shown, carriesManufacturerData: false, carriesIdentity: false,
+                                 payload: LegacyAdvertisingPayload(peripheral: true, serviceUUIDs: uuids))
+    }
+
+    /// Exports a planned advertisement at `path` on `connection`.
+    public static func export(on connection: DBusConnection, at path: ObjectPath, plan: AdvertisementPlan, callers: BlueZCallers? = nil,
+                              logger: Logger = Logger(label: "proximityd.bluez")) async throws -> Advertisement {
         let callers = callers ?? BlueZCallers(connection: connection)
         let (releases, sink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
         let declared = plan.properties.sorted { $0.key < $1.key }.map {

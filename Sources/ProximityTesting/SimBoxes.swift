@@ -47,8 +47,10 @@ public final class SimBoxes: Sendable {
     /// Starts a bus for every box not in `attaching` (box name to bus address), and the simulator
     /// on all of them unless `simulate` is false (then ``simulate()`` starts it later, as a
     /// bluetoothd that comes up after its clients).
+    /// `storage`: where each box's bluetoothd keeps its bonds (`STORAGE/<box>/` is the box's
+    /// `/var/lib/bluetooth`); nil keeps them in memory.
     public static func start(_ scenario: Scenario, time: Time = .real, simulate: Bool = true,
-                             attaching given: [String: String] = [:],
+                             attaching given: [String: String] = [:], storage: URL? = nil,
                              logger: Logger = Logger(label: "bluez-sim")) async throws -> SimBoxes {
         var buses: [String: PrivateBus] = [:]
         do {
@@ -61,7 +63,7 @@ public final class SimBoxes: Sendable {
         }
         let addresses = given.merging(buses.mapValues(\.address)) { given, _ in given }
         let clock: any SimClock = time == .simulated ? ManualSimClock() : RealSimClock()
-        let simulator = Simulator(scenario: scenario, addresses: addresses, clock: clock, logger: logger)
+        let simulator = Simulator(scenario: scenario, addresses: addresses, clock: clock, storage: storage, logger: logger)
         let boxes = SimBoxes(scenario: scenario, time: time, simulator: simulator, buses: buses, addresses: addresses)
         if simulate {
             do {
@@ -181,9 +183,9 @@ private enum DuringOutcome<T: Sendable>: Sendable {
 /// Runs `body` with the boxes of `scenario` (see ``SimBoxes/start(_:time:simulate:attaching:logger:)``)
 /// and stops them afterwards, whether `body` returns or throws.
 public func withSimBoxes<T>(_ scenario: Scenario, time: SimBoxes.Time = .real, simulate: Bool = true,
-                            attaching given: [String: String] = [:], logger: Logger = Logger(label: "bluez-sim"),
+                            attaching given: [String: String] = [:], storage: URL? = nil, logger: Logger = Logger(label: "bluez-sim"),
                             _ body: (SimBoxes) async throws -> T) async throws -> T {
-    let boxes = try await SimBoxes.start(scenario, time: time, simulate: simulate, attaching: given, logger: logger)
+    let boxes = try await SimBoxes.start(scenario, time: time, simulate: simulate, attaching: given, storage: storage, logger: logger)
     let result: T
     do {
         result = try await body(boxes)

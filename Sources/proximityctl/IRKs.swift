@@ -26,7 +26,7 @@ struct IRKs: AsyncParsableCommand {
               $ proximityctl irks list
                 Every IRK's name and where it was given.
             """,
-        subcommands: [List.self, Add.self, Remove.self])
+        subcommands: [List.self, Add.self, Enroll.self, Remove.self])
 }
 
 extension IRKs {

@@ -175,9 +175,9 @@ extension SimBoxes {
 /// (`daemons`), stopping the daemons and the boxes whatever happens; when `body` returns, each
 /// daemon must exit 0. With `simulate` false the simulator starts when the body calls
 /// ``SimBoxes/simulate()`` (bluetoothd appearing after the nodes).
-func withNodes(_ scenario: Scenario, simulate: Bool = true,
+func withNodes(_ scenario: Scenario, simulate: Bool = true, storage: URL? = nil,
                _ body: (SimBoxes, inout [String: ManagedProcess]) async throws -> Void) async throws {
-    try await withSimBoxes(scenario, time: .real, simulate: simulate) { sim in
+    try await withSimBoxes(scenario, time: .real, simulate: simulate, storage: storage) { sim in
         var daemons: [String: ManagedProcess] = [:]
         do {
             try await body(sim, &daemons)

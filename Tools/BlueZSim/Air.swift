@@ -34,6 +34,11 @@ public actor Air {
     var realisticLinks: [String: RealisticLink] = [:]
     var connections: [ConnectionKey: Connection] = [:]
     var timers: [Timer] = []
+    /// The private devices as the scenario gives them, by name (pairing needs their keys).
+    var privateDeviceSpecs: [String: PrivateDeviceSpec] = [:]
+    /// Where bluetoothd's `/var/lib/bluetooth` of each box is (`STORAGEDIR/<box>`); nil: bonds are
+    /// kept in memory only.
+    let storage: URL?
     var token: UInt64 = 0
     var lastSupervision: SimTime = 0
     /// Counters for the benchmark and the control interface.
@@ -78,6 +83,12 @@ public actor Air {
         var pendingAdvertisements: Set<String> = []
         var applications: [GattApplication] = []
         var pendingApplications: Set<String> = []
+        /// Registered agents (`AgentManager1`), and the sender of the default one.
+        var agents: [RegisteredAgent] = []
+        var defaultAgent: String?
+        /// What bluetoothd keeps of the devices it paired with, by identity address: like its
+        /// storage directory, kept across restarts.
+        var bonds: [String: Bond] = [:]
         var rng: SeededGenerator
         /// A restarted bluetoothd shows its adapter unpowered until it has powered it itself
         /// (`AutoEnable`); a client's `Powered` meanwhile is refused with `Busy`.
@@ -231,8 +242,9 @@ public actor Air {
         var action: Action
     }
 
-    public init(scenario: Scenario, clock: any SimClock, logger: Logger = Logger(label: "bluez-sim")) {
+    public init(scenario: Scenario, clock: any SimClock, storage: URL? = nil, logger: Logger = Logger(label: "bluez-sim")) {
         self.clock = clock
+        self.storage = storage
         self.seed = scenario.seed
         self.radio = scenario.radioModel
         self.logger = logger
@@ -249,6 +261,7 @@ public actor Air {
             beaconOrder.append(spec.name)
         }
         for spec in scenario.privateDevices {
+            privateDeviceSpecs[spec.name] = spec
             beacons[spec.name] = Beacon(spec, seed: scenario.seed, defaultInterval: scenario.radio.advertisingInterval, now: now)
             beaconOrder.append(spec.name)
         }
@@ -440,6 +453,8 @@ public actor Air {
     private func found(box name: String, address: String, addressType: String, report: AdvertisingReport, rssi: Int16,
                        at time: SimTime) {
         guard let adapter = boxes[name]?.adapter, let adapterName = boxes[name]?.spec.adapter else { return }
+        let (address, addressType) = boxes[name]!.bonds.isEmpty ? (address, addressType)
+            : resolveBonded(box: name, address: address, addressType: addressType)
         let merged = adapter.merged
         var discoverable = merged.filtered || report.isDiscoverable
         if !merged.patterns.isEmpty {

@@ -17,6 +17,7 @@ public enum BlueZ {
     public static let gattCharacteristicInterface: InterfaceName = "org.bluez.GattCharacteristic1"
     public static let gattDescriptorInterface: InterfaceName = "org.bluez.GattDescriptor1"
     public static let agentManagerInterface: InterfaceName = "org.bluez.AgentManager1"
+    public static let agentInterface: InterfaceName = "org.bluez.Agent1"
     public static let profileManagerInterface: InterfaceName = "org.bluez.ProfileManager1"
 
     /// `/org/bluez/hci0`.

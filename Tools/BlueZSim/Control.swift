@@ -73,6 +73,10 @@ public enum ControlService {
                 try await air.removeBeacon(call.arguments[0].string ?? "")
                 return []
             },
+            DBusMethod("PairDevice", inputs: [DBusArgument("device", .string), DBusArgument("box", .string)],
+                       outputs: [DBusArgument("shown", .string)]) { call in
+                [.string(try await air.pair(device: call.arguments[0].string ?? "", with: call.arguments[1].string ?? ""))]
+            },
             DBusMethod("Configure", inputs: [DBusArgument("settings", .dictionary(key: .string, value: .variant))]) { call in
                 try await air.configure(call.arguments[0].stringKeyedDictionary?.mapValues(\.unwrapped) ?? [:])
                 return []

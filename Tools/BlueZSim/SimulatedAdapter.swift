@@ -217,6 +217,8 @@ extension Air {
         b.devices = [:]
         b.advertisements = []
         b.applications = []
+        b.agents = []
+        b.defaultAgent = nil
         b.pendingReports = []
         b.batchDue = nil
         // The scenario starts with bluetoothd up; a restarted one (as bluetoothd 5.66 does) shows
@@ -229,7 +231,7 @@ extension Air {
         boxes[name] = b
         let ctx = BoxContext(air: self, box: name, generation: b.generation)
         tree.add(BlueZ.rootPath, [
-            (agentManagerTemplate(), [:]),
+            (agentManagerTemplate(ctx), [:]),
             (profileManagerTemplate(), [:]),
         ])
         tree.add(b.adapterPath, [
@@ -237,6 +239,15 @@ extension Air {
             (gattManagerTemplate(ctx), [:]),
             (advertisingManagerTemplate(ctx), advertisingManagerProperties(b)),
         ])
+        // bluetoothd loads its bonds from its storage directory as it starts.
+        for bond in b.bonds.values.sorted(by: { $0.identity < $1.identity }) {
+            var dev = DeviceState(address: bond.identity, adapter: b.spec.adapter, now: clock.now)
+            dev.addressType = bond.identityType
+            dev.paired = true
+            dev.temporary = false
+            boxes[name]?.devices[bond.identity] = dev
+            publish(box: name, dev, isNew: true)
+        }
         return b.generation
     }
 
@@ -255,6 +266,8 @@ extension Air {
         b.devices = [:]
         b.advertisements = []
         b.applications = []
+        b.agents = []
+        b.defaultAgent = nil
         b.pendingReports = []
         b.batchDue = nil
         boxes[name] = b
@@ -365,6 +378,8 @@ extension Air {
         if b.advertisements.count != adsBefore { changed = true }
         let appsBefore = b.applications.count
         b.applications.removeAll { $0.owner == owner }
+        b.agents.removeAll { $0.owner == owner }
+        if b.defaultAgent == owner { b.defaultAgent = nil }
         boxes[name] = b
         if changed { announceInstances(name) }
         if b.applications.count != appsBefore { applicationsChanged(name) }
@@ -383,6 +398,7 @@ extension Air {
             boxes[ctx.box]?.devices[dev.address] = d
         }
         guard live(ctx) != nil else { return }
+        forgetBond(box: ctx.box, dev)
         removeDevice(box: ctx.box, address: dev.address)
     }
 
@@ -480,14 +496,6 @@ extension Air {
             .init("UUIDs", .array(.string)),
             .init("Modalias", .string),
             .init("Roles", .array(.string)),
-        ])
-    }
-
-    func agentManagerTemplate() -> InterfaceTemplate {
-        InterfaceTemplate(name: BlueZ.agentManagerInterface, methods: [
-            DBusMethod("RegisterAgent", inputs: [DBusArgument("agent", .objectPath), DBusArgument("capability", .string)]) { _ in [] },
-            DBusMethod("UnregisterAgent", inputs: [DBusArgument("agent", .objectPath)]) { _ in [] },
-            DBusMethod("RequestDefaultAgent", inputs: [DBusArgument("agent", .objectPath)]) { _ in [] },
         ])
     }
 

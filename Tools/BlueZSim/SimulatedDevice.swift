@@ -39,6 +39,8 @@ struct DeviceState: Sendable {
     var serviceData: [String: [UInt8]] = [:]
     var trusted = false
     var blocked = false
+    /// Paired and bonded: the keys are stored (``Air/Box/bonds``).
+    var paired = false
     var link = Link.idle
     var servicesResolved = false
     /// Removed `temporaryTimeout` after it was last heard, unless it connected once.
@@ -80,8 +82,8 @@ struct DeviceState: Sendable {
             "Address": .string(address),
             "AddressType": .string(addressType),
             "Alias": .string(alias ?? name ?? BlueZ.defaultAlias(address)),
-            "Paired": .boolean(false),
-            "Bonded": .boolean(false),
+            "Paired": .boolean(paired),
+            "Bonded": .boolean(paired),
             "Trusted": .boolean(trusted),
             "Blocked": .boolean(blocked),
             "LegacyPairing": .boolean(false),

@@ -33,14 +33,16 @@ public final class Simulator: Sendable {
     private let state = Mutex(State())
 
     /// `addresses`: each box's bus address, by box name. Every box of the scenario needs one.
+    /// `storage`: where each box's bluetoothd keeps its bonds (`STORAGE/<box>/` stands for the
+    /// box's `/var/lib/bluetooth`); nil keeps them in memory only.
     public init(scenario: Scenario, addresses: [String: String], clock: any SimClock = RealSimClock(), tick: Double = 0.01,
-                logger: Logger = Logger(label: "bluez-sim")) {
+                storage: URL? = nil, logger: Logger = Logger(label: "bluez-sim")) {
         self.scenario = scenario
         self.addresses = addresses
         self.clock = clock
         self.tick = tick
         self.logger = logger
-        self.air = Air(scenario: scenario, clock: clock, logger: logger)
+        self.air = Air(scenario: scenario, clock: clock, storage: storage, logger: logger)
     }
 
     /// Starts "bluetoothd" and the control service on every box bus. Returns once `org.bluez` and

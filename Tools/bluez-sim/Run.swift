@@ -24,6 +24,10 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Write each box's bus address to DIR/NAME.address and all of them to DIR/boxes.json.")
     var runtimeDir: String?
 
+    @Option(help: ArgumentHelp("Keep each box's bonds under DIR/NAME/, as bluetoothd keeps them under /var/lib/bluetooth (else in memory only).",
+                               valueName: "dir"))
+    var storage: String?
+
     @Option(help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "warning"
 
@@ -59,7 +63,8 @@ struct Run: AsyncParsableCommand {
         }
 
         let (json, runtimeDir) = (json, runtimeDir)
-        let simulation = Simulation(scenario: loaded, attaching: given, logger: logger) { boxes in
+        let simulation = Simulation(scenario: loaded, attaching: given, storage: storage.map { URL(fileURLWithPath: $0) },
+                                    logger: logger) { boxes in
             try Self.report(loaded, boxes.addresses, json: json, runtimeDir: runtimeDir)
         }
         let group = ServiceGroup(configuration: .init(
@@ -107,12 +112,13 @@ struct Simulation: Service {
     let scenario: Scenario
     /// Buses given for boxes (`--attach`), by box.
     let attaching: [String: String]
+    let storage: URL?
     let logger: Logger
     /// Called once every box is up: `org.bluez` and the control service are owned on every bus.
     let ready: @Sendable (SimBoxes) throws -> Void
 
     func run() async throws {
-        try await withSimBoxes(scenario, time: .real, attaching: attaching, logger: logger) { boxes in
+        try await withSimBoxes(scenario, time: .real, attaching: attaching, storage: storage, logger: logger) { boxes in
             try ready(boxes)
             try await gracefulShutdown()
         }
