@@ -197,6 +197,7 @@ actor EnrollmentSession {
     let adapterPath: ObjectPath
     private var agent: PairingAgent?
     private var advertisement: Advertisement?
+    private var gatt: PairingGattApplication?
     private var mirrorTask: Task<Void, Never>?
     private var mirror: BlueZObjectMirror?
     /// The devices already paired when the window opened: never touched.
@@ -251,7 +252,11 @@ actor EnrollmentSession {
                 // bluetoothd turns it off again by itself when the window is over.
                 try await bluez.setPairable(true, timeout: UInt32(window.seconds.rounded(.up)) + 5)
             }
-            let plan = Advertisement.pairablePlan(name: shownAs)
+            // What makes a phone list the box and ask to pair (PairingGattApplication).
+            let gatt = try await PairingGattApplication.export(on: connection)
+            self.gatt = gatt
+            try await gatt.register(with: bluez.gattManager)
+            let plan = Advertisement.pairablePlan(name: shownAs, serviceUUIDs: [PairingGattApplication.heartRateService])
             let ad = try await Advertisement.export(on: connection, at: "/org/proximityd/enrollment", plan: plan)
             self.advertisement = ad
             try await ad.register(with: bluez.advertisingManager)
@@ -340,11 +345,16 @@ actor EnrollmentSession {
             try? await advertisement.unregister(from: bluez.advertisingManager)
             await advertisement.unexport()
         }
+        if let gatt {
+            try? await gatt.unregister(from: bluez.gattManager)
+            await gatt.unexport()
+        }
         if let agent {
             try? await AgentManager(connection: connection).unregister(agent.path)
             await agent.unexport()
         }
         advertisement = nil
+        gatt = nil
         agent = nil
         mirrorTask?.cancel()
         await connection.close()

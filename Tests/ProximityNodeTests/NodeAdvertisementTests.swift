@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import ProximityCore
 @testable import ProximityNode
+import ProximityTrust
 import Testing
 
 /// What a node advertises: its measured power in manufacturer data (`NodePowerFrame`), within the
@@ -108,5 +109,28 @@ import Testing
             #expect(NodePowerFrame.measuredPower(in: report.manufacturerData) == power)
             #expect(report.serviceUUIDs == [NodeConfiguration.defaultServiceUUID.lowercased])
         }
+    }
+
+    @Test("a keyed node's power frame carries its member tag for its address: 31 bytes with the flags, all of the budget; bluez-sim parses it; an older reader still reads the power; no tag before the address is known")
+    func memberTagFits() throws {
+        let key = FleetKey.generate()
+        var configuration = NodeConfiguration(stateDirectory: URL(fileURLWithPath: "/nonexistent"))
+        configuration.trust = TrustSettings(key: key)
+        let address = "AA:00:00:00:00:01"
+        let plan = try Advertisement.plan(BlueZSide.advertisementContent(configuration, identity: Self.identity, address: address),
+                                          adapterDiscoverable: true)
+        #expect(plan.carriesManufacturerData && plan.localName == nil && !plan.carriesIdentity)
+        #expect(plan.payload.length + 3 == LegacyAdvertisingPayload.maxLength)
+        let spec = try AdvertisementSpec.parse(plan.properties, adapterDiscoverable: true)
+        let report = spec.report(adapterAlias: "alpha", adapterDiscoverable: true)
+        #expect(NodePowerFrame.measuredPower(in: report.manufacturerData) == configuration.measuredPower)
+        let tag = NodePowerFrame.memberTag(in: report.manufacturerData)
+        #expect(tag == KeyedMemberTag(key).tag(for: address))
+        #expect(KeyedMemberTag(key).isMember(address.lowercased(), tag: tag))
+        #expect(!KeyedMemberTag(key).isMember("AA:00:00:00:00:02", tag: tag), "bound to the address")
+        #expect(!KeyedMemberTag(FleetKey.generate()).isMember(address, tag: tag), "bound to the key")
+        let before = try Advertisement.plan(BlueZSide.advertisementContent(configuration, identity: Self.identity), adapterDiscoverable: true)
+        #expect(NodePowerFrame.memberTag(in: try AdvertisementSpec.parse(before.properties, adapterDiscoverable: true)
+            .report(adapterAlias: "alpha", adapterDiscoverable: true).manufacturerData) == nil)
     }
 }

@@ -179,6 +179,66 @@ import Testing
         #expect(step.identities == [rotated: S.peer.lowercased], "\(step.identities)")
     }
 
+    @Test("a flood of 100 advertisers of the general UUID that never answer does not hold a member back: its tagged advertisement takes the slot kept for members at once, while the decoys share the other; the tag copied to another address is no member's; each decoy's link stalls 20 s, and a member heard after all of them is connected to within the second (today's queue served it after the decoys ahead of it)")
+    func floodKeepsMemberSlot() throws {
+        let key = FleetKey.generate()
+        let tagging = KeyedMemberTag(key)
+        let ordering = KeyedConnectionOrdering(key)
+        let own = "AA:00:00:00:00:01"
+        var step = S.step(S.configuration { $0.trust = TrustSettings(key: key) })
+        _ = step.input(.adapterSeen(powered: true, discovering: true, address: own), at: S.time(0))
+        func address(_ prefix: String, _ i: Int) -> String { String(format: "%@:00:00:00:%02X:%02X", prefix, i / 256, i % 256) }
+        // Addresses this node connects to first (the others it would wait for).
+        func connecting(_ prefix: String, from start: Int) -> String {
+            var i = start
+            while !ordering.connectsFirst(own: own, peer: address(prefix, i)) { i += 1 }
+            return address(prefix, i)
+        }
+        let general = AdvertisedFrame(serviceUUIDs: [Self.service])
+        func frame(tag: [UInt8]?) -> AdvertisedFrame {
+            AdvertisedFrame(serviceUUIDs: [Self.service], manufacturerData: NodePowerFrame.manufacturerData(measuredPower: -59, memberTag: tag))
+        }
+        var open: [String: Double] = [:]  // link → when it stalls out
+        var effects: [NodeEffect] = []
+        var decoys: [String] = []
+        var next = 0
+        for _ in 0 ..< 100 {
+            let decoy = connecting("D0", from: next)
+            next = Int(decoy.suffix(5).replacingOccurrences(of: ":", with: ""), radix: 16)! + 1
+            decoys.append(decoy)
+        }
+        // 0.0–1.0 s: the decoys are heard; every link to one stalls 20 s.
+        for (i, decoy) in decoys.enumerated() {
+            let t = Double(i) / 100
+            effects = step.input(.sighting(Observation(address: decoy, rssi: -60, time: t), frame: general, alias: nil), at: S.time(t))
+            for c in Self.connections(effects) { open[c] = t + 20 }
+        }
+        #expect(open.count == 1, "the decoys have one slot between them, not both: \(open.keys.sorted())")
+        // A copied tag at another address is no member's.
+        let member = connecting("C0", from: 0)
+        let copier = connecting("E0", from: 0)
+        effects = step.input(.sighting(Observation(address: copier, rssi: -60, time: 1.1), frame: frame(tag: tagging.tag(for: member)), alias: nil),
+                             at: S.time(1.1))
+        #expect(Self.connections(effects).isEmpty, "a copied tag is queued behind the decoys")
+        // The member, heard after all of them.
+        effects = step.input(.sighting(Observation(address: member, rssi: -60, time: 1.2), frame: frame(tag: tagging.tag(for: member)), alias: nil),
+                             at: S.time(1.2))
+        #expect(Self.connections(effects) == [member], "the member is connected to at once: \(Self.connections(effects))")
+        effects = step.input(.identified(address: member, .identified(S.peer, verified: true)), at: S.time(1.3))
+        #expect(step.resolver.isVerified(at: member))
+        // The decoys go on, one stalled link at a time.
+        var t = 1.3
+        while t < 61 {
+            t += 0.5
+            for (link, until) in open where until <= t {
+                open[link] = nil
+                effects = step.input(.identified(address: link, .failed), at: S.time(t))
+                for c in Self.connections(effects) { open[c] = t + 20 }
+            }
+            #expect(open.count <= 1, "at \(t): \(open.keys.sorted())")
+        }
+    }
+
     @Test("peers.json (a cache) is written at most once a second for peers that are not members (what outsiders can make a node learn); a member is on disk before the signal that announces it")
     func peersSavesCoalesced() throws {
         var step = S.step(S.configuration { $0.trust = TrustSettings(key: FleetKey.generate(), acceptUnverified: true) })

@@ -273,7 +273,7 @@ public actor Air {
         r.serviceData = frame.serviceData
         r.serviceUUIDs = frame.serviceUUIDs.compactMap { BluetoothUUID($0)?.full }
         r.flags = 0x06
-        r.connectable = false
+        if case .decoy = frame { r.connectable = true } else { r.connectable = false }
         return r
     }
 

@@ -20,6 +20,10 @@ public enum BeaconFrame: Sendable, Hashable {
     /// Eddystone-URL: frame type 0x10, TX power at 0 m, scheme prefix code, then the URL with the
     /// spec's expansion codes (at most 17 bytes).
     case eddystoneURL(url: String, txPowerAt0m: Int8)
+    /// A decoy: a connectable advertisement of one service UUID (lowercase, 128-bit form) and
+    /// nothing else, from a device that never answers a connection: every link to it stalls until
+    /// the central's connect timeout. What an outsider floods a fleet's general UUID with.
+    case decoy(serviceUUID: String, measuredPower: Int8)
 
     /// Apple's Bluetooth SIG company identifier.
     public static let appleCompanyID: UInt16 = 0x004C
@@ -33,6 +37,8 @@ public enum BeaconFrame: Sendable, Hashable {
         switch self {
         case .iBeacon, .altBeacon:
             return
+        case .decoy(let uuid, _):
+            guard UUID(uuidString: uuid) != nil else { throw BeaconFrameError("\"\(uuid)\" is not a 128-bit UUID") }
         case .eddystoneUID(let namespace, let instance, _):
             guard namespace.count == 10 else {
                 throw BeaconFrameError("an Eddystone namespace is 10 bytes, not \(namespace.count)")
@@ -55,7 +61,7 @@ public enum BeaconFrame: Sendable, Hashable {
         case .altBeacon(let manufacturer, let id1, let id2, let id3, let referenceRSSI):
             return [manufacturer: [0xBE, 0xAC] + id1.beaconFrameBytes + id2.beaconBigEndianBytes + id3.beaconBigEndianBytes
                 + [UInt8(bitPattern: referenceRSSI), 0x00]]
-        case .eddystoneUID, .eddystoneURL:
+        case .eddystoneUID, .eddystoneURL, .decoy:
             return [:]
         }
     }
@@ -72,6 +78,7 @@ public enum BeaconFrame: Sendable, Hashable {
         switch self {
         case .iBeacon, .altBeacon: []
         case .eddystoneUID, .eddystoneURL: [Self.eddystoneServiceUUID]
+        case .decoy(let uuid, _): [uuid.lowercased()]
         }
     }
 
@@ -82,6 +89,7 @@ public enum BeaconFrame: Sendable, Hashable {
         case .iBeacon(_, _, _, let power): Double(power)
         case .altBeacon(_, _, _, _, let referenceRSSI): Double(referenceRSSI)
         case .eddystoneUID(_, _, let tx), .eddystoneURL(_, let tx): Double(tx) - 41
+        case .decoy(_, let power): Double(power)
         }
     }
 
@@ -94,6 +102,9 @@ public enum BeaconFrame: Sendable, Hashable {
             let body = company.beaconLittleEndianBytes + bytes
             data += [UInt8(body.count + 1), 0xFF] + body
         }
+        if case .decoy(let uuid, _) = self, let id = UUID(uuidString: uuid) {
+            data += [0x11, 0x07] + id.beaconFrameBytes.reversed()  // Complete List of 128-bit Service UUIDs
+        }
         if let frame = eddystoneFrame {
             data += [0x03, 0x03, 0xAA, 0xFE]  // Complete List of 16-bit Service UUIDs: FEAA
             data += [UInt8(frame.count + 3), 0x16, 0xAA, 0xFE] + frame  // Service Data - 16-bit UUID
@@ -104,7 +115,7 @@ public enum BeaconFrame: Sendable, Hashable {
     /// The Eddystone frame (the service data after 0xFEAA), nil for the other kinds.
     private var eddystoneFrame: [UInt8]? {
         switch self {
-        case .iBeacon, .altBeacon:
+        case .iBeacon, .altBeacon, .decoy:
             return nil
         case .eddystoneUID(let namespace, let instance, let tx):
             precondition(namespace.count == 10 && instance.count == 6,

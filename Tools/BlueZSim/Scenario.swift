@@ -420,6 +420,7 @@ extension BeaconFrame {
         case .altBeacon: "altbeacon"
         case .eddystoneUID: "eddystone_uid"
         case .eddystoneURL: "eddystone_url"
+        case .decoy: "decoy"
         }
     }
 }
@@ -632,7 +633,7 @@ private struct ScenarioDecoder {
     }
 
     mutating func beacon(_ tree: ScenarioTree, _ path: String, radio: RadioParameters) throws(ScenarioError) -> BeaconSpec {
-        let frameKeys = ["ibeacon", "altbeacon", "eddystone_uid", "eddystone_url"]
+        let frameKeys = ["ibeacon", "altbeacon", "eddystone_uid", "eddystone_url", "decoy"]
         let fields = try object(
             tree, path, keys: ["name", "address"] + frameKeys + ["position", "waypoints", "advertising_interval", "tx_offset"])
         let name = try string(try required(fields, "name", in: path, tree), Self.join(path, "name"))
@@ -704,6 +705,10 @@ private struct ScenarioDecoder {
                 id2: try integer(try required(fields, "id2", in: path, tree), Self.join(path, "id2"), as: UInt16.self),
                 id3: try integer(try required(fields, "id3", in: path, tree), Self.join(path, "id3"), as: UInt16.self),
                 referenceRSSI: try power(fields, "reference_rssi", default: defaultPower))
+        case "decoy":
+            let fields = try object(tree, path, keys: ["uuid", "measured_power"])
+            return .decoy(serviceUUID: try uuid(try required(fields, "uuid", in: path, tree), Self.join(path, "uuid")).uuidString.lowercased(),
+                          measuredPower: try power(fields, "measured_power", default: defaultPower))
         case "eddystone_uid":
             let fields = try object(tree, path, keys: ["namespace", "instance", "tx_power"])
             return .eddystoneUID(

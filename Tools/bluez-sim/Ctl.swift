@@ -39,7 +39,7 @@ struct ControlOptions: ParsableArguments {
 struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Control a running simulator (org.proximityd.BlueZSim on any box bus).",
-        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Failures.self, SetValue.self])
+        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Pair.self, Failures.self, SetValue.self])
 
     // Declared here too, so `--bus` may come before the subcommand (`ctl --bus ADDR move …`).
     @OptionGroup var options: ControlOptions
@@ -50,6 +50,26 @@ struct Ctl: AsyncParsableCommand {
         func run() async throws {
             let reply = try await options.call("GetState")
             print(reply.first?.string ?? "{}")
+        }
+    }
+
+    struct Pair: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "A private device (a phone) pairs with a box, as from the phone's Bluetooth settings (PairDevice).",
+            discussion: """
+                Prints the name the phone listed. Fails, with the reason, when the box does not advertise \
+                discoverable and connectable with a name, is out of range, is not pairable, has no default \
+                agent, or its agent refuses.
+
+                Example:
+                  $ bluez-sim ctl --bus ADDR pair anna alpha
+                """)
+        @OptionGroup var options: ControlOptions
+        @Argument(help: "The private device.") var device: String
+        @Argument(help: "The box.") var box: String
+        func run() async throws {
+            let reply = try await options.call("PairDevice", [.string(device), .string(box)])
+            print("\(device) paired with \(box), listed as \"\(reply.first?.string ?? "")\"")
         }
     }
 

@@ -4,6 +4,12 @@
 ///   in a first-come queue. At most ``Configuration/maxTracked`` addresses are queued, connecting
 ///   or yielding: beyond that a device waits for a later sample (a flood of advertisers must not
 ///   grow the queue without bound).
+/// - **A slot for members.** ``Configuration/reservedForMembers`` of the slots take only
+///   *members*: addresses whose advertisement carries a trusted fleet's member tag for that address
+///   (``MemberTagging``), and the node's own proofs of peers it knows (``prove(_:at:)``). Members
+///   have a queue of their own, served first. Everyone else, outsiders among them, shares the other
+///   slots: a flood of advertisers of the general UUID that never answer (each holding a slot until
+///   BlueZ gives up, 20 s and more) delays other outsiders, not members.
 /// - **Backoff and bans.** Attempt *n* failing waits 2^(n−1) s (at most `maxBackoff`) before the
 ///   next; after `maxAttempts` failures, or one rejected identity, the address is left alone for
 ///   `banTime`, and the count then starts again. A retry happens when the device is next heard
@@ -25,9 +31,12 @@ public struct IdentificationScheduler: Sendable {
         public var maxBackoff: Double
         public var banTime: Double
         public var yieldTime: Double
+        /// Slots only members take (at most `concurrency` − 1: others always have one). A trusted
+        /// fleet's node keeps one; an open one none, since nothing tells its members from others.
+        public var reservedForMembers: Int
 
         public init(concurrency: Int = 2, maxTracked: Int = 256, maxAttempts: Int = 8, maxBackoff: Double = 60,
-                    banTime: Double = 600, yieldTime: Double = 30) {
+                    banTime: Double = 600, yieldTime: Double = 30, reservedForMembers: Int = 0) {
             precondition(concurrency > 0 && maxTracked > 0 && maxAttempts > 0, "identification limits must be positive")
             self.concurrency = concurrency
             self.maxTracked = maxTracked
@@ -35,7 +44,11 @@ public struct IdentificationScheduler: Sendable {
             self.maxBackoff = maxBackoff
             self.banTime = banTime
             self.yieldTime = yieldTime
+            self.reservedForMembers = reservedForMembers
         }
+
+        /// The slots an address that is not a member may take.
+        var ordinarySlots: Int { concurrency - min(max(reservedForMembers, 0), concurrency - 1) }
     }
 
     /// Connect to `address` and identify it; report the result with ``finished(_:_:at:)``.
@@ -72,9 +85,9 @@ public struct IdentificationScheduler: Sendable {
     }
 
     enum State: Sendable, Hashable {
-        case queued(attempt: Int)
-        case connecting(attempt: Int)
-        case yielding(until: Timestamp)
+        case queued(attempt: Int, member: Bool)
+        case connecting(attempt: Int, member: Bool)
+        case yielding(until: Timestamp, member: Bool)
         case failed(attempts: Int, retryAt: Timestamp)
     }
 
@@ -84,9 +97,11 @@ public struct IdentificationScheduler: Sendable {
     /// Who connects when two nodes find each other (``ConnectionOrdering``).
     public var ordering: any ConnectionOrdering = PairHashOrdering()
     private(set) var states: [String: State] = [:]
-    private var queue: [String] = []
-    private var queueHead = 0
+    private var queue = AddressQueue()
+    private var memberQueue = AddressQueue()
     private var connecting = 0
+    /// Connections in progress to addresses that are not members.
+    private var connectingOrdinary = 0
     private var tracked = 0
 
     public init(configuration: Configuration = Configuration(), ownAddress: String? = nil) {
@@ -103,15 +118,26 @@ public struct IdentificationScheduler: Sendable {
     /// Addresses queued, connecting or yielding.
     public var trackedCount: Int { tracked }
 
-    /// An unidentified node was heard at `address`.
-    public mutating func heard(_ address: String, at t: Timestamp) -> [Connect] {
-        track(address, at: t, mayYield: true)
+    /// An unidentified node was heard at `address`; `member` (asked only when the address is
+    /// taken up) says whether its advertisement carries the fleet's member tag for it.
+    public mutating func heard(_ address: String, at t: Timestamp, member: @autoclosure () -> Bool = false) -> [Connect] {
+        track(address, at: t, mayYield: true, member: member)
+    }
+
+    /// Whether `address` would be taken up if heard now (not queued, connecting, yielding, or
+    /// waiting out a failure).
+    public func wouldTrack(_ address: String, at t: Timestamp) -> Bool {
+        switch states[address] {
+        case .queued, .connecting, .yielding: false
+        case .failed(_, let retryAt): t >= retryAt
+        case nil: true
+        }
     }
 
     /// Queues `address` for a connection (or, `mayYield`, a first attempt the ordering gives the
     /// peer, a yield), unless it is queued, connecting, yielding or waiting out a failure, or the
     /// tracked addresses are at their bound.
-    private mutating func track(_ address: String, at t: Timestamp, mayYield: Bool) -> [Connect] {
+    private mutating func track(_ address: String, at t: Timestamp, mayYield: Bool, member: () -> Bool) -> [Connect] {
         var attempt = 1
         switch states[address] {
         case .queued, .connecting, .yielding:
@@ -125,12 +151,12 @@ public struct IdentificationScheduler: Sendable {
         }
         guard tracked < configuration.maxTracked else { return [] }
         tracked += 1
+        let isMember = member()
         if mayYield, attempt == 1, !connectsFirst(address) {
-            states[address] = .yielding(until: t + configuration.yieldTime)
+            states[address] = .yielding(until: t + configuration.yieldTime, member: isMember)
             return []
         }
-        states[address] = .queued(attempt: attempt)
-        queue.append(address)
+        enqueue(address, attempt: attempt, member: isMember)
         return drain(afterYield: [])
     }
 
@@ -160,7 +186,7 @@ public struct IdentificationScheduler: Sendable {
     /// the address is already queued, connecting, yielding or waiting out a failure, or the
     /// tracked addresses are at their bound.
     public mutating func prove(_ address: String, at t: Timestamp) -> [Connect] {
-        track(address, at: t, mayYield: false)
+        track(address, at: t, mayYield: false, member: { true })
     }
 
     /// Not before `seconds` from now: the address is identified again only then (when heard),
@@ -198,8 +224,9 @@ public struct IdentificationScheduler: Sendable {
 
     /// An attempt ended. Returns what was decided for the address and the next connections.
     public mutating func finished(_ address: String, _ outcome: Outcome, at t: Timestamp) -> (Verdict, [Connect]) {
-        guard case .connecting(let attempt) = states[address] else { return (.unknown, []) }
+        guard case .connecting(let attempt, let member) = states[address] else { return (.unknown, []) }
         connecting -= 1
+        if !member { connectingOrdinary -= 1 }
         tracked -= 1
         let verdict: Verdict
         switch outcome {
@@ -223,44 +250,72 @@ public struct IdentificationScheduler: Sendable {
     /// Once in a while (each report): yields that ran out become connections, and failures long
     /// past are forgotten.
     public mutating func tick(at t: Timestamp) -> [Connect] {
-        var expired: [String] = []
+        var expired: [(String, Bool)] = []
         for (address, state) in states {
             switch state {
-            case .yielding(let until) where t >= until:
-                expired.append(address)
+            case .yielding(let until, let member) where t >= until:
+                expired.append((address, member))
             case .failed(_, let retryAt) where t >= retryAt + configuration.banTime:
                 states[address] = nil
             default:
                 break
             }
         }
-        for address in expired.sorted() {
-            states[address] = .queued(attempt: 1)
-            queue.append(address)
+        for (address, member) in expired.sorted(by: { $0.0 < $1.0 }) {
+            enqueue(address, attempt: 1, member: member)
         }
-        return drain(afterYield: Set(expired))
+        return drain(afterYield: Set(expired.map(\.0)))
     }
 
-    /// Starts queued connections while slots are free.
+    private mutating func enqueue(_ address: String, attempt: Int, member: Bool) {
+        states[address] = .queued(attempt: attempt, member: member)
+        if member { memberQueue.append(address) } else { queue.append(address) }
+    }
+
+    /// Starts queued connections while slots are free: members first, in any slot; the others
+    /// only in the slots not kept for members.
     private mutating func drain(afterYield: Set<String>) -> [Connect] {
         var started: [Connect] = []
-        while connecting < configuration.concurrency, queueHead < queue.count {
-            let address = queue[queueHead]
-            queueHead += 1
+        func start(_ address: String) {
             // Resolved while queued: its entry is gone.
-            guard case .queued(let attempt) = states[address] else { continue }
-            states[address] = .connecting(attempt: attempt)
+            guard case .queued(let attempt, let member) = states[address] else { return }
+            states[address] = .connecting(attempt: attempt, member: member)
             connecting += 1
+            if !member { connectingOrdinary += 1 }
             started.append(Connect(address: address, attempt: attempt, afterYield: afterYield.contains(address)))
         }
-        if queueHead == queue.count {
-            queue.removeAll(keepingCapacity: true)
-            queueHead = 0
-        } else if queueHead > 1024 {
-            queue.removeFirst(queueHead)
-            queueHead = 0
+        while connecting < configuration.concurrency {
+            if let address = memberQueue.popFirst() {
+                start(address)
+            } else if connectingOrdinary < configuration.ordinarySlots, let address = queue.popFirst() {
+                start(address)
+            } else {
+                break
+            }
         }
         return started
+    }
+}
+
+/// A first-come queue of addresses that does not shift its storage at every pop.
+struct AddressQueue: Sendable {
+    private var items: [String] = []
+    private var head = 0
+
+    mutating func append(_ address: String) { items.append(address) }
+
+    mutating func popFirst() -> String? {
+        guard head < items.count else { return nil }
+        let address = items[head]
+        head += 1
+        if head == items.count {
+            items.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 1024 {
+            items.removeFirst(head)
+            head = 0
+        }
+        return address
     }
 }
 

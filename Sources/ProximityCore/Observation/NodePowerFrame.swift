@@ -15,10 +15,19 @@
 /// On the air that is one AD structure of 8 bytes, `07 FF FF FF 50 58 01 pp`, which with the
 /// flags (3) and the 128-bit general service UUID (18) makes 29 of the 31 legacy bytes.
 ///
+/// A node of a trusted fleet adds two bytes, its member tag (``MemberTagging``):
+///
+/// | byte | value | meaning |
+/// | --- | --- | --- |
+/// | 4, 5 | tag | from the fleet key and the address the node advertises from |
+///
+/// which makes the AD structure 10 bytes and the advertisement 31, all of the legacy budget.
+///
 /// Reading is strict, since anyone may send data under 0xFFFF: the marker, version 1 and a power
 /// in −127…20, and it is read only from peer nodes (devices that advertise the general service).
-/// Bytes after the fourth are ignored, so version 1 may grow by what still fits (2 bytes) without
-/// breaking older readers; an incompatible change takes a new version byte, which they ignore.
+/// Bytes after the sixth are ignored, and readers older than the tag ignore it, so version 1
+/// grows without breaking them; an incompatible change takes a new version byte, which they
+/// ignore.
 public enum NodePowerFrame {
     /// The company identifier the frame is sent under.
     public static let companyID: UInt16 = 0xFFFF
@@ -28,15 +37,26 @@ public enum NodePowerFrame {
     /// The measured powers a frame may carry (and the node's `--measured-power` takes).
     public static let powerRange: ClosedRange<Int16> = -127...20
 
-    /// The bytes after the company identifier for `measuredPower` (clamped to ``powerRange``).
-    public static func encode(measuredPower: Int16) -> [UInt8] {
+    /// The length of a member tag.
+    public static let memberTagLength = 2
+
+    /// The bytes after the company identifier for `measuredPower` (clamped to ``powerRange``), and
+    /// a trusted fleet member's tag.
+    public static func encode(measuredPower: Int16, memberTag: [UInt8]? = nil) -> [UInt8] {
         let power = Int8(min(max(measuredPower, powerRange.lowerBound), powerRange.upperBound))
-        return marker + [version, UInt8(bitPattern: power)]
+        return marker + [version, UInt8(bitPattern: power)] + (memberTag.map { Array($0.prefix(memberTagLength)) } ?? [])
     }
 
     /// `encode` as `ManufacturerData` (company → bytes).
-    public static func manufacturerData(measuredPower: Int16) -> [UInt16: [UInt8]] {
-        [companyID: encode(measuredPower: measuredPower)]
+    public static func manufacturerData(measuredPower: Int16, memberTag: [UInt8]? = nil) -> [UInt16: [UInt8]] {
+        [companyID: encode(measuredPower: measuredPower, memberTag: memberTag)]
+    }
+
+    /// The member tag of a version 1 frame that carries one, else nil.
+    public static func memberTag(in manufacturerData: [UInt16: [UInt8]]) -> [UInt8]? {
+        guard let bytes = manufacturerData[companyID], measuredPower(in: bytes) != nil,
+              bytes.count >= 4 + memberTagLength else { return nil }
+        return Array(bytes[4..<(4 + memberTagLength)])
     }
 
     /// The measured power in the bytes after the company identifier, or nil when they are not a

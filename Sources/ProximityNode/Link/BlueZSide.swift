@@ -27,6 +27,8 @@ actor BlueZSide {
     nonisolated let identityService: NodeIdentityService
     /// The fleet key the identifications use (a reload can change it).
     private var trust: TrustSettings
+    /// The adapter's address, once BlueZ showed it: what a keyed node's member tag is made for.
+    private var ownAddress: String?
     /// Every `Release` of the advertisement exported now (a reload with another fleet key
     /// exports another), as one stream.
     private let releases = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
@@ -53,14 +55,26 @@ actor BlueZSide {
     /// (``NodePowerFrame``, for peers to range it with) and its identity (when it fits: with a
     /// 128-bit service UUID it does not). In a trusted fleet neither the name nor the identity:
     /// nothing per node that outlives the address.
-    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID) -> AdvertisementContent {
-        advertisementContent(configuration, trusted: configuration.trust.isTrusted, identity: identity)
+    ///
+    /// A keyed node's power frame carries its member tag for the address it advertises from
+    /// (``KeyedMemberTag``), once that address is known: members keep an identification slot for
+    /// it when outsiders flood the general UUID.
+    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID, address: String? = nil) -> AdvertisementContent {
+        advertisementContent(configuration, trust: configuration.trust, identity: identity, address: address)
     }
 
-    static func advertisementContent(_ configuration: NodeConfiguration, trusted: Bool, identity: UUID) -> AdvertisementContent {
+    static func advertisementContent(_ configuration: NodeConfiguration, trust: TrustSettings, identity: UUID,
+                                     address: String?) -> AdvertisementContent {
+        let trusted = trust.isTrusted
+        let tag = trust.key.flatMap { key in address.map { KeyedMemberTag(key).tag(for: $0) } }
         return AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: trusted ? nil : configuration.name,
-                                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower),
+                                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower, memberTag: tag),
                                     identity: trusted ? nil : identity)
+    }
+
+    /// What the node should advertise now.
+    private var content: AdvertisementContent {
+        Self.advertisementContent(configuration, trust: trust, identity: identity, address: ownAddress)
     }
 
     /// A reload: the new fleet key (or none) for what the characteristics answer and for the
@@ -70,26 +84,29 @@ actor BlueZSide {
         let wasTrusted = self.trust.isTrusted
         self.trust = trust
         identityService.update(trust: trust)
-        if trust.isTrusted != wasTrusted { await replaceAdvertisement(trusted: trust.isTrusted) }
+        if trust.isTrusted != wasTrusted || advertisement?.plan != (try? Advertisement.plan(content)) {
+            await replaceAdvertisement(trusted: trust.isTrusted, announce: trust.isTrusted != wasTrusted)
+        }
     }
 
     /// A fleet key turned on or off: the advertisement without (or with again) the node's name and
     /// identity, exported at the same path and registered in place of the old one when that one
     /// was registered. Should BlueZ refuse it, the link hears a release and registers again.
-    private func replaceAdvertisement(trusted: Bool) async {
+    private func replaceAdvertisement(trusted: Bool, announce: Bool = true) async {
         guard let old = advertisement else { return }
         let manager = Adapter(connection: connection, path: adapterPath).advertisingManager
         let wasRegistered = (try? await old.unregister(from: manager)) != nil
         await old.unexport()
         advertisement = nil
         do {
-            let new = try await Advertisement.export(on: connection, content: Self.advertisementContent(configuration, trusted: trusted, identity: identity),
-                                                     callers: BlueZCallers(connection: connection), logger: logger)
+            let new = try await Advertisement.export(on: connection, content: content, callers: BlueZCallers(connection: connection), logger: logger)
             advertisement = new
             relayReleases(of: new)
             if wasRegistered { try await new.register(with: manager) }
-            logger.notice(trusted ? "the advertisement no longer carries the node's name or identity" : "the advertisement carries the node's name again",
-                          metadata: ["advertisement.name": "\(new.plan.localName ?? "none")"])
+            if announce {
+                logger.notice(trusted ? "the advertisement no longer carries the node's name or identity" : "the advertisement carries the node's name again",
+                              metadata: ["advertisement.name": "\(new.plan.localName ?? "none")"])
+            }
         } catch {
             logger.error("cannot advertise the new advertisement: registering again", metadata: ["error": "\(error)"])
             releases.continuation.yield()
@@ -111,8 +128,7 @@ actor BlueZSide {
     func export() async -> (releases: AsyncStream<Void>?, hellos: AsyncStream<NodeInput>?) {
         let callers = BlueZCallers(connection: connection)
         do {
-            advertisement = try await Advertisement.export(
-                on: connection, content: Self.advertisementContent(configuration, identity: identity), callers: callers, logger: logger)
+            advertisement = try await Advertisement.export(on: connection, content: content, callers: callers, logger: logger)
             if advertisement?.plan.carriesManufacturerData == false {
                 logger.warning("the advertisement has no room for the measured power: peers will assume their own")
             }
@@ -201,6 +217,13 @@ actor BlueZSide {
             }
             return []
         case .register:
+            // The address is known now: a keyed node's member tag goes with it.
+            if let address = await mirror.adapter(at: adapterPath)?.address, !address.isEmpty, address != ownAddress {
+                ownAddress = address
+                if trust.key != nil, advertisement != nil, advertisement?.plan != (try? Advertisement.plan(content)) {
+                    await replaceAdvertisement(trusted: trust.isTrusted, announce: false)
+                }
+            }
             // BlueZ keeps registrations across a power cycle: AlreadyExists means registered.
             var failure: String?
             do {

@@ -24,6 +24,8 @@ public struct NodeStep: Sendable {
     var link: AdapterLink
     var resolver: IdentityResolver
     var scheduler: IdentificationScheduler
+    /// With a fleet key, how members' advertisements are told from others' (``MemberTagging``).
+    var memberTag: (any MemberTagging)?
     var table: FoundDevicesTable
     var settings: NodeSettings
     /// The config file's display names; those given over the bus are ``settings``' `names`.
@@ -110,9 +112,12 @@ public struct NodeStep: Sendable {
     }
 
     /// Who connects when two nodes find each other: the fleet key's coin with a key, a public coin
-    /// without (never a comparison of the adapter's address an outsider could probe).
+    /// without (never a comparison of the adapter's address an outsider could probe). With a key,
+    /// one identification slot is kept for members, told by their advertisements' member tags.
     mutating func applyOrdering() {
         scheduler.ordering = trust.key.map { KeyedConnectionOrdering($0) as any ConnectionOrdering } ?? PairHashOrdering()
+        memberTag = trust.key.map { KeyedMemberTag($0) as any MemberTagging }
+        scheduler.configuration.reservedForMembers = trust.key == nil ? 0 : 1
     }
 
     /// The table's ranging model, for the node's configuration.
