@@ -13,8 +13,14 @@ pair come from bluez-sim's own count (GetState: connection_attempts).
 run open then keyed, same seed, so the machine's load falls on both alike). After each run the
 nodes' Peer1 objects are read: in a keyed run every peer must be Verified.
 
+--decoys 0,100: a flood. Each run is made once per count: that many decoys (bluez-sim's `decoy`
+frame: a connectable advertisement of the general UUID from a device that never answers a
+connection, so every link to it stalls until the 20-s connect timeout) on a 3-m circle around the
+nodes, on the air from the start. The table then compares each count's times with the first's
+(the unflooded time): the goal is a flooded median at most 2 x the unflooded one.
+
 Usage: identify_bench.py --bin DIR [--proximityd PATH] [--proximityctl PATH] [--trust both|open|keyed]
-                         [--baseline-proximityd PATH]
+                         [--baseline-proximityd PATH] [--decoys 0,100]
                          [--nodes 2,4,10,20] [--runs 3] [--timeout 90] [--seed 1] [--json]
 """
 import argparse
@@ -33,7 +39,10 @@ import time
 import dbus
 
 
-def scenario(n, seed):
+GENERAL_UUID = "b89491c9-43dd-4d75-bf16-dff381aed967"
+
+
+def scenario(n, seed, decoys=0):
     rng = random.Random(seed)
     addresses = [f"02:00:00:00:{i >> 8:02X}:{i & 0xff:02X}" for i in range(1, n + 1)]
     rng.shuffle(addresses)
@@ -43,8 +52,13 @@ def scenario(n, seed):
         a = 2 * math.pi * i / n
         boxes.append({"name": f"n{i:02d}", "address": addresses[i],
                       "position": [round(radius * math.cos(a), 3), round(radius * math.sin(a), 3)]})
+    beacons = []
+    for i in range(decoys):
+        a = 2 * math.pi * i / max(decoys, 1)
+        beacons.append({"name": f"decoy{i:03d}", "address": f"D0:00:00:00:{i >> 8:02X}:{i & 0xff:02X}",
+                        "decoy": {"uuid": GENERAL_UUID}, "position": [round(3 * math.cos(a), 3), round(3 * math.sin(a), 3)]})
     return {"seed": seed, "radio": {"shadowing_sigma": 2, "packet_loss": 0.1, "connection_failure_rate": 0.0},
-            "boxes": boxes}
+            "boxes": boxes, "beacons": beacons}
 
 
 def wait_for(what, condition, timeout):
@@ -94,14 +108,14 @@ def verified_peers(buses, boxes, n, timeout=10):
     return result
 
 
-def one_run(args, n, seed, trust, proximityd):
+def one_run(args, n, seed, trust, proximityd, decoys=0):
     work = tempfile.mkdtemp(prefix=f"identify-bench-{trust}-{n}-")
     sim = None
     nodes = []
     try:
         path = os.path.join(work, "scenario.json")
         with open(path, "w") as f:
-            json.dump(scenario(n, seed), f)
+            json.dump(scenario(n, seed, decoys), f)
         config = config_file(args, work, trust)
         sim = subprocess.Popen([os.path.join(args.bin, "bluez-sim"), "--scenario", path, "--runtime-dir", work],
                                stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "sim.log"), "w"))
@@ -138,7 +152,7 @@ def one_run(args, n, seed, trust, proximityd):
         complete = len(done) == n
         verified, exported = verified_peers(buses, boxes, n) if complete else (None, None)
         waited = sum(open(os.path.join(work, b["name"] + ".log")).read().count("did not introduce itself") for b in boxes)
-        return {"build": proximityd, "trust": trust, "nodes": n, "seed": seed, "complete": complete, "seconds": max(done.values()) if complete else None,
+        return {"build": proximityd, "trust": trust, "nodes": n, "decoys": decoys, "seed": seed, "complete": complete, "seconds": max(done.values()) if complete else None,
                 "identified": len(done), "connections": stats.get("connection_attempts"), "pairs": n * (n - 1) // 2,
                 "yields_expired": waited, "peers_verified": verified, "peers_exported": exported}
     finally:
@@ -227,6 +241,7 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep each run's directory (logs, state)")
     parser.add_argument("--baseline-proximityd", help="another build measured in the same runs, interleaved (an older commit's: "
                         "before and after)")
+    parser.add_argument("--decoys", default="0", help="decoy counts, each run made once per count (e.g. 0,100: unflooded, flooded)")
     args = parser.parse_args()
     args.proximityd = args.proximityd or os.path.join(args.bin, "proximityd")
     args.proximityctl = args.proximityctl or os.path.join(args.bin, "proximityctl")
@@ -234,21 +249,52 @@ def main():
     if any(c < 2 or c > 100 for c in counts) or not 1 <= args.runs <= 50:
         parser.error("--nodes: 2...100 each; --runs: 1...50")
     trusts = ["open", "keyed"] if args.trust == "both" else [args.trust]
+    if args.baseline_proximityd and not os.access(args.baseline_proximityd, os.X_OK):
+        parser.error(f"--baseline-proximityd: {args.baseline_proximityd} is not an executable file")
+    try:
+        decoy_counts = [int(x) for x in args.decoys.split(",")]
+    except ValueError:
+        parser.error("--decoys: counts separated by commas, e.g. 0,100")
+    if any(d < 0 or d > 500 for d in decoy_counts):
+        parser.error("--decoys: 0...500 each")
     builds = [args.proximityd] + ([args.baseline_proximityd] if args.baseline_proximityd else [])
     results = []
     for n in counts:
         for r in range(args.runs):
             for trust in trusts:
               for build in builds:
-                result = one_run(args, n, args.seed + r, trust, build)
+               for decoys in decoy_counts:
+                result = one_run(args, n, args.seed + r, trust, build, decoys)
                 results.append(result)
                 label = "" if len(builds) == 1 else (" (baseline)" if build == args.baseline_proximityd else " (this build)")
+                label += f", {decoys} decoys" if len(decoy_counts) > 1 or decoys else ""
                 print(f"  {n} nodes, {trust}{label}, run {r + 1}: " + (f"{result['seconds']:.2f} s" if result["complete"]
                       else f"incomplete ({result['identified']}/{n} nodes)") + f", {result['connections']} connections"
                       + (f", {result['peers_verified']}/{result['peers_exported']} peers verified" if result["complete"] else ""),
                       file=sys.stderr)
     if args.json:
         print(json.dumps(results, indent=2))
+        return
+    if len(decoy_counts) > 1:
+        # The flood: each decoy count's times against the first count's, per build and trust.
+        base = decoy_counts[0]
+        print("| nodes | trust | build | decoys | median / max s | median vs " + f"{base} decoys | <= 2x |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for n in counts:
+            for trust in trusts:
+                for build in builds:
+                    name = "baseline" if build == args.baseline_proximityd and len(builds) > 1 else "this build"
+                    rows = lambda d: summarise([r for r in results if r["nodes"] == n and r["trust"] == trust and r["build"] == build
+                                                and r["decoys"] == d])
+                    unflooded = rows(base)
+                    for d in decoy_counts:
+                        s_ = rows(d)
+                        if d == base or s_["median"] is None or unflooded["median"] is None:
+                            ratio, verdict = "-", "-"
+                        else:
+                            ratio = f"{s_['median'] / unflooded['median']:.1f}x"
+                            verdict = "met" if s_["complete"] == s_["runs"] and s_["median"] <= 2 * unflooded["median"] else "NOT MET"
+                        print(f"| {n} | {trust} | {name} | {d} | {cell(s_)} | {ratio} | {verdict} |")
         return
     if args.baseline_proximityd:
         # Before and after, in the same runs: each build's median / max per node count and trust.

@@ -246,7 +246,7 @@ public struct NodeStep: Sendable {
                 // what its own link reads decides.
                 return [.log(refusal)] + identify(scheduler.prove(address, at: t))
             }
-            return learn(uuid, at: address, introduced: true, verified: verified, time: time)
+            return learn(uuid, at: address, introduced: true, verified: verified, time: time).effects
         case .identificationRejected(let address):
             _ = scheduler.finished(address, .rejected, at: t)
             return []
@@ -314,7 +314,11 @@ public struct NodeStep: Sendable {
             if recording.wants(id) { recordSample(id, at: t, time: time) }
             return []
         case .identify:
-            return identify(scheduler.heard(observation.address, at: time.now))
+            // A member's advertisement carries the fleet's member tag for its address: it takes the
+            // identification slot kept for members (a flood of outsiders does not hold it back).
+            guard scheduler.wouldTrack(observation.address, at: time.now) else { return [] }
+            let member = memberTag?.isMember(observation.address, tag: NodePowerFrame.memberTag(in: frame.manufacturerData)) ?? false
+            return identify(scheduler.heard(observation.address, at: time.now, member: member))
         case .ignore, .needsFrame:
             return []
         }
@@ -339,6 +343,7 @@ public struct NodeStep: Sendable {
     private mutating func identified(_ address: String, _ result: IdentificationResult, at time: NodeTime) -> [NodeEffect] {
         var effects: [NodeEffect] = []
         let outcome: IdentificationScheduler.Outcome
+        var conflicted = false
         var result = result
         if connectionsOfOldKey.remove(address) != nil, case .identified = result {
             effects.append(.log(LogLine(.info, "a link begun before the fleet key changed: identifying the peer again", ["peer.address": "\(address)"])))
@@ -351,7 +356,9 @@ public struct NodeStep: Sendable {
                 effects = [.log(refusal)]
                 outcome = .rejected
             } else {
-                effects = learn(uuid, at: address, introduced: false, verified: verified, time: time)
+                let learnt = learn(uuid, at: address, introduced: false, verified: verified, time: time)
+                effects = learnt.effects
+                conflicted = learnt.conflicted
                 outcome = .identified
             }
         case .rejected: outcome = .rejected
@@ -360,7 +367,7 @@ public struct NodeStep: Sendable {
         let (verdict, next) = scheduler.finished(address, outcome, at: time.now)
         // A claim that conflicted (the identity's verified binding elsewhere is still heard): tried
         // again later, by a link of this node's.
-        if outcome == .identified, resolver.identity(at: address) == nil, effects.contains(where: Self.isConflict) {
+        if conflicted {
             scheduler.holdOff(address, for: Self.conflictHoldOff, at: time.now)
         }
         return effects + leftAlone(address, verdict, rejected: outcome == .rejected) + identify(next)
@@ -392,7 +399,10 @@ public struct NodeStep: Sendable {
 
     /// An identity learnt at `address`: saved (`peers.json`) before it is published. Unverified
     /// ones have passed ``refusal(_:at:verified:)``.
-    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false, time: NodeTime) -> [NodeEffect] {
+    /// What learning an identity at an address did; `conflicted`: nothing moved, the identity's
+    /// verified binding elsewhere being still heard.
+    private mutating func learn(_ uuid: UUID, at address: String, introduced: Bool, verified: Bool = false,
+                                time: NodeTime) -> (effects: [NodeEffect], conflicted: Bool) {
         let t = time.now
         let heldVerified = Set(resolver.nodes.filter { $0.key != address && $0.value.identity == uuid && $0.value.verified }.map(\.key))
         let learnt = resolver.learn(uuid, at: address, verified: verified, time: t, heardWithin: Self.conflictHeardWithin)
@@ -404,10 +414,10 @@ public struct NodeStep: Sendable {
                 "peer.id": "\(uuid.lowercased)", "peer.address": "\(address)", "peer.other": "\(learnt.conflict.joined(separator: ","))"]))]
             for other in learnt.conflict { effects += identify(scheduler.prove(other, at: t)) }
             if introduced { scheduler.holdOff(address, for: Self.conflictHoldOff, at: t) }
-            return effects
+            return (effects, true)
         }
         scheduler.resolved(address)
-        guard !learnt.isOwn, learnt.isNew else { return [] }
+        guard !learnt.isOwn, learnt.isNew else { return ([], false) }
         var effects: [NodeEffect] = []
         if introduced {
             effects.append(.log(LogLine(.info, "a peer introduced itself", ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"])))
@@ -441,16 +451,11 @@ public struct NodeStep: Sendable {
             peersUnsaved = true
         }
         effects.append(.publish(.peerIdentified(.node(uuid), address: address, introduced: introduced)))
-        return effects
+        return (effects, false)
     }
 
     /// The log line of a verified claim that conflicts with a verified binding heard lately.
     public static let conflictMessage = "two addresses prove one identity (a relay, or a copied key): keeping the one heard, proving both again"
-
-    static func isConflict(_ effect: NodeEffect) -> Bool {
-        if case .log(let line) = effect { return line.message == conflictMessage }
-        return false
-    }
 
     /// A new fleet key, or none: every identity is proved again (verified bindings too, which
     /// were proved with the old key).
