@@ -14,16 +14,19 @@ final class NodeIdentityService: GattIdentityService {
     let identity: UUID
     let open: OpenIdentityService
     let logger: Logger
-    private let responder: Mutex<TrustedResponder?>
-    /// The fingerprints of the responder's keys: the fleet's, then the previous one.
-    private let fingerprints: Mutex<[String]> = Mutex([])
+    /// The responder (none without a key) and the fingerprints of its keys, the fleet's then the
+    /// previous one, changed together under one lock.
+    private struct Keyed {
+        var responder: TrustedResponder?
+        var fingerprints: [String] = []
+    }
+    private let state = Mutex(Keyed())
     private let start = ContinuousClock.now
 
     init(identity: UUID, trust: TrustSettings, logger: Logger) {
         self.identity = identity
         open = OpenIdentityService(identity: identity)
         self.logger = logger
-        responder = Mutex(nil)
         update(trust: trust)
     }
 
@@ -41,25 +44,22 @@ final class NodeIdentityService: GattIdentityService {
                              graceUntil: trust.previousKey.map { now + $0.until.timeIntervalSinceNow } ?? 0)
         }
         let prints = [trust.key?.fingerprint, trust.previousKey?.key.fingerprint].compactMap { $0 }
-        responder.withLock { responder in
-            responder = made
-            fingerprints.withLock { $0 = prints }
-        }
+        state.withLock { $0 = Keyed(responder: made, fingerprints: prints) }
     }
 
     func identity(for device: ObjectPath?, fresh: Bool) throws(DBusError) -> [UInt8] {
         let now = self.now
-        return responder.withLock { responder -> [UInt8] in
-            guard responder != nil else { return open.value }
-            return responder!.identity(for: device?.rawValue, fresh: fresh, at: now)
+        return state.withLock { state -> [UInt8] in
+            guard state.responder != nil else { return open.value }
+            return state.responder!.identity(for: device?.rawValue, fresh: fresh, at: now)
         }
     }
 
     func challenge(for device: ObjectPath, fresh: Bool) throws(DBusError) -> [UInt8] {
         let now = self.now
-        let issued: [UInt8]? = responder.withLock { responder in
-            guard responder != nil else { return nil }
-            return responder!.challenge(for: device.rawValue, fresh: fresh, at: now)
+        let issued: [UInt8]? = state.withLock { state in
+            guard state.responder != nil else { return nil }
+            return state.responder!.challenge(for: device.rawValue, fresh: fresh, at: now)
         }
         guard let issued else { return try open.challenge(for: device, fresh: fresh) }
         return issued
@@ -69,9 +69,9 @@ final class NodeIdentityService: GattIdentityService {
         // An open node's hello: its identity, said, not proved.
         if value.count == 16 { return try open.hello(value, from: device) }
         let now = self.now
-        let (outcome, prints): (TrustedResponder.HelloOutcome?, [String]) = responder.withLock { responder in
-            guard responder != nil else { return (nil, []) }
-            return (responder!.hello(value, from: device.rawValue, at: now), fingerprints.withLock { $0 })
+        let (outcome, prints): (TrustedResponder.HelloOutcome?, [String]) = state.withLock { state in
+            guard state.responder != nil else { return (nil, []) }
+            return (state.responder!.hello(value, from: device.rawValue, at: now), state.fingerprints)
         }
         switch outcome {
         case .member(let identity, let previousKey)?:
