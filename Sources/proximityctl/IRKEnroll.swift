@@ -28,12 +28,12 @@ extension IRKs {
                 refuses; 75 when no phone paired within the window, or the phone gave no key; 77 \
                 when bluetoothd's storage cannot be read (not root).
 
-                Examples:
-                  $ sudo proximityctl irks enroll anna-phone
+                Examples (as root):
+                  $ proximityctl irks enroll anna-phone
                     Pair Anna's phone within two minutes; type the passkey shown here on it.
-                  $ sudo proximityctl irks enroll anna-phone --also-on pi@kitchen --also-on pi@hall
+                  $ proximityctl irks enroll anna-phone --also-on pi@kitchen --also-on pi@hall
                     The same, and add the key to the kitchen's and the hall's nodes.
-                  $ sudo proximityctl irks enroll bob-phone --just-works --window 60
+                  $ proximityctl irks enroll bob-phone --just-works --window 60
                     Bob's phone only asks to confirm; one minute to do it.
                 """)
 
@@ -152,20 +152,11 @@ extension IRKs {
                 let added = try await proxy.connection.subscribe(MatchRule(
                     sender: proxy.name, path: ProximityBus.rootPath, interface: .objectManager, member: "InterfacesAdded"))
                 if let now = try? await proxy.peer(at: path).properties() { return now }
-                return await withTaskGroup(of: PeerProperties?.self) { group in
-                    group.addTask {
-                        for await message in added where message.body.first?.objectPath == path {
-                            return try? await proxy.peer(at: path).properties()
-                        }
-                        return nil
+                return await firstResult(until: .now + timeout) {
+                    for await message in added where message.body.first?.objectPath == path {
+                        return try? await proxy.peer(at: path).properties()
                     }
-                    group.addTask {
-                        try? await Task.sleep(for: timeout)
-                        return nil
-                    }
-                    let first = await group.next() ?? nil
-                    group.cancelAll()
-                    return first
+                    return nil
                 }
             }
             let elapsed = String(format: "%.1f", (ContinuousClock.now - started).seconds)
@@ -217,20 +208,11 @@ actor EnrollmentSession {
         mirrorTask = Task { try? await mirror.run() }
         // The mirror announces each adapter once it holds bluetoothd's objects.
         let adapterPath = adapterPath
-        _ = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                for await event in mirror.events {
-                    if case .adapterAdded(let info) = event, info.path == adapterPath { return true }
-                }
-                return false
+        _ = await firstResult(until: .now + .seconds(10)) { () -> Bool? in
+            for await event in mirror.events {
+                if case .adapterAdded(let info) = event, info.path == adapterPath { return true }
             }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(10))
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+            return nil
         }
         guard await mirror.isSynchronized else {
             throw Problem(message: "bluetoothd (org.bluez) is not on the bus", status: 69)
@@ -268,26 +250,17 @@ actor EnrollmentSession {
         guard let agent else { throw Problem(message: "no agent", status: 69) }
         // The first device the agent lets through, then its bond.
         let deadline = ContinuousClock.now + window
-        let accepted: ObjectPath? = await withTaskGroup(of: ObjectPath?.self) { group in
-            group.addTask {
-                for await event in agent.events {
-                    switch event {
-                    case .passkey(_, let passkey): say("Passkey: \(passkey) (type it on the phone)")
-                    case .refused(_, let why): say("Refused a pairing: \(why)")
-                    case .cancelled: say("The phone cancelled the pairing; try again on the phone.")
-                    case .released: return nil
-                    case .accepted(let device): return device
-                    }
+        let accepted: ObjectPath? = await firstResult(until: deadline) {
+            for await event in agent.events {
+                switch event {
+                case .passkey(_, let passkey): say("Passkey: \(passkey) (type it on the phone)")
+                case .refused(_, let why): say("Refused a pairing: \(why)")
+                case .cancelled: say("The phone cancelled the pairing; try again on the phone.")
+                case .released: return nil
+                case .accepted(let device): return device
                 }
-                return nil
             }
-            group.addTask {
-                try? await Task.sleep(until: deadline)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
+            return nil
         }
         guard let device = accepted else {
             throw Problem(message: "no phone paired within \(Int(window.seconds)) s", status: 75)
@@ -370,4 +343,18 @@ extension Duration {
 func printNow(_ line: String) {
     print(line)
     fflush(nil)
+}
+
+/// What `body` returns, or nil once `deadline` passes first (`body` is then cancelled).
+func firstResult<T: Sendable>(until deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async -> T?) async -> T? {
+    await withTaskGroup(of: T?.self) { group in
+        group.addTask { await body() }
+        group.addTask {
+            try? await Task.sleep(until: deadline)
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
 }
