@@ -20,6 +20,12 @@ public struct NodeProperties: Sendable, Hashable {
     public var advertising: Bool
     /// It scans for peers.
     public var discovering: Bool
+    /// How its link with the radio is: `ok`, `recovering` (a lost adapter or bluetoothd, or a
+    /// scanner gone deaf, being recovered) or `failed` (the recovery did not help; it tries again
+    /// later).
+    public var health: String
+    /// Why, when not `ok` (empty then).
+    public var healthDetail: String
     /// Seconds a peer may stay silent before it is dropped (writable: ``NodeProxy/setClearInterval(_:)``).
     public var clearInterval: Double
     /// This node's RSSI at 1 m, dBm (advertised to peers).
@@ -39,7 +45,7 @@ public struct NodeProperties: Sendable, Hashable {
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
-                clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0,
+                health: String = "ok", healthDetail: String = "", clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0,
                 zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0], peerNames: [String: String] = [:],
                 irks: [String: String] = [:]) {
         self.identifier = identifier
@@ -48,6 +54,8 @@ public struct NodeProperties: Sendable, Hashable {
         self.adapter = adapter
         self.advertising = advertising
         self.discovering = discovering
+        self.health = health
+        self.healthDetail = healthDetail
         self.clearInterval = clearInterval
         self.measuredPower = measuredPower
         self.pathLossExponent = pathLossExponent
@@ -65,6 +73,8 @@ public struct NodeProperties: Sendable, Hashable {
         case adapter = "Adapter"
         case advertising = "Advertising"
         case discovering = "Discovering"
+        case health = "Health"
+        case healthDetail = "HealthDetail"
         case clearInterval = "ClearInterval"
         case measuredPower = "MeasuredPower"
         case pathLossExponent = "PathLossExponent"
@@ -77,6 +87,7 @@ public struct NodeProperties: Sendable, Hashable {
             switch self {
             case .identifier, .serviceUUID, .name, .adapter: PropertyDescriptor(rawValue, .string, const: true)
             case .advertising, .discovering: PropertyDescriptor(rawValue, .boolean)
+            case .health, .healthDetail: PropertyDescriptor(rawValue, .string)
             case .clearInterval: PropertyDescriptor(rawValue, .double, writable: true)
             case .measuredPower: PropertyDescriptor(rawValue, .int16, const: true)
             case .pathLossExponent: PropertyDescriptor(rawValue, .double, const: true)
@@ -96,6 +107,8 @@ public struct NodeProperties: Sendable, Hashable {
         adapter = Lenient.string(v(.adapter)) ?? ""
         advertising = Lenient.bool(v(.advertising)) ?? false
         discovering = Lenient.bool(v(.discovering)) ?? false
+        health = Lenient.string(v(.health)) ?? ""
+        healthDetail = Lenient.string(v(.healthDetail)) ?? ""
         clearInterval = Lenient.double(v(.clearInterval)) ?? 0
         measuredPower = Lenient.integer(v(.measuredPower)) ?? 0
         pathLossExponent = Lenient.double(v(.pathLossExponent)) ?? 0
@@ -122,6 +135,8 @@ public struct NodeProperties: Sendable, Hashable {
         case .adapter: .string(adapter)
         case .advertising: .boolean(advertising)
         case .discovering: .boolean(discovering)
+        case .health: .string(health)
+        case .healthDetail: .string(healthDetail)
         case .clearInterval: .double(clearInterval)
         case .measuredPower: .int16(measuredPower)
         case .pathLossExponent: .double(pathLossExponent)

@@ -224,6 +224,11 @@ struct DoctorRun {
             let discovering = properties?.discovering == true
             let peers = (try? await node.peers().count) ?? 0
             let state = "advertising \(advertising ? "yes" : "no"), discovering \(discovering ? "yes" : "no"), \(peers) peer\(peers == 1 ? "" : "s")"
+            let health = properties?.health ?? ""
+            if health == "recovering" || health == "failed" {
+                add("radio", health == "failed" ? .fail : .warn, "the node's radio watchdog says \(health): \(properties?.healthDetail ?? "")",
+                    fix: health == "failed" ? "check the adapter (dmesg, bluetoothctl show); unplug and replug a USB dongle" : nil)
+            }
             if advertising && discovering {
                 add("proximityd", .ok, "\(name) runs: \(state)")
             } else {

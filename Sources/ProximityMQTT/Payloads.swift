@@ -119,17 +119,21 @@ public struct NodeStatePayload: Codable, Hashable, Sendable {
     /// `fixed` (a room for `proximity-fleet`) or `mobile` (never a room); absent from nodes
     /// older than the role: fixed.
     public var role: String?
+    /// `Node1.Health`: `ok`, `recovering` or `failed`; absent from older nodes.
+    public var health: String?
+    /// `Node1.HealthDetail`: why, when not `ok`.
+    public var healthDetail: String?
 
     enum CodingKeys: String, CodingKey {
-        case id, name, adapter, advertising, discovering, peers, role
-        case rssiOffset = "rssi_offset", outboxDropped = "outbox_dropped"
+        case id, name, adapter, advertising, discovering, peers, role, health
+        case rssiOffset = "rssi_offset", outboxDropped = "outbox_dropped", healthDetail = "health_detail"
     }
 
     /// Whether the node moves, so that its reports make no room.
     public var isMobile: Bool { role == "mobile" }
 
     public init(id: String, name: String, adapter: String, advertising: Bool, discovering: Bool, peers: Int, rssiOffset: Double,
-                outboxDropped: UInt64, role: String? = nil) {
+                outboxDropped: UInt64, role: String? = nil, health: String? = nil, healthDetail: String? = nil) {
         self.id = id
         self.name = name
         self.adapter = adapter
@@ -139,6 +143,8 @@ public struct NodeStatePayload: Codable, Hashable, Sendable {
         self.rssiOffset = rssiOffset
         self.outboxDropped = outboxDropped
         self.role = role
+        self.health = health
+        self.healthDetail = healthDetail
     }
 }
 

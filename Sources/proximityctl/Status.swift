@@ -29,6 +29,7 @@ struct Status: AsyncParsableCommand {
             ("adapter", "Adapter", properties.adapter),
             ("advertising", "Advertising", properties.advertising),
             ("discovering", "Discovering", properties.discovering),
+            ("health", "Health", properties.healthDetail.isEmpty ? properties.health : "\(properties.health): \(properties.healthDetail)"),
             ("clear_interval", "Clear after", properties.clearInterval),
             ("measured_power", "1 m RSSI", Int(properties.measuredPower)),
             ("path_loss_exponent", "Path loss n", properties.pathLossExponent),
@@ -38,6 +39,8 @@ struct Status: AsyncParsableCommand {
         if json {
             var object: [String: Any] = [:]
             for (key, _, value) in fields { object[key] = value }
+            object["health"] = properties.health
+            object["health_detail"] = properties.healthDetail
             object["bus"] = node.bus
             object["bus_name"] = node.busName
             let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])

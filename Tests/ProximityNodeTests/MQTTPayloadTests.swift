@@ -81,9 +81,15 @@ struct MQTTPayloadTests {
 
     @Test("the state and an event: snake_case keys, data only when there is some")
     func stateAndEvent() {
-        let state = Self.messages.state(NodeView(adapter: "hci0", advertising: true, peerCount: 3, rssiOffset: -4, outboxDropped: 2))
+        var view = NodeView(adapter: "hci0", advertising: true, peerCount: 3, rssiOffset: -4, outboxDropped: 2)
+        view.health = "ok"
+        view.healthDetail = ""
+        let state = Self.messages.state(view)
         #expect(state.retain && state.topic == "proximityd/kitchen/state")
-        #expect(state.payload == #"{"adapter":"hci0","advertising":true,"discovering":false,"id":"4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","name":"kitchen","outbox_dropped":2,"peers":3,"role":"fixed","rssi_offset":-4}"#)
+        #expect(state.payload == #"{"adapter":"hci0","advertising":true,"discovering":false,"health":"ok","id":"4a1c2b3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d","name":"kitchen","outbox_dropped":2,"peers":3,"role":"fixed","rssi_offset":-4}"#)
+        view.health = "recovering"
+        view.healthDetail = "bluetoothd went away: waiting for bluetoothd (org.bluez)"
+        #expect(Self.messages.state(view).payload.contains(#""health":"recovering","health_detail":"bluetoothd went away: waiting for bluetoothd (org.bluez)""#))
         let bare = Self.messages.event(LogEntryValue(seq: 7, time: 12.5, source: "region", type: "entered", data: [:]))
         #expect(bare.payload == #"{"seq":7,"source":"region","time":12.5,"type":"entered"}"# && bare.topic == "proximityd/kitchen/events/region")
     }

@@ -89,6 +89,10 @@ public actor Air {
         /// What bluetoothd keeps of the devices it paired with, by identity address: like its
         /// storage directory, kept across restarts.
         var bonds: [String: Bond] = [:]
+        /// The adapter is on its bluetoothd (`Unplug` takes it off).
+        var plugged = true
+        /// The scanner is deaf (`SetFault` deaf): discovery shows itself on and delivers nothing.
+        var deaf = false
         var rng: SeededGenerator
         /// A restarted bluetoothd shows its adapter unpowered until it has powered it itself
         /// (`AutoEnable`); a client's `Powered` meanwhile is refused with `Busy`.
@@ -287,7 +291,7 @@ public actor Air {
 
     /// The box whose "bluetoothd" instance exported the caller's handler, if it still runs.
     func live(_ ctx: BoxContext) -> Box? {
-        guard let b = boxes[ctx.box], b.generation == ctx.generation, b.tree != nil else { return nil }
+        guard let b = boxes[ctx.box], b.generation == ctx.generation, b.tree != nil, b.plugged else { return nil }
         return b
     }
 
@@ -443,7 +447,7 @@ public actor Air {
     /// A box that hears advertisements now: its merged discovery and position. (No copy of the
     /// box outlives this call, so `found` mutates the device table in place.)
     private func listening(_ name: String, notAt address: String, at time: SimTime) -> (MergedDiscovery, Position)? {
-        guard let b = boxes[name], b.tree != nil, b.adapter.powered, b.adapter.isDiscovering, b.spec.address != address else {
+        guard let b = boxes[name], b.tree != nil, b.plugged, !b.deaf, b.adapter.powered, b.adapter.isDiscovering, b.spec.address != address else {
             return nil
         }
         return (b.adapter.merged, b.trajectory.position(at: time))

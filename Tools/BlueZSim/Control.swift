@@ -73,6 +73,23 @@ public enum ControlService {
                 try await air.removeBeacon(call.arguments[0].string ?? "")
                 return []
             },
+            DBusMethod("SetFault", inputs: [DBusArgument("box", .string), DBusArgument("fault", .string)]) { call in
+                let box = call.arguments[0].string ?? ""
+                switch call.arguments[1].string ?? "" {
+                case "deaf": try await air.setDeaf(box: box, true)
+                case "clear": try await air.setDeaf(box: box, false)
+                case let other: throw ControlError.invalidArguments("unknown fault \"\(other)\": deaf or clear")
+                }
+                return []
+            },
+            DBusMethod("Unplug", inputs: [DBusArgument("box", .string)]) { call in
+                try await air.unplug(box: call.arguments[0].string ?? "")
+                return []
+            },
+            DBusMethod("Replug", inputs: [DBusArgument("box", .string), DBusArgument("adapter", .string)]) { call in
+                try await air.replug(box: call.arguments[0].string ?? "", as: call.arguments[1].string)
+                return []
+            },
             DBusMethod("PairDevice", inputs: [DBusArgument("device", .string), DBusArgument("box", .string)],
                        outputs: [DBusArgument("shown", .string)]) { call in
                 [.string(try await air.pair(device: call.arguments[0].string ?? "", with: call.arguments[1].string ?? ""))]
@@ -218,6 +235,8 @@ extension Air {
                 "position": position(b.trajectory.position(at: now)),
                 "bluetoothd": b.tree != nil,
                 "powered": b.adapter.powered,
+                "plugged": b.plugged,
+                "fault": b.deaf ? "deaf" : "none",
                 "discovering": b.adapter.isDiscovering,
                 "devices": b.devices.keys.sorted(),
                 "advertisements": b.advertisements.map { ["owner": $0.owner, "path": $0.path.rawValue, "type": $0.spec.type.rawValue] },

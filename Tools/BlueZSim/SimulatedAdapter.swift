@@ -221,6 +221,8 @@ extension Air {
         b.defaultAgent = nil
         b.pendingReports = []
         b.batchDue = nil
+        b.plugged = true
+        b.deaf = false
         // The scenario starts with bluetoothd up; a restarted one (as bluetoothd 5.66 does) shows
         // the adapter off and powers it itself shortly after.
         if b.generation > 1 {
@@ -240,14 +242,7 @@ extension Air {
             (advertisingManagerTemplate(ctx), advertisingManagerProperties(b)),
         ])
         // bluetoothd loads its bonds from its storage directory as it starts.
-        for bond in b.bonds.values.sorted(by: { $0.identity < $1.identity }) {
-            var dev = DeviceState(address: bond.identity, adapter: b.spec.adapter, now: clock.now)
-            dev.addressType = bond.identityType
-            dev.paired = true
-            dev.temporary = false
-            boxes[name]?.devices[bond.identity] = dev
-            publish(box: name, dev, isNew: true)
-        }
+        restoreBonds(name)
         return b.generation
     }
 
@@ -410,6 +405,7 @@ extension Air {
         guard b.adapter.powered != powered else { return }
         b.adapter.powered = powered
         if !powered {
+            b.deaf = false  // a controller reset clears a wedged firmware
             b.adapter.clients = []
             b.adapter.remerge()
             boxes[name] = b

@@ -39,7 +39,7 @@ struct ControlOptions: ParsableArguments {
 struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Control a running simulator (org.proximityd.BlueZSim on any box bus).",
-        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Pair.self, Failures.self, SetValue.self])
+        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Pair.self, Fault.self, Unplug.self, Replug.self, Failures.self, SetValue.self])
 
     // Declared here too, so `--bus` may come before the subcommand (`ctl --bus ADDR move …`).
     @OptionGroup var options: ControlOptions
@@ -50,6 +50,59 @@ struct Ctl: AsyncParsableCommand {
         func run() async throws {
             let reply = try await options.call("GetState")
             print(reply.first?.string ?? "{}")
+        }
+    }
+
+    struct Fault: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a box's scanner deaf (Discovering stays true, nothing is delivered) or clear that (SetFault).",
+            discussion: """
+                A deaf scanner hears again once its adapter is powered off and on, as a controller reset \
+                clears a wedged firmware, or once the fault is cleared.
+
+                Examples:
+                  $ bluez-sim ctl --bus ADDR fault alpha deaf
+                  $ bluez-sim ctl --bus ADDR fault alpha clear
+                """)
+        @OptionGroup var options: ControlOptions
+        @Argument(help: "The box.") var box: String
+        @Argument(help: "deaf or clear.") var fault: String
+        func validate() throws {
+            guard ["deaf", "clear"].contains(fault) else { throw ValidationError("the fault is deaf or clear, not '\(fault)'") }
+        }
+        func run() async throws {
+            _ = try await options.call("SetFault", [.string(box), .string(fault)])
+        }
+    }
+
+    struct Unplug: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Take a box's adapter off its bluetoothd, as a USB dongle pulled out (Unplug).",
+            discussion: """
+                Example:
+                  $ bluez-sim ctl --bus ADDR unplug alpha
+                """)
+        @OptionGroup var options: ControlOptions
+        @Argument(help: "The box.") var box: String
+        func run() async throws {
+            _ = try await options.call("Unplug", [.string(box)])
+        }
+    }
+
+    struct Replug: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put an unplugged adapter back, under its name or another (Replug).",
+            discussion: """
+                Examples:
+                  $ bluez-sim ctl --bus ADDR replug alpha
+                  $ bluez-sim ctl --bus ADDR replug alpha --as hci1
+                """)
+        @OptionGroup var options: ControlOptions
+        @Argument(help: "The box.") var box: String
+        @Option(name: .customLong("as"), help: ArgumentHelp("The adapter's name when it comes back.", valueName: "hciN"))
+        var adapter: String?
+        func run() async throws {
+            _ = try await options.call("Replug", [.string(box), .string(adapter ?? "")])
         }
     }
 

@@ -130,7 +130,9 @@ public final class NodeDaemon: Service, Sendable {
         // Objects first, then the name: nobody sees the name without the objects (zbus's rule).
         let properties = NodeProperties(identifier: identity.lowercased, serviceUUID: configuration.serviceUUID.lowercased,
                                         name: configuration.name, adapter: configuration.adapter, advertising: false,
-                                        discovering: false, clearInterval: NodeStep.clearInterval(configuration, saved.settings),
+                                        discovering: false, health: AdapterLink.Health.starting.state,
+                                        healthDetail: AdapterLink.Health.starting.detail,
+                                        clearInterval: NodeStep.clearInterval(configuration, saved.settings),
                                         measuredPower: configuration.measuredPower,
                                         pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset,
                                         zoneDistances: ["immediate": configuration.zones.immediate, "near": configuration.zones.near],

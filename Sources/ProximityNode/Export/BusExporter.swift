@@ -61,6 +61,9 @@ public actor BusExporter {
             await show(report)
         case .link(let advertising, let discovering):
             showLink(advertising: advertising, discovering: discovering)
+        case .health(let state, let detail):
+            nodeObject?.set([NodeProperties.Key.health.rawValue: .string(state), NodeProperties.Key.healthDetail.rawValue: .string(detail)],
+                            interface: ProximityBus.Node1.interface)
         case .clearInterval(let seconds):
             show(.clearInterval, .double(seconds))
         case .rssiOffset(let dB):

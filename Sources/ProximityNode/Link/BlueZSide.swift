@@ -246,6 +246,28 @@ actor BlueZSide {
                 failure = "\(error)"
             }
             return [.discoveryEnded(failure: failure, generation: generation)]
+        case .restartDiscovery:
+            // The watchdog: a scanner that went deaf is stopped and started again.
+            do {
+                do { try await adapter.stopDiscovery() } catch {}
+                try await adapter.setDiscoveryFilter(.proximity(serviceUUID: serviceUUID, beacons: configuration.trackBeacons))
+                do { try await adapter.startDiscovery() } catch BlueZCallError.inProgress {}
+            } catch {
+                logger.error("cannot restart discovery", metadata: ["error": "\(error)"])
+            }
+            return []
+        case .powerCycle:
+            // The watchdog's second step: the adapter off and on, as a controller reset clears a
+            // wedged firmware. The link sees it go off and come back, and sets everything up again.
+            do {
+                try await adapter.setPowered(false)
+                try await adapter.setPowered(true)
+            } catch {
+                logger.error("cannot power-cycle the adapter", metadata: ["error": "\(error)"])
+            }
+            return []
+        case .health:
+            return []
         case .considerKnownDevices:
             // Devices already in the mirror (a restart, the adapter back) are considered again.
             return await mirror.devices(on: adapterPath).map { Self.sighting($0, sample: false, frameChanged: true, at: t) }

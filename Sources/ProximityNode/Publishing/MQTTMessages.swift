@@ -50,7 +50,8 @@ struct MQTTMessages: Sendable {
     func state(_ node: NodeView) -> MQTTOutgoing {
         MQTTOutgoing(topic: topics.state, payload: MQTTJSON.encode(NodeStatePayload(
             id: identity, name: name, adapter: node.adapter, advertising: node.advertising, discovering: node.discovering,
-            peers: node.peerCount, rssiOffset: node.rssiOffset, outboxDropped: node.outboxDropped, role: settings.role.rawValue)),
+            peers: node.peerCount, rssiOffset: node.rssiOffset, outboxDropped: node.outboxDropped, role: settings.role.rawValue,
+            health: node.health, healthDetail: node.healthDetail.isEmpty ? nil : node.healthDetail)),
             retain: true)
     }
 
@@ -173,6 +174,8 @@ struct NodeView: Sendable, Hashable {
     var adapter: String
     var advertising = false
     var discovering = false
+    var health = AdapterLink.Health.starting.state
+    var healthDetail = AdapterLink.Health.starting.detail
     var peerCount = 0
     var rssiOffset: Double
     var outboxDropped: UInt64 = 0

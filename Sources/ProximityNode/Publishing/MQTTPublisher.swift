@@ -329,6 +329,10 @@ public actor MQTTPublisher {
             view.advertising = advertising
             view.discovering = discovering
             publishState()
+        case .health(let state, let detail):
+            view.health = state
+            view.healthDetail = detail
+            publishState()
         case .rssiOffset(let dB):
             view.rssiOffset = dB
             publishState()

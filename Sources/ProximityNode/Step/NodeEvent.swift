@@ -41,6 +41,9 @@ public enum NodeEvent: Sendable, Hashable {
     case peerIdentified(PeerID, address: String, introduced: Bool)
     /// The adapter link changed what the node shows as `Advertising` and `Discovering`.
     case link(advertising: Bool, discovering: Bool)
+    /// The link's health changed (`Node1.Health`, `HealthDetail`): `ok`, `recovering` or
+    /// `failed`, and why.
+    case health(state: String, detail: String)
     /// `ClearInterval` changed (set over the bus, or by a reload).
     case clearInterval(Double)
     /// `RSSIOffset` changed (by a reload).
@@ -236,7 +239,7 @@ public final class NodeEvents: Sendable {
 extension NodeEvent {
     /// What a whole event is the whole of: a newer event of the same kind replaces an older one.
     enum Kind: Hashable {
-        case report, peerIdentified, link, clearInterval, rssiOffset, zoneDistances, peerNames, irks, regionRanging, alerts, profile, recording
+        case report, peerIdentified, link, health, clearInterval, rssiOffset, zoneDistances, peerNames, irks, regionRanging, alerts, profile, recording
     }
 
     var kind: Kind {
@@ -244,6 +247,7 @@ extension NodeEvent {
         case .report: .report
         case .peerIdentified: .peerIdentified
         case .link: .link
+        case .health: .health
         case .clearInterval: .clearInterval
         case .rssiOffset: .rssiOffset
         case .zoneDistances: .zoneDistances

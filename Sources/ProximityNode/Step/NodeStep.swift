@@ -230,8 +230,11 @@ public struct NodeStep: Sendable {
         case .discoveryEnded(let failure, let generation):
             return linked(link.discoveryEnded(succeeded: failure == nil, generation: generation, at: t), error: failure)
         case .sighting(let observation, let frame, let alias):
-            if observation.rssi != nil { lastSample = t }
-            return observe(observation, frame: frame, alias: alias, at: time)
+            guard observation.rssi != nil else { return observe(observation, frame: frame, alias: alias, at: time) }
+            lastSample = t
+            let watched = link.heard(at: t)
+            let observed = observe(observation, frame: frame, alias: alias, at: time)
+            return watched.0.isEmpty && watched.1.isEmpty ? observed : linked(watched) + observed
         case .identified(let address, let result):
             return identified(address, result, at: time)
         case .introduced(let uuid, let address, let verified, let key):
@@ -262,9 +265,12 @@ public struct NodeStep: Sendable {
             if let line = Self.line(note, adapter: configuration.adapter, error: error) { effects.append(.log(line)) }
         }
         for action in step.0 {
-            if case .publish(let advertising, let discovering) = action {
+            switch action {
+            case .publish(let advertising, let discovering):
                 effects.append(.publish(.link(advertising: advertising, discovering: discovering)))
-            } else {
+            case .health(let health):
+                effects.append(.publish(.health(state: health.state, detail: health.detail)))
+            default:
                 effects.append(.bluez(action, generation: link.generation))
             }
         }
@@ -288,6 +294,13 @@ public struct NodeStep: Sendable {
             return LogLine(.error, "cannot start discovery; trying again in \(Int(delay.rounded())) s", failure)
         case .discoveryStoppedByOthers: return LogLine(.notice, "discovery was stopped by another client: starting it again")
         case .released: return LogLine(.notice, "BlueZ released the advertisement")
+        case .deaf(let silence, let rate):
+            return LogLine(.warning, "discovery delivers nothing (deaf scanner?): restarting discovery",
+                           ["silence": "\(Int(silence)) s", "before": "\(AdapterLink.rate(rate)) advertisements/s"])
+        case .stillDeafPowerCycling: return LogLine(.warning, "discovery still delivers nothing: powering the adapter off and on", adapter)
+        case .recoveryFailed(let delay):
+            return LogLine(.error, "the adapter delivers nothing after restarting discovery and a power cycle; trying again in \(Int(delay)) s", adapter)
+        case .recovered(let why): return LogLine(.notice, "the radio delivers again", ["after": "\(why)"])
         }
     }
 
@@ -509,7 +522,7 @@ public struct NodeStep: Sendable {
     /// the report through regions, alerts and tracking.
     public mutating func report(at time: NodeTime) -> [NodeEffect] {
         let t = time.now
-        var effects = linked((link.tick(at: t), []))
+        var effects = linked(link.tickNoted(at: t))
         if peersUnsaved {
             effects.append(.save(.peers(resolver.nodes)))
             peersUnsaved = false
