@@ -6,8 +6,8 @@ import Testing
 
 /// Issue 33, item 1: the node's watchdog, end to end on bluez-sim's faults. A node ranging a beacon
 /// (ten advertisements a second) meets a deaf scanner (`SetFault` deaf: `Discovering` stays true,
-/// nothing is delivered until the adapter is power-cycled), an unplugged and replugged adapter, and
-/// a restarted bluetoothd; each time `Node1.Health` says `recovering`, then the beacon is ranged
+/// nothing is delivered until the adapter is power-cycled), an unplugged and replugged adapter (also
+/// back as another `hciN`), and a restarted bluetoothd; each time `Node1.Health` says `recovering`, then the beacon is ranged
 /// again within 60 s and `Health` is `ok`; the daemon is never restarted.
 @Suite("the radio watchdog", .serialized)
 struct WatchdogTests {
@@ -68,6 +68,13 @@ struct WatchdogTests {
                 _ = try await sim.control("Replug", [.string("alpha"), .string("")])
             }
             #expect(alpha.stderr.contains("the adapter was removed"))
+
+            // Unplugged, and back under another name: followed by its address.
+            _ = try await recovery("adapter back as hci1") {
+                _ = try await sim.control("Unplug", [.string("alpha")])
+                _ = try await sim.control("Replug", [.string("alpha"), .string("hci1")])
+            }
+            #expect(alpha.stderr.contains("the adapter came back under another name: following it by its address"))
 
             // bluetoothd restarted.
             _ = try await recovery("restarted bluetoothd") { _ = try await sim.control("RestartBluetoothd", [.string("alpha")]) }

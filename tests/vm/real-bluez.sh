@@ -216,11 +216,17 @@ for i in "${NODES[@]}"; do READY[$i]=$(count "$i" "adapter ready"); READS[$i]=$(
 "$BTCTL" stop
 for i in "${NODES[@]}"; do
     wait_for 30 "node$i notices bluetoothd left (Advertising false)" bash -c "busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Advertising | grep -q false"
+    # The watchdog (docs/reliability.md): Health says why while bluetoothd is away.
+    health=$(node_prop "$i" Health) detail=$(node_prop "$i" HealthDetail)
+    [ "$health" = 's "recovering"' ] && [[ $detail == *"bluetoothd went away"* ]] &&
+        pass "node$i: Health recovering ($detail)" || fail "node$i: Health $health ($detail) with bluetoothd stopped"
 done
 "$BTCTL" start
 for i in "${NODES[@]}"; do
     wait_for 60 "node$i registers again after the restart" bash -c "busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Advertising | grep -q true"
     [ "$(count "$i" "adapter ready")" -gt "${READY[$i]}" ] && pass "node$i set up again on the new bluetoothd" || fail "node$i did not set up again"
+    wait_for 60 "node$i: Health ok again" bash -c "[ \"\$(busctl --system get-property $(name_of "$i") /org/proximityd org.proximityd.Node1 Health)\" = 's \"ok\"' ]" &&
+        pass "node$i: Health ok again, the daemon never restarted (pid $(cat "$WORK/node$i.pid") still running: $(kill -0 "$(cat "$WORK/node$i.pid")" && echo yes))"
 done
 for i in "${NODES[@]}"; do
     for j in "${NODES[@]}"; do

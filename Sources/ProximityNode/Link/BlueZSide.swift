@@ -5,6 +5,7 @@ import Logging
 import ProximityAPI
 import ProximityCore
 import ProximityTrust
+import Synchronization
 
 /// The node's side of BlueZ: it exports the advertisement and the GATT application, turns what
 /// BlueZ reports into the step's ``NodeInput``s, and makes the BlueZ calls the step asks for
@@ -15,7 +16,16 @@ actor BlueZSide {
     let configuration: NodeConfiguration
     let identity: UUID
     let logger: Logger
-    nonisolated let adapterPath: ObjectPath
+    /// The adapter this node uses, and its address once seen: a controller that comes back under
+    /// another `hciN` (a USB dongle replugged) is followed by its address.
+    private struct AdapterIdentity: Sendable {
+        var path: ObjectPath
+        var address: String?
+        var present = false
+    }
+    private let adapterIdentity: Mutex<AdapterIdentity>
+    /// The adapter's object path now.
+    nonisolated var adapterPath: ObjectPath { adapterIdentity.withLock { $0.path } }
     /// The general service UUID, lowercase.
     nonisolated let serviceUUID: String
     /// The commands that show whether bluetoothd is on the node's bus.
@@ -42,7 +52,7 @@ actor BlueZSide {
         self.logger = logger
         trust = configuration.trust
         identityService = NodeIdentityService(identity: identity, trust: configuration.trust, logger: logger)
-        adapterPath = BlueZService.rootPath.appending(escaped: configuration.adapter)
+        adapterIdentity = Mutex(AdapterIdentity(path: BlueZService.rootPath.appending(escaped: configuration.adapter)))
         serviceUUID = configuration.serviceUUID.lowercased
         howToCheck = switch configuration.bus {
         case .system: "systemctl status bluetooth, or busctl --system status org.bluez"
@@ -136,12 +146,11 @@ actor BlueZSide {
         } catch {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
-        let adapterPath = self.adapterPath
         let hellos = application.map { application in
             AsyncStream<NodeInput> { continuation in
                 let task = Task {
                     for await hello in application.hellos {
-                        if let input = Self.input(for: hello, adapter: adapterPath) { continuation.yield(input) }
+                        if let input = Self.input(for: hello, adapter: self.adapterPath) { continuation.yield(input) }
                     }
                     continuation.finish()
                 }
@@ -172,10 +181,37 @@ actor BlueZSide {
     nonisolated func input(for event: BlueZEvent, at t: Timestamp) -> NodeInput? {
         switch event {
         case .adapterAdded(let info), .adapterChanged(let info, _):
-            guard info.path == adapterPath else { return nil }
+            let (mine, followed) = adapterIdentity.withLock { id -> (Bool, ObjectPath?) in
+                if info.path == id.path {
+                    if !info.address.isEmpty { id.address = info.address.uppercased() }
+                    id.present = true
+                    return (true, nil)
+                }
+                // This node's adapter is gone and this one has its address: the same controller,
+                // back under another name.
+                guard !id.present, let known = id.address, known == info.address.uppercased() else { return (false, nil) }
+                let was = id.path
+                id.path = info.path
+                id.present = true
+                return (true, was)
+            }
+            guard mine else { return nil }
+            if let was = followed {
+                logger.notice("the adapter came back under another name: following it by its address",
+                              metadata: ["bluez.adapter": "\(info.path.rawValue.split(separator: "/").last ?? "")",
+                                         "was": "\(was.rawValue.split(separator: "/").last ?? "")", "bluez.address": "\(info.address)"])
+            }
             return .adapterSeen(powered: info.powered, discovering: info.discovering, address: info.address)
-        case .adapterRemoved(let path): return path == adapterPath ? .adapterRemoved : nil
-        case .bluezGone: return .bluezGone
+        case .adapterRemoved(let path):
+            let mine = adapterIdentity.withLock { id -> Bool in
+                guard path == id.path else { return false }
+                id.present = false
+                return true
+            }
+            return mine ? .adapterRemoved : nil
+        case .bluezGone:
+            adapterIdentity.withLock { $0.present = false }
+            return .bluezGone
         case .bluezRestarted: return .bluezRestarted
         case .deviceAdded(let info):
             guard info.adapter == adapterPath else { return nil }
