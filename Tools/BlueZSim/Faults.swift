@@ -32,18 +32,10 @@ extension Air {
         tree.removeSubtree(b.adapterPath)
         b.plugged = false
         b.deaf = false
-        b.adapter = Box.freshAdapter(b.spec)
+        b.clearAdapter()
         b.adapter.powered = false
-        b.devices = [:]
-        b.advertisements = []
-        b.applications = []
-        b.pendingReports = []
-        b.batchDue = nil
         boxes[name] = b
-        timers.removeAll { timer in
-            if case .advertisementTimeout(let box, _, _, _) = timer.action { return box == name }
-            return false
-        }
+        removeAdvertisementTimers(name)
         for (owner, path) in releases { Self.release(owner: owner, path: path, on: tree.connection) }
     }
 

@@ -213,14 +213,9 @@ extension Air {
         guard var b = boxes[name] else { return -1 }
         b.generation += 1
         b.tree = tree
-        b.adapter = Box.freshAdapter(b.spec)
-        b.devices = [:]
-        b.advertisements = []
-        b.applications = []
+        b.clearAdapter()
         b.agents = []
         b.defaultAgent = nil
-        b.pendingReports = []
-        b.batchDue = nil
         b.plugged = true
         b.deaf = false
         // The scenario starts with bluetoothd up; a restarted one (as bluetoothd 5.66 does) shows
@@ -257,19 +252,11 @@ extension Air {
         let releases = b.advertisements.map { ($0.owner, $0.path) }
         b.tree = nil
         b.generation += 1
-        b.adapter = Box.freshAdapter(b.spec)
-        b.devices = [:]
-        b.advertisements = []
-        b.applications = []
+        b.clearAdapter()
         b.agents = []
         b.defaultAgent = nil
-        b.pendingReports = []
-        b.batchDue = nil
         boxes[name] = b
-        timers.removeAll { timer in
-            if case .advertisementTimeout(let box, _, _, _) = timer.action { return box == name }
-            return false
-        }
+        removeAdvertisementTimers(name)
         return (tree, releases)
     }
 
@@ -501,5 +488,28 @@ extension Air {
                                                    DBusArgument("options", .dictionary(key: .string, value: .variant))]) { _ in [] },
             DBusMethod("UnregisterProfile", inputs: [DBusArgument("profile", .objectPath)]) { _ in [] },
         ])
+    }
+}
+
+extension Air.Box {
+    /// What bluetoothd knows of its adapter, forgotten (a restart, the adapter unplugged): a fresh
+    /// adapter, no devices, advertisements, applications or reports waiting.
+    mutating func clearAdapter() {
+        adapter = Self.freshAdapter(spec)
+        devices = [:]
+        advertisements = []
+        applications = []
+        pendingReports = []
+        batchDue = nil
+    }
+}
+
+extension Air {
+    /// Advertisement timeouts of `box` that can no longer fire.
+    func removeAdvertisementTimers(_ box: String) {
+        timers.removeAll { timer in
+            if case .advertisementTimeout(let b, _, _, _) = timer.action { return b == box }
+            return false
+        }
     }
 }
