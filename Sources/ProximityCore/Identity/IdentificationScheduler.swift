@@ -117,6 +117,8 @@ public struct IdentificationScheduler: Sendable {
     }
     /// Addresses queued, connecting or yielding.
     public var trackedCount: Int { tracked }
+    /// Addresses the scheduler holds anything for, failures waiting out their time included.
+    public var rememberedCount: Int { states.count }
 
     /// An unidentified node was heard at `address`; `member` (asked only when the address is
     /// taken up) says whether its advertisement carries the fleet's member tag for it.

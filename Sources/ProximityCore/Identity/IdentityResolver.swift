@@ -162,6 +162,9 @@ public struct IdentityResolver: Sendable {
         }
     }
 
+    /// How many addresses' frames are remembered (at most ``Configuration/maxFrames``).
+    public var rememberedFrames: Int { frames.count }
+
     /// Whether an address is known to advertise the general service (a node) and is not yet
     /// identified.
     public func isUnidentifiedNode(_ address: String) -> Bool {
