@@ -124,6 +124,12 @@ import Testing
         let gone = link.bluezGone()
         #expect(gone.0.contains(.health(.recovering("bluetoothd went away: waiting for bluetoothd (org.bluez)"))))
         #expect(link.recoveries == ["bluetoothd": 1])
+        // bluetoothd powers its adapter off as it stops, then leaves: the health says the latest cause.
+        var stopping = readyLink()
+        _ = stopping.adapterSeen(powered: false, discovering: false, address: Self.address, at: 1)
+        #expect(stopping.health == .recovering("the adapter was powered off: waiting for the adapter"))
+        #expect(stopping.bluezGone() == ([.health(.recovering("bluetoothd went away: waiting for bluetoothd (org.bluez)"))], []))
+        #expect(stopping.recoveries == ["adapter": 1], "one recovery")
         _ = link.adapterSeen(powered: true, discovering: false, address: Self.address, at: 5)
         #expect(link.health.state == "recovering")
         #expect(link.discoveryEnded(succeeded: true, generation: link.generation, at: 5.1).0.contains(.health(.ok)))

@@ -282,7 +282,12 @@ public struct AdapterLink: Sendable {
     // MARK: -
 
     private mutating func lost(_ why: String, waitingFor: String = "the adapter", kind: String) -> ([Action], [Note]) {
-        guard ready || powering || registration != .idle else { return ([], []) }
+        guard ready || powering || registration != .idle else {
+            // Down already (bluetoothd powers its adapter off as it stops, then leaves): the
+            // health says the latest cause.
+            if case .recovering = health, recovery == .none { return (setHealth(.recovering("\(why): waiting for \(waitingFor)")), []) }
+            return ([], [])
+        }
         ready = false
         powering = false
         registration = .idle
