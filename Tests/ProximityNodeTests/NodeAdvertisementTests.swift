@@ -111,7 +111,7 @@ import Testing
         }
     }
 
-    @Test("a keyed node's power frame carries its member tag for its address: 31 bytes with the flags, all of the budget; bluez-sim parses it; an older reader still reads the power; no tag before the address is known")
+    @Test("a keyed node's power frame carries its member tag for its address: 31 bytes with the flags, all of the budget; bluez-sim parses it; an older reader still reads the power; no tag before the address is known, nor under LE privacy (bluetoothd's main.conf)")
     func memberTagFits() throws {
         let key = FleetKey.generate()
         var configuration = NodeConfiguration(stateDirectory: URL(fileURLWithPath: "/nonexistent"))
@@ -129,6 +129,17 @@ import Testing
         #expect(KeyedMemberTag(key).isMember(address.lowercased(), tag: tag))
         #expect(!KeyedMemberTag(key).isMember("AA:00:00:00:00:02", tag: tag), "bound to the address")
         #expect(!KeyedMemberTag(FleetKey.generate()).isMember(address, tag: tag), "bound to the key")
+        // Under LE privacy no tag: made for the identity address, it would match nothing and link
+        // the private addresses.
+        let underPrivacy = try Advertisement.plan(BlueZSide.advertisementContent(configuration, identity: Self.identity, address: address,
+                                                                                 privacy: true), adapterDiscoverable: true)
+        #expect(NodePowerFrame.memberTag(in: try AdvertisementSpec.parse(underPrivacy.properties, adapterDiscoverable: true)
+            .report(adapterAlias: "alpha", adapterDiscoverable: true).manufacturerData) == nil)
+        #expect(BluetoothdPrivacy.isOn(mainConf: "[General]\n#Privacy = device\n") == false)
+        #expect(BluetoothdPrivacy.isOn(mainConf: "[General]\nName = box\nPrivacy = device\n"))
+        #expect(BluetoothdPrivacy.isOn(mainConf: "[General]\nPrivacy=network\n[Policy]\n"))
+        #expect(!BluetoothdPrivacy.isOn(mainConf: "[General]\nPrivacy = off\n"))
+        #expect(!BluetoothdPrivacy.isOn(mainConf: "[Policy]\nPrivacy = device\n"), "only [General]'s")
         let before = try Advertisement.plan(BlueZSide.advertisementContent(configuration, identity: Self.identity), adapterDiscoverable: true)
         #expect(NodePowerFrame.memberTag(in: try AdvertisementSpec.parse(before.properties, adapterDiscoverable: true)
             .report(adapterAlias: "alpha", adapterDiscoverable: true).manufacturerData) == nil)

@@ -39,6 +39,8 @@ actor BlueZSide {
     private var trust: TrustSettings
     /// The adapter's address, once BlueZ showed it: what a keyed node's member tag is made for.
     private var ownAddress: String?
+    /// bluetoothd's `main.conf` turns LE privacy on: no member tag (``BluetoothdPrivacy``).
+    private let privacy = BluetoothdPrivacy.isOn()
     /// Every `Release` of the advertisement exported now (a reload with another fleet key
     /// exports another), as one stream.
     private let releases = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .unbounded)
@@ -69,14 +71,17 @@ actor BlueZSide {
     /// A keyed node's power frame carries its member tag for the address it advertises from
     /// (``KeyedMemberTag``), once that address is known: members keep an identification slot for
     /// it when outsiders flood the general UUID.
-    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID, address: String? = nil) -> AdvertisementContent {
-        advertisementContent(configuration, trust: configuration.trust, identity: identity, address: address)
+    /// Under LE privacy (``BluetoothdPrivacy``) no tag: the address is a private one the node is
+    /// not told.
+    static func advertisementContent(_ configuration: NodeConfiguration, identity: UUID, address: String? = nil,
+                                     privacy: Bool = false) -> AdvertisementContent {
+        advertisementContent(configuration, trust: configuration.trust, identity: identity, address: address, privacy: privacy)
     }
 
     static func advertisementContent(_ configuration: NodeConfiguration, trust: TrustSettings, identity: UUID,
-                                     address: String?) -> AdvertisementContent {
+                                     address: String?, privacy: Bool) -> AdvertisementContent {
         let trusted = trust.isTrusted
-        let tag = trust.key.flatMap { key in address.map { KeyedMemberTag(key).tag(for: $0) } }
+        let tag = privacy ? nil : trust.key.flatMap { key in address.map { KeyedMemberTag(key).tag(for: $0) } }
         return AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: trusted ? nil : configuration.name,
                                     manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower, memberTag: tag),
                                     identity: trusted ? nil : identity)
@@ -84,7 +89,7 @@ actor BlueZSide {
 
     /// What the node should advertise now.
     private var content: AdvertisementContent {
-        Self.advertisementContent(configuration, trust: trust, identity: identity, address: ownAddress)
+        Self.advertisementContent(configuration, trust: trust, identity: identity, address: ownAddress, privacy: privacy)
     }
 
     /// A reload: the new fleet key (or none) for what the characteristics answer and for the
@@ -137,6 +142,9 @@ actor BlueZSide {
     /// what BlueZ and peers do with them, as inputs.
     func export() async -> (releases: AsyncStream<Void>?, hellos: AsyncStream<NodeInput>?) {
         let callers = BlueZCallers(connection: connection)
+        if privacy && trust.key != nil {
+            logger.notice("LE privacy is on (\(BluetoothdPrivacy.mainConf)): the advertisement carries no member tag, so members keep no identification slot for this node when outsiders flood the general UUID")
+        }
         do {
             advertisement = try await Advertisement.export(on: connection, content: content, callers: callers, logger: logger)
             if advertisement?.plan.carriesManufacturerData == false {
