@@ -26,10 +26,10 @@ public enum BondStore {
         (storage as NSString).appendingPathComponent("\(adapter.uppercased())/\(device.uppercased())/info")
     }
 
-    /// The identity resolving key of the `info` file's `[IdentityResolvingKey]` group, most
-    /// significant byte first; nil when the file has none (the device gave no IRK: it uses its
-    /// identity address on the air, or it did not bond).
-    public static func identityResolvingKey(info text: String) throws(Problem) -> [UInt8]? {
+    /// The `Key=` of the `info` file's `[IdentityResolvingKey]` group as stored: 32 hexadecimal
+    /// digits, **least significant byte first**; nil when the file has none (the device gave no
+    /// IRK: it uses its identity address on the air, or it did not bond).
+    public static func storedIdentityResolvingKey(info text: String) throws(Problem) -> String? {
         var group = ""
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -42,10 +42,10 @@ public enum BondStore {
             guard group == "IdentityResolvingKey", let eq = line.firstIndex(of: "=") else { continue }
             guard line[..<eq].trimmingCharacters(in: .whitespaces) == "Key" else { continue }
             let value = line[line.index(after: eq)...].trimmingCharacters(in: .whitespaces)
-            guard value.utf8.count == 32, let bytes = hexBytes(value) else {
+            guard value.utf8.count == 32, value.allSatisfy({ $0.isHexDigit && $0.isASCII }) else {
                 throw Problem("line \(number + 1): the IdentityResolvingKey's Key is not 32 hexadecimal digits")
             }
-            return bytes.reversed()
+            return value
         }
         return nil
     }
@@ -79,25 +79,5 @@ public enum BondStore {
         }
         guard data.count <= maxInfoSize else { throw Problem("\(path): larger than \(maxInfoSize) bytes") }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: digits.count, by: 2) {
-            guard let hi = nibble(digits[i]), let lo = nibble(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

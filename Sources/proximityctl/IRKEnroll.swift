@@ -281,11 +281,12 @@ actor EnrollmentSession {
         do { text = try BondStore.readInfo(at: path) } catch {
             throw Problem(message: error.description, status: error.description.contains("permission denied") ? 77 : 75)
         }
-        let bytes: [UInt8]?
-        do { bytes = try BondStore.identityResolvingKey(info: text) } catch {
+        let stored: String?
+        do { stored = try BondStore.storedIdentityResolvingKey(info: text) } catch {
             throw Problem(message: "\(path): \(error.description)", status: 75)
         }
-        guard let bytes else {
+        // Stored least significant byte first; a key is written most significant first.
+        guard let bytes = stored.flatMap(Hex.bytes).map({ Array($0.reversed()) }) else {
             throw Problem(message: "the phone gave no identity resolving key (\(path) has none): it does not use private addresses, or it did not bond", status: 75)
         }
         do { return try IdentityResolvingKey(bytes: bytes) } catch { throw Problem(message: "\(path): \(error)", status: 75) }

@@ -47,9 +47,9 @@ import Testing
             let (_, notes) = link.registrationEnded(succeeded: false, generation: link.generation, at: t)
             guard case .registrationFailed(let delay)? = notes.first else { Issue.record("\(notes)"); return }
             delays.append(delay)
-            #expect(link.tick(at: t + delay - 0.001) == [])
+            #expect(link.tick(at: t + delay - 0.001).0 == [])
             t += delay
-            #expect(link.tick(at: t) == [.register])
+            #expect(link.tick(at: t).0 == [.register])
         }
         #expect(delays == [1, 2, 4, 8, 16, 32, 60, 60])
         let (actions, notes) = link.registrationEnded(succeeded: true, generation: link.generation, at: t)
@@ -61,7 +61,7 @@ import Testing
         var link = AdapterLink(powerOn: false)
         _ = link.adapterSeen(powered: true, discovering: false, address: Self.address, at: 0)
         #expect(link.discoveryEnded(succeeded: false, generation: link.generation, at: 0).1 == [.discoveryFailed(retryIn: 1)])
-        #expect(link.tick(at: 1) == [.startDiscovery])
+        #expect(link.tick(at: 1).0 == [.startDiscovery])
         #expect(link.discoveryEnded(succeeded: false, generation: link.generation, at: 1).1 == [.discoveryFailed(retryIn: 2)])
     }
 
@@ -88,8 +88,8 @@ import Testing
     func released() {
         var link = readyLink()
         #expect(link.released(at: 10) == ([.publish(advertising: false, discovering: true)], [.released]))
-        #expect(link.tick(at: 10.5) == [])
-        #expect(link.tick(at: 11) == [.register])
+        #expect(link.tick(at: 10.5).0 == [])
+        #expect(link.tick(at: 11).0 == [.register])
         #expect(link.registrationEnded(succeeded: true, generation: link.generation, at: 11).0 == [.publish(advertising: true, discovering: true)])
     }
 
@@ -140,7 +140,7 @@ import Testing
         var link = readyLink()
         hear(&link, rate: 0.1, from: 1, to: 61)  // 6 reports in a minute
         for t in stride(from: 61.0, through: 600, by: 1) {
-            #expect(link.tickNoted(at: t).0.isEmpty, "at \(t)")
+            #expect(link.tick(at: t).0.isEmpty, "at \(t)")
         }
         #expect(link.health == .ok)
     }
@@ -150,16 +150,16 @@ import Testing
         var link = readyLink()
         hear(&link, rate: 10, from: 1, to: 61)
         // 10 a second: 20 missed reports take 2 s, so the floor of 20 s decides.
-        for t in stride(from: 61.0, through: 80.5, by: 0.5) { #expect(link.tickNoted(at: t).0.isEmpty, "at \(t)") }
-        var (actions, notes) = link.tickNoted(at: 81.5)
+        for t in stride(from: 61.0, through: 80.5, by: 0.5) { #expect(link.tick(at: t).0.isEmpty, "at \(t)") }
+        var (actions, notes) = link.tick(at: 81.5)
         #expect(actions.first == .restartDiscovery)
         #expect(link.health.state == "recovering" && link.health.detail.contains("restarting it"), "\(link.health)")
         #expect(notes.count == 1 && { if case .deaf = notes[0] { true } else { false } }())
         #expect(link.recoveries["deaf"] == 1)
         // The restart's own Discovering false and true are not "stopped by others".
         #expect(link.adapterSeen(powered: true, discovering: false, address: Self.address, at: 82).0.isEmpty)
-        #expect(link.tickNoted(at: 96).0.isEmpty)
-        (actions, notes) = link.tickNoted(at: 96.5)
+        #expect(link.tick(at: 96).0.isEmpty)
+        (actions, notes) = link.tick(at: 96.5)
         #expect(actions.first == .powerCycle && notes == [.stillDeafPowerCycling])
         // The power cycle: off (part of the recovery, health unchanged), on, set up again.
         let off = link.adapterSeen(powered: false, discovering: false, address: Self.address, at: 96.6)
@@ -167,17 +167,17 @@ import Testing
         _ = link.adapterSeen(powered: true, discovering: false, address: Self.address, at: 96.8)
         _ = link.registrationEnded(succeeded: true, generation: link.generation, at: 96.9)
         #expect(!link.discoveryEnded(succeeded: true, generation: link.generation, at: 96.9).0.contains(.health(.ok)), "not ok before it hears")
-        #expect(link.tickNoted(at: 126).0.isEmpty)
-        (actions, notes) = link.tickNoted(at: 126.5)
+        #expect(link.tick(at: 126).0.isEmpty)
+        (actions, notes) = link.tick(at: 126.5)
         #expect(link.health.state == "failed" && notes == [.recoveryFailed(retryIn: 60)], "\(link.health) \(notes)")
-        #expect(link.tickNoted(at: 186).0.isEmpty)
-        #expect(link.tickNoted(at: 186.5).0 == [.powerCycle])
-        #expect(link.tickNoted(at: 216.5).1 == [.recoveryFailed(retryIn: 120)])
-        #expect(link.tickNoted(at: 336.5).0 == [.powerCycle])
+        #expect(link.tick(at: 186).0.isEmpty)
+        #expect(link.tick(at: 186.5).0 == [.powerCycle])
+        #expect(link.tick(at: 216.5).1 == [.recoveryFailed(retryIn: 120)])
+        #expect(link.tick(at: 336.5).0 == [.powerCycle])
         // It hears again: ok, noted once.
         let back = link.heard(at: 340)
         #expect(back.0 == [.health(.ok)] && back.1.count == 1)
         #expect(link.heard(at: 340.1) == ([], []))
-        #expect(link.tickNoted(at: 350).0.isEmpty)
+        #expect(link.tick(at: 350).0.isEmpty)
     }
 }

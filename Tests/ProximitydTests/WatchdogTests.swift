@@ -56,6 +56,13 @@ struct WatchdogTests {
                 return seconds
             }
 
+            // The watchdog judges a silence by what was heard before it (at least 10 reports in
+            // the minute before): the beacon ranged for 15 s first, on a busy machine too.
+            try await sim.until("alpha", "the beacon heard for 15 s", timeout: .seconds(60)) {
+                let seen = try await sim.peerProperty("alpha", Self.beacon, ["FirstSeen", "LastSeen"])
+                    .split(separator: "\n").compactMap { UInt64($0.split(separator: " ").last ?? "") }
+                return seen.count == 2 && seen[1] >= seen[0] + 15_000_000
+            }
             // A deaf scanner: discovery restarted, then the adapter power-cycled (which clears it).
             _ = try await recovery("deaf scanner") { _ = try await sim.control("SetFault", [.string("alpha"), .string("deaf")]) }
             #expect(alpha.stderr.components(separatedBy: "discovery delivers nothing (deaf scanner?)").count == 2, "logged once")

@@ -293,7 +293,6 @@ extension Air {
             for d in [directory.deletingLastPathComponent(), directory.deletingLastPathComponent().deletingLastPathComponent()] {
                 try fm.setAttributes([.posixPermissions: 0o700], ofItemAtPath: d.path)
             }
-            func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02X", $0) }.joined() }
             let text = """
                 [General]
                 Name=\(name)
@@ -303,10 +302,10 @@ extension Air {
                 Blocked=false
 
                 [IdentityResolvingKey]
-                Key=\(hex(bond.irk.bytes.reversed()))
+                Key=\(Hex.text(bond.irk.bytes.reversed()).uppercased())
 
                 [LongTermKey]
-                Key=\(hex(bond.ltk))
+                Key=\(Hex.text(bond.ltk).uppercased())
                 Authenticated=\(bond.authenticated ? 3 : 2)
                 EncSize=16
                 EDiv=0

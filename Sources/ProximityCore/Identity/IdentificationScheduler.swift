@@ -140,18 +140,12 @@ public struct IdentificationScheduler: Sendable {
     /// peer, a yield), unless it is queued, connecting, yielding or waiting out a failure, or the
     /// tracked addresses are at their bound.
     private mutating func track(_ address: String, at t: Timestamp, mayYield: Bool, member: () -> Bool) -> [Connect] {
+        guard wouldTrack(address, at: t), tracked < configuration.maxTracked else { return [] }
         var attempt = 1
-        switch states[address] {
-        case .queued, .connecting, .yielding:
-            return []
-        case .failed(let attempts, let retryAt):
-            guard t >= retryAt else { return [] }
+        if case .failed(let attempts, _) = states[address] {
             // After a ban the count starts again.
             attempt = attempts >= configuration.maxAttempts ? 1 : attempts + 1
-        case nil:
-            break
         }
-        guard tracked < configuration.maxTracked else { return [] }
         tracked += 1
         let isMember = member()
         if mayYield, attempt == 1, !connectsFirst(address) {

@@ -260,13 +260,8 @@ public struct AdapterLink: Sendable {
         return [.health(new)]
     }
 
-    /// Each report: retries that are due, and the watchdog.
-    public mutating func tick(at t: Timestamp) -> [Action] {
-        tickNoted(at: t).0
-    }
-
-    /// ``tick(at:)`` with the notes for the log.
-    public mutating func tickNoted(at t: Timestamp) -> ([Action], [Note]) {
+    /// Each report: retries that are due, and the watchdog's next step; the notes for the log.
+    public mutating func tick(at t: Timestamp) -> ([Action], [Note]) {
         var (actions, notes) = watchdog(at: t)
         if case .waiting(let retry) = registration, t >= retry.at {
             registration = .busy(after: retry)

@@ -17,7 +17,8 @@ actor BlueZSide {
     let identity: UUID
     let logger: Logger
     /// The adapter this node uses, and its address once seen: a controller that comes back under
-    /// another `hciN` (a USB dongle replugged) is followed by its address.
+    /// another `hciN` (a USB dongle replugged) is followed by its address, and a keyed node's
+    /// member tag is made for it.
     private struct AdapterIdentity: Sendable {
         var path: ObjectPath
         var address: String?
@@ -37,8 +38,6 @@ actor BlueZSide {
     nonisolated let identityService: NodeIdentityService
     /// The fleet key the identifications use (a reload can change it).
     private var trust: TrustSettings
-    /// The adapter's address, once BlueZ showed it: what a keyed node's member tag is made for.
-    private var ownAddress: String?
     /// bluetoothd's `main.conf` turns LE privacy on: no member tag (``BluetoothdPrivacy``).
     private let privacy = BluetoothdPrivacy.isOn()
     /// Every `Release` of the advertisement exported now (a reload with another fleet key
@@ -89,7 +88,8 @@ actor BlueZSide {
 
     /// What the node should advertise now.
     private var content: AdvertisementContent {
-        Self.advertisementContent(configuration, trust: trust, identity: identity, address: ownAddress, privacy: privacy)
+        Self.advertisementContent(configuration, trust: trust, identity: identity, address: adapterIdentity.withLock { $0.address },
+                                  privacy: privacy)
     }
 
     /// A reload: the new fleet key (or none) for what the characteristics answer and for the
@@ -262,11 +262,8 @@ actor BlueZSide {
             return []
         case .register:
             // The address is known now: a keyed node's member tag goes with it.
-            if let address = await mirror.adapter(at: adapterPath)?.address, !address.isEmpty, address != ownAddress {
-                ownAddress = address
-                if trust.key != nil, advertisement != nil, advertisement?.plan != (try? Advertisement.plan(content)) {
-                    await replaceAdvertisement(trusted: trust.isTrusted, announce: false)
-                }
+            if trust.key != nil, advertisement != nil, advertisement?.plan != (try? Advertisement.plan(content)) {
+                await replaceAdvertisement(trusted: trust.isTrusted, announce: false)
             }
             // BlueZ keeps registrations across a power cycle: AlreadyExists means registered.
             var failure: String?

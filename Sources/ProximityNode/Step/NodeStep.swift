@@ -71,8 +71,9 @@ public struct NodeStep: Sendable {
     /// command's caller waits until the bus shows its change.
     var sequence: UInt64 = 0
     /// When the step last took in an advertising report with an RSSI (any device's), in the
-    /// node's time; nil before the first.
-    public private(set) var lastSample: Timestamp?
+    /// node's time; nil before the first since the adapter was last set up (the watchdog's
+    /// ``ReceptionWatch`` keeps it).
+    public var lastSample: Timestamp? { link.watch.lastHeard }
 
     /// What the node keeps across restarts, as loaded from the state directory.
     public struct Saved: Sendable {
@@ -231,7 +232,6 @@ public struct NodeStep: Sendable {
             return linked(link.discoveryEnded(succeeded: failure == nil, generation: generation, at: t), error: failure)
         case .sighting(let observation, let frame, let alias):
             guard observation.rssi != nil else { return observe(observation, frame: frame, alias: alias, at: time) }
-            lastSample = t
             let watched = link.heard(at: t)
             let observed = observe(observation, frame: frame, alias: alias, at: time)
             return watched.0.isEmpty && watched.1.isEmpty ? observed : linked(watched) + observed
@@ -522,7 +522,7 @@ public struct NodeStep: Sendable {
     /// the report through regions, alerts and tracking.
     public mutating func report(at time: NodeTime) -> [NodeEffect] {
         let t = time.now
-        var effects = linked(link.tickNoted(at: t))
+        var effects = linked(link.tick(at: t))
         if peersUnsaved {
             effects.append(.save(.peers(resolver.nodes)))
             peersUnsaved = false
