@@ -52,6 +52,8 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // glibc's mallopt and malloc_trim (<malloc.h>), for the daemon's SystemAllocator.
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "DBusKit",
             dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]
@@ -86,7 +88,7 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit", "ProximityMQTT", "ProximityTrust",
+                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit", "ProximityMQTT", "ProximityTrust", "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -265,8 +265,13 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func handleMethodCall(_ message: OpaquePointer) {
-        let call = DBusMessage(message, marshaller: marshaller)
+        let call = DBusMessage(message, marshaller: marshaller, limits: .methodCall)
         guard let path = call.path, let member = call.member else { return }
+        if call.exceededLimits {
+            let limits = DBusReceiveLimits.methodCall
+            return replyError(to: message, DBusError(.limitsExceeded,
+                "The call's arguments hold more than \(limits.maxValues) values or \(limits.maxStringBytes) bytes of strings and byte arrays."))
+        }
         if closing || isShutDown {
             replyError(to: message, DBusError(.failed, "the service is shutting down"))
             return

@@ -1,4 +1,5 @@
 import CDBus
+import Glibc
 
 /// Moves values between ``DBusValue`` and libdbus messages (`DBusMessageIter`).
 ///
@@ -28,18 +29,43 @@ final class Marshaller {
 
     // MARK: Reading
 
-    /// All arguments of `message`, whose signature is `types` (from ``signature(forRaw:)``).
-    func readBody(_ message: OpaquePointer, types: [DBusType]) -> [DBusValue] {
+    /// What is left of the read's ``DBusReceiveLimits`` (values, then string bytes); nil while
+    /// reading without limits.
+    private var budget: (values: Int, stringBytes: Int)?
+    /// Set when the read ran out of its budget: it stopped there, holding no more.
+    private var overBudget = false
+
+    /// All arguments of `message`, whose signature is `types` (from ``signature(forRaw:)``). With
+    /// `limits`, nil once the body holds more than they allow: the read stops at the first value
+    /// or string past either bound, before it is copied, so what it held is bounded too.
+    func readBody(_ message: OpaquePointer, types: [DBusType], limits: DBusReceiveLimits? = nil) -> [DBusValue]? {
         if types.isEmpty { return [] }
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+        budget = limits.map { ($0.maxValues, $0.maxStringBytes) }
+        overBudget = false
+        defer { budget = nil }
         var out: [DBusValue] = []
         out.reserveCapacity(types.count)
         for (i, type) in types.enumerated() {
             out.append(read(&iter, as: type))
+            if overBudget { return nil }
             if i < types.count - 1 { dbus_message_iter_next(&iter) }
         }
         return out
+    }
+
+    /// Takes `values` values and `bytes` string bytes from the budget; false (and the read over)
+    /// when they are not there.
+    @inline(__always)
+    private func spend(values: Int, bytes: Int = 0) -> Bool {
+        guard var left = budget else { return true }
+        if overBudget { return false }
+        left.values -= values
+        left.stringBytes -= bytes
+        budget = left
+        if left.values < 0 || left.stringBytes < 0 { overBudget = true }
+        return !overBudget
     }
 
     /// The type of a basic value, or of a variant, from its type code; nil for the other containers
@@ -78,6 +104,7 @@ final class Marshaller {
     }
 
     private func read(_ iter: inout DBusMessageIter, as type: DBusType) -> DBusValue {
+        guard spend(values: 1) else { return .boolean(false) }
         switch type {
         case .byte:
             var v: UInt8 = 0
@@ -137,6 +164,8 @@ final class Marshaller {
                     dbus_message_iter_get_fixed_array(&sub, pp, &count)
                 }
                 var items: [DBusValue] = []
+                // A byte array counts as its bytes, as a string does (it is data, not values).
+                guard spend(values: 0, bytes: Int(count)) else { return .array(element: .byte, []) }
                 if let base = pointer?.assumingMemoryBound(to: UInt8.self), count > 0 {
                     items.reserveCapacity(Int(count))
                     for i in 0..<Int(count) { items.append(.byte(base[i])) }
@@ -144,7 +173,7 @@ final class Marshaller {
                 return .array(element: .byte, items)
             }
             var items: [DBusValue] = []
-            while dbus_message_iter_get_arg_type(&sub) != CDBUS_TYPE_INVALID {
+            while dbus_message_iter_get_arg_type(&sub) != CDBUS_TYPE_INVALID, !overBudget {
                 items.append(read(&sub, as: element))
                 dbus_message_iter_next(&sub)
             }
@@ -153,7 +182,7 @@ final class Marshaller {
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
             var entries: [DBusValue.DictEntry] = []
-            while dbus_message_iter_get_arg_type(&sub) == CDBUS_TYPE_DICT_ENTRY {
+            while dbus_message_iter_get_arg_type(&sub) == CDBUS_TYPE_DICT_ENTRY, !overBudget {
                 var entry = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &entry)
                 let key = read(&entry, as: keyType)
@@ -185,6 +214,7 @@ final class Marshaller {
         var p: UnsafePointer<CChar>? = nil
         dbus_message_iter_get_basic(&iter, &p)
         guard let p else { return "" }
+        if budget != nil, !spend(values: 0, bytes: strlen(p)) { return "" }
         return String(cString: p)
     }
 

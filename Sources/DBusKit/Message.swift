@@ -15,6 +15,8 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
     public var sender: BusName?
     public var signature: Signature
     public var body: [DBusValue]
+    /// Read with limits that its body exceeded: `body` is empty (nothing past the limits was held).
+    var exceededLimits = false
 
     /// For an error message: the error it carries.
     public var error: DBusError? {
@@ -33,8 +35,9 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         return parts.joined(separator: " ")
     }
 
-    /// Decodes a libdbus message. Bus thread.
-    init(_ message: OpaquePointer, marshaller: Marshaller) {
+    /// Decodes a libdbus message. Bus thread. With `limits`, a body over them is not read past
+    /// the first value beyond them: `body` is then empty and `exceededLimits` true.
+    init(_ message: OpaquePointer, marshaller: Marshaller, limits: DBusReceiveLimits? = nil) {
         switch dbus_message_get_type(message) {
         case CDBUS_MESSAGE_TYPE_METHOD_CALL: kind = .methodCall
         case CDBUS_MESSAGE_TYPE_METHOD_RETURN: kind = .methodReturn
@@ -51,11 +54,38 @@ public struct DBusMessage: Sendable, CustomStringConvertible {
         destination = dbus_message_get_destination(message).map { BusName(unchecked: String(cString: $0)) }
         sender = dbus_message_get_sender(message).map { BusName(unchecked: String(cString: $0)) }
         signature = dbus_message_get_signature(message).map { marshaller.signature(forRaw: $0) } ?? .empty
-        body = marshaller.readBody(message, types: signature.types)
+        if let read = marshaller.readBody(message, types: signature.types, limits: limits) {
+            body = read
+        } else {
+            body = []
+            exceededLimits = true
+        }
     }
 
     /// Whether the body matches `expected` exactly.
     public func hasSignature(_ expected: Signature) -> Bool { signature.rawValue == expected.rawValue }
+}
+
+/// How much a method call received by an exported object may hold once decoded, checked while
+/// it is read: a call over them is answered `org.freedesktop.DBus.Error.LimitsExceeded` and never
+/// reaches a handler, and reading it stops at the first value past them, so that an outsider's
+/// call costs at most about this much memory however large the bus lets a message be (the system
+/// bus: 32 MiB, which, decoded value by value, would be hundreds of megabytes).
+public struct DBusReceiveLimits: Sendable, Hashable {
+    /// Values of any type, each element of a container and the container itself counted (but
+    /// not the elements of a byte array: its bytes count in ``maxStringBytes``).
+    public var maxValues: Int
+    /// Bytes of all strings, object paths, signatures and byte arrays together.
+    public var maxStringBytes: Int
+
+    public init(maxValues: Int, maxStringBytes: Int) {
+        self.maxValues = maxValues
+        self.maxStringBytes = maxStringBytes
+    }
+
+    /// The limits of every method call to exported objects: 65,536 values and 1 MiB of strings
+    /// and byte arrays.
+    public static let methodCall = DBusReceiveLimits(maxValues: 65_536, maxStringBytes: 1 << 20)
 }
 
 /// An owned reference to a libdbus message (`dbus_message_unref` on release). Bus thread only.

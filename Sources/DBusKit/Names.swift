@@ -257,6 +257,7 @@ public struct ErrorName: Hashable, Sendable, CustomStringConvertible, Expressibl
     public static let unknownInterface: ErrorName = "org.freedesktop.DBus.Error.UnknownInterface"
     public static let unknownProperty: ErrorName = "org.freedesktop.DBus.Error.UnknownProperty"
     public static let propertyReadOnly: ErrorName = "org.freedesktop.DBus.Error.PropertyReadOnly"
+    public static let limitsExceeded: ErrorName = "org.freedesktop.DBus.Error.LimitsExceeded"
     public static let accessDenied: ErrorName = "org.freedesktop.DBus.Error.AccessDenied"
     public static let notSupported: ErrorName = "org.freedesktop.DBus.Error.NotSupported"
     public static let badAddress: ErrorName = "org.freedesktop.DBus.Error.BadAddress"

@@ -9,8 +9,12 @@
 ///   converted (a "billion laughs" file of 441 bytes, 8 levels of 10 aliases, stands for 10⁸
 ///   values).
 public enum YAMLLimits {
-    /// The largest file a reader takes, bytes: 4 MiB.
-    public static let maxSize = 4 << 20
+    /// The largest file a reader takes, bytes: 1 MiB. About 10,900 regions written one a line
+    /// (`- { identifier: r000001, match: { uuid: …, major: 1 } }`), more than a file written by
+    /// hand holds; thousands of regions more belong over D-Bus (`StartMonitoring`), which
+    /// max-regions bounds. Refusing a file of this size costs the daemon about 0.4 s and no
+    /// lasting memory (docs/reliability.md, "Bounded memory"); at 4 MiB it cost 1.4 s and 60 MB.
+    public static let maxSize = 1 << 20
     /// Collections inside collections, block and flow together.
     public static let maxDepth = 64
     /// Scalars and collections, with each alias counted as the whole value it names. The largest

@@ -110,6 +110,7 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        SystemAllocator.configure()
         // The config file first: its log level decides what is logged from the start.
         let reloader = ConfigurationReloader(explicitPath: config, commandLine: try commandLine())
         let configuration: NodeConfiguration

@@ -1,6 +1,7 @@
 import DBusKit
 import Foundation
 import ProximityTesting
+import Synchronization
 import Testing
 
 /// Methods with typed arguments: the signature comes from the Swift types, the handler gets
@@ -41,6 +42,43 @@ struct TypedMethodTests {
             } catch let error as DBusError {
                 #expect(error.name.rawValue == "org.freedesktop.DBus.Error.InvalidArgs", "\(error)")
             }
+        }
+    }
+
+    @Test("a call over DBusReceiveLimits.methodCall is answered LimitsExceeded and never reaches its handler; one at the limits does")
+    func receiveLimits() async throws {
+        try await withBusPair { _, server, client in
+            let handled = Mutex(0)
+            _ = try await server.export([DBusInterface(testInterface, methods: [
+                DBusMethod("Count", DBusIn("names", [String].self), outputs: [DBusArgument("n", .uint32)]) { _, names in
+                    handled.withLock { $0 += 1 }
+                    return [.uint32(UInt32(names.count))]
+                },
+            ])], at: "/test/limits")
+            let limits = DBusReceiveLimits.methodCall
+            func count(_ names: [String]) async throws -> DBusValue? {
+                try await client.call(destination: server.uniqueName, path: "/test/limits", interface: testInterface,
+                                      member: "Count", [.strings(names)], timeout: .seconds(30)).first
+            }
+            // At the limits: the array and its elements are maxValues values; its strings maxStringBytes bytes.
+            let most = limits.maxValues - 1
+            #expect(try await count(Array(repeating: "", count: most)) == .uint32(UInt32(most)))
+            #expect(try await count([String(repeating: "x", count: limits.maxStringBytes)]) == .uint32(1))
+            #expect(handled.withLock { $0 } == 2)
+            // One value more, one byte more, and the largest a bus takes: refused, the handler not called.
+            for names in [Array(repeating: "", count: most + 1), [String(repeating: "x", count: limits.maxStringBytes + 1)],
+                          Array(repeating: "ab", count: 2_000_000)] {
+                do {
+                    _ = try await count(names)
+                    Issue.record("a call of \(names.count) names was answered")
+                } catch let error as DBusError {
+                    #expect(error.name == .limitsExceeded, "\(error)")
+                    #expect(error.message.contains("65536 values"), "\(error.message)")
+                }
+            }
+            #expect(handled.withLock { $0 } == 2)
+            // The connection still serves calls.
+            #expect(try await count(["a", "b"]) == .uint32(2))
         }
     }
 }

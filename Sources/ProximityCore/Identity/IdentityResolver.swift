@@ -165,6 +165,18 @@ public struct IdentityResolver: Sendable {
     /// How many addresses' frames are remembered (at most ``Configuration/maxFrames``).
     public var rememberedFrames: Int { frames.count }
 
+    /// Forgets the frames of addresses not heard for `seconds`; how many. A phone's private
+    /// address is never heard again once it rotated (1,000 new ones a minute in a busy street),
+    /// and BlueZ itself forgets a device 30 s after it was last heard, so a frame unheard for
+    /// minutes is only memory: without this the frames fill to ``Configuration/maxFrames`` and
+    /// stay there. An address heard again is classified again from its advertised data
+    /// (``Resolution/needsFrame`` when an observation carries none).
+    public mutating func forgetFrames(notHeardFor seconds: Double, at t: Timestamp) -> Int {
+        let before = frames.count
+        frames = frames.filter { t - $0.value.seen <= seconds }
+        return before - frames.count
+    }
+
     /// Whether an address is known to advertise the general service (a node) and is not yet
     /// identified.
     public func isUnidentifiedNode(_ address: String) -> Bool {

@@ -38,6 +38,9 @@ public actor ConfigurationReload {
             throw DBusError(ProximityBus.Errors.failed, "this node was started without a configuration to reload")
         }
         logger.info("reloading the configuration", metadata: ["config.file": "\(current.configFile ?? "none")"])
+        // What parsing the file took (its YAML tree: many small blocks) goes back to the system,
+        // whether it was applied or refused.
+        defer { SystemAllocator.returnFreeMemory() }
         let next: NodeConfiguration
         do { next = try reloader.read() } catch {
             for problem in error.problems { logger.error("\(problem)") }

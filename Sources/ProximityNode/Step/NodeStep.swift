@@ -61,6 +61,13 @@ public struct NodeStep: Sendable {
     /// With a fleet key, a verified binding not heard this long, seconds, is forgotten: a member
     /// heard again proves itself again (one link), and a binding a relay left behind goes.
     static let verifiedUnheard: Double = 60
+    /// The frame of an address not heard this long, seconds, is forgotten
+    /// (``IdentityResolver/forgetFrames(notHeardFor:at:)``): four times BlueZ's 30 s, swept every
+    /// quarter of it, so that 1,000 new addresses a minute hold about 2,000 to 2,500 frames, not
+    /// the cap.
+    static let frameLifetime: Double = 120
+    /// When the frames were last swept.
+    var lastFrameSweep: Timestamp = -.infinity
     /// Connections under way when the fleet key changed: what they read was proved with the old
     /// key (or none), so their results count as failures (the address is tried again).
     var connectionsOfOldKey: Set<String> = []
@@ -529,6 +536,10 @@ public struct NodeStep: Sendable {
         }
         effects += identify(scheduler.tick(at: t))
         effects += proveAgain(at: t)
+        if t - lastFrameSweep >= Self.frameLifetime / 4 {
+            lastFrameSweep = t
+            _ = resolver.forgetFrames(notHeardFor: Self.frameLifetime, at: t)
+        }
         let report = table.tick(at: t)
         for change in report.changes {
             effects.append(.log(LogLine(.debug, "zone changed", ["peer.id": "\(change.peer)", "from": "\(change.from?.rawValue ?? "none")",
