@@ -258,58 +258,39 @@ def measure(args, proximityd):
         result["largest"] = {"seconds": round(took, 1), "rss_before_mb": round(before, 1), "rss_peak_mb": round(top, 1),
                              "rss_after_mb": round(after, 1), "ratio": round(after / before, 2), "answers": answers}
 
-        # The largest config file, refused.
+        def refuse(text):
+            """Writes `text` as the config file and reloads: the time to the answer, the error's
+            name, and RSS before, at the peak and 3 s after."""
+            with open(config, "w") as f:
+                f.write(text)
+            time.sleep(1)
+            before = rss_mb(node.pid)
+            peak = Peak(node.pid)
+            peak.start()
+            started = time.monotonic()
+            name = None
+            try:
+                proxy.Reload(dbus_interface=NODE + ".Node1", timeout=120)
+            except dbus.DBusException as error:
+                name = error.get_dbus_name()
+            took = time.monotonic() - started
+            top = peak.stop()
+            time.sleep(3)
+            after = rss_mb(node.pid)
+            return {"seconds": round(took, 3), "error": name, "rss_before_mb": round(before, 1), "rss_peak_mb": round(top, 1),
+                    "rss_after_mb": round(after, 1), "lasting_mb": round(after - before, 1)}
+
+        # The largest config file, refused; one byte more; aliases expanded to just under the
+        # reader's limit of values.
         text, regions = refused_config(args.config_size)
-        time.sleep(1)
-        before = rss_mb(node.pid)
-        with open(config, "w") as f:
-            f.write(text)
-        peak = Peak(node.pid)
-        peak.start()
-        started = time.monotonic()
-        error_name = None
-        try:
-            proxy.Reload(dbus_interface=NODE + ".Node1", timeout=120)
-        except dbus.DBusException as error:
-            error_name = error.get_dbus_name()
-        took = time.monotonic() - started
-        top = peak.stop()
-        time.sleep(3)
-        after = rss_mb(node.pid)
-        over = None
-        with open(config, "w") as f:
-            f.write(text + "#")
-        started = time.monotonic()
-        try:
-            proxy.Reload(dbus_interface=NODE + ".Node1", timeout=120)
-        except dbus.DBusException as error:
-            over = (error.get_dbus_name(), round(time.monotonic() - started, 3))
-        # Aliases expanded to just under the reader's limit of values.
+        largest_file = refuse(text)
+        over = refuse(text + "#")
         text, values = alias_config(args.alias_values)
-        with open(config, "w") as f:
-            f.write(text)
-        time.sleep(1)
-        alias_before = rss_mb(node.pid)
-        peak = Peak(node.pid)
-        peak.start()
-        started = time.monotonic()
-        alias_error = None
-        try:
-            proxy.Reload(dbus_interface=NODE + ".Node1", timeout=120)
-        except dbus.DBusException as error:
-            alias_error = error.get_dbus_name()
-        alias_took = time.monotonic() - started
-        alias_top = peak.stop()
-        time.sleep(3)
-        alias_after = rss_mb(node.pid)
-        result["aliases"] = {"bytes": len(text), "values": values, "seconds": round(alias_took, 3), "error": alias_error,
-                             "rss_before_mb": round(alias_before, 1), "rss_peak_mb": round(alias_top, 1),
-                             "rss_after_mb": round(alias_after, 1), "lasting_mb": round(alias_after - alias_before, 1)}
+        result["aliases"] = {"bytes": len(text), "values": values, **refuse(text)}
         monitor = bus.get_object(NODE, PATH, introspect=False)
         kept = str(monitor.RequestState("kontakt", dbus_interface=NODE + ".RegionMonitor1", timeout=5))
-        result["config"] = {"bytes": args.config_size, "regions": regions, "seconds": round(took, 3), "error": error_name,
-                            "rss_before_mb": round(before, 1), "rss_peak_mb": round(top, 1), "rss_after_mb": round(after, 1),
-                            "lasting_mb": round(after - before, 1), "one_byte_over": over, "region_kept": kept}
+        result["config"] = {"bytes": args.config_size, "regions": regions, **largest_file,
+                            "one_byte_over": (over["error"], over["seconds"]), "region_kept": kept}
         result["alive"] = node.poll() is None and ranging()
         return result
     finally:
