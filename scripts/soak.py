@@ -28,7 +28,7 @@ the peers exported (GetPeers), the last event's sequence number. At the end:
   an address's frame 2 min after it was last heard, so 1,000 new addresses a minute fill its
   memory for 2 min) and outside each fault and broker restart (until 15 s after it), a least-squares
   line of each of RSS, descriptors, threads and the table against time; it fails when the slope's
-  lower 95 % bound is above the limit (RSS 20 MB/h, descriptors 1/h, threads 1/h, table 10/h):
+  lower 95 % bound is above the limit (RSS 20 MB/h, descriptors 1/h, threads 20/h, table 10/h):
   growth that is there, not noise;
 - events: every entry of the event log from the start (GetEvents) was sent as a `Logged` signal,
   and delivered on MQTT (`P/events/#`, a persistent subscription), whatever the broker restarts;
@@ -70,7 +70,10 @@ WALKER = "2f234454-cf6d-4a0f-adf2-f4911ba9ffa6"
 # events kept by the subscribers' queues: 36 MB/h) within ten minutes; the node still rises by 5
 # to 12 MB/h between its 3rd and 7th minute with its live heap flat (heaptrack), which a shorter
 # limit would call growth (docs/reliability.md, "The Pi budget").
-LIMITS = {"rss_mb": 20.0, "fds": 1.0, "threads": 1.0, "table": 10.0}
+# Threads: the Swift runtime's pools grow and shrink by one now and then (7 to 8 for good after 20
+# minutes of one run), a step of about 9/h over the fit; a thread leaked at each fault (four in
+# seven minutes) is 34/h.
+LIMITS = {"rss_mb": 20.0, "fds": 1.0, "threads": 20.0, "table": 10.0}
 
 
 def log(text):
