@@ -294,18 +294,13 @@ def measure(args, proximityd):
         result["alive"] = node.poll() is None and ranging()
         return result
     finally:
-        if node:
-            node.send_signal(signal.SIGTERM)
-            try:
-                node.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                node.kill()
-        if sim:
-            sim.send_signal(signal.SIGTERM)
-            try:
-                sim.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                sim.kill()
+        for process in (node, sim):
+            if process:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
         if args.keep:
             print(f"kept {work}", file=sys.stderr)
         else:
