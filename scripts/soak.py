@@ -437,9 +437,14 @@ class Soak:
     def check_events(self):
         last = self.last_seq()
         logged = set(range(self.first_seq + 1, last + 1))
-        time.sleep(2)  # the last signals in flight
-        with self.signals.lock:
-            received = set(s for s in self.signals.logged if s > self.first_seq)
+        # The last signals may still be on their way: wait for them (10 s at most).
+        deadline = time.monotonic() + 10
+        while True:
+            with self.signals.lock:
+                received = set(s for s in self.signals.logged if s > self.first_seq)
+            if logged <= received or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         missing = sorted(logged - received)
         self.events = {"logged": len(logged), "signalled": len(received & logged), "missing_signals": missing[:20]}
         if missing:

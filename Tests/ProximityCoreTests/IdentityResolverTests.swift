@@ -72,6 +72,19 @@ import Testing
         for i in 0 ..< 1000 { _ = r.learn(UUID(), at: "FLOOD-\(i)", time: Double(1 + i)) }
         #expect(r.nodes.count == 16 && r.isVerified(at: "MEMBER") && r.identity(at: "MEMBER") == member)
     }
+
+    @Test("frames of addresses unheard for longer than asked are forgotten; one heard again needs its frame once more")
+    func framesForgotten() {
+        var r = resolver()
+        _ = r.resolve(Observation(address: "old", rssi: -70, time: 0, frame: Self.iBeacon))
+        _ = r.resolve(Observation(address: "kept", rssi: -70, time: 0, frame: Self.iBeacon))
+        _ = r.resolve(Observation(address: "kept", rssi: -70, time: 100))
+        #expect(r.rememberedFrames == 2)
+        #expect(r.forgetFrames(notHeardFor: 120, at: 130) == 1)
+        #expect(r.rememberedFrames == 1)
+        #expect(r.resolve(Observation(address: "old", rssi: -70, time: 131)) == .needsFrame)
+        #expect(r.resolve(Observation(address: "kept", rssi: -70, time: 131)) != IdentityResolver.Resolution.needsFrame)
+    }
 }
 
 private extension String {
@@ -86,5 +99,4 @@ private extension String {
         }
         return bytes
     }
-
 }

@@ -75,7 +75,6 @@ public final class NodeDaemon: Service, Sendable {
                 PublisherService(publisher: publisher, events: publisherEvents),
             ]
             if reloads { services.append(ReloadService(reload: reload)) }
-            services.append(AllocatorService())
             return services
         }
     }
@@ -258,25 +257,6 @@ struct ExporterService: Service {
 
     func run() async throws {
         await cancelWhenGracefulShutdown { [exporter, events] in await exporter.run(events) }
-    }
-}
-
-/// Gives the allocator's free pages back to the system once a minute
-/// (``SystemAllocator/returnFreeMemory()``). The node's heap holds under 10 MB live at 200 beacons
-/// and 1,000 new addresses a minute, but its threads free what others allocated, and glibc keeps
-/// the freed pages of each thread's arena: without this, RSS rose by about 0.6 MB a minute for as
-/// long as it was measured (scripts/soak.sh --budget; docs/reliability.md). A trim of that heap
-/// takes well under a millisecond.
-struct AllocatorService: Service {
-    static let interval: Duration = .seconds(60)
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: Self.interval) } catch { return }
-                SystemAllocator.returnFreeMemory()
-            }
-        }
     }
 }
 
