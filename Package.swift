@@ -112,7 +112,7 @@ let package = Package(
         ),
         // proximityd's and proximity-fleet's MQTT topics and payloads, as Codable types: written by
         // the node and the fleet service, read by the fleet service, proximityctl fleet and the tests.
-        .target(name: "ProximityMQTT", dependencies: ["MQTTKit", "ProximityCore"]),
+        .target(name: "ProximityMQTT", dependencies: ["ProximityCore"]),
         // Command-line options the executables share (the broker's, for proximity-fleet and
         // proximityctl fleet): declared once, outside the libraries.
         .target(
@@ -138,7 +138,7 @@ let package = Package(
         .executableTarget(
             name: "proximity-fleet",
             dependencies: [
-                "ProximityFleet", "FleetMap", "ProximityCommandLine", "MQTTKit", "ProximityCore", "ProximityVersion",
+                "ProximityFleet", "FleetMap", "ProximityCommandLine", "MQTTKit", "ProximityMQTT", "ProximityCore", "ProximityVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

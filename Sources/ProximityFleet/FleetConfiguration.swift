@@ -3,6 +3,8 @@ import ProximityCore
 
 /// What the fleet service is told at start (`proximity-fleet`'s options; docs/fleet.md).
 public struct FleetConfiguration: Sendable {
+    /// The broker, as its log lines name it (`mqtt://HOST:PORT`).
+    public var broker = "the broker"
     /// The nodes' topic root: their prefixes are `<root>/<node name>` (the nodes' default).
     public var root = "proximityd"
     /// This service's topics start with it.

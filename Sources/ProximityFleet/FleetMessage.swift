@@ -1,5 +1,4 @@
 import Foundation
-import MQTTKit
 import ProximityMQTT
 
 /// What the fleet service hears on the broker, parsed once from a topic and its payload (the

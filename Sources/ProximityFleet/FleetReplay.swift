@@ -1,5 +1,4 @@
 import Foundation
-import MQTTKit
 import ProximityCore
 import ProximityMQTT
 
@@ -88,6 +87,7 @@ public struct FleetReplay: Sendable {
                 switch publication {
                 case .report(let peer): out.append((topics.peer(peer.identifier.rawValue), MQTTJSON.encode(PeerReport(peer, at: t))))
                 case .gone(let id): out.append((topics.peer(id.rawValue), MQTTJSON.encode(PeerReport.gone(id.rawValue, at: MQTTRounding.milliseconds(t)))))
+                case .compatibility: break
                 }
             }
             nodes[name] = node

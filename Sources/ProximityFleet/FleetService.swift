@@ -44,8 +44,9 @@ public actor FleetService {
     /// A value read from the step (the map, tests).
     public func read<T: Sendable>(_ value: (FleetStep) -> T) -> T { value(step) }
 
-    /// Runs until the task is cancelled: connects, and ticks the step once a second (or at each
-    /// element of `ticks`, a test's clock).
+    /// Runs until the task is cancelled: makes sure no other service with its topics is online
+    /// (``claim(_:)``), connects, and ticks the step once a second (or at each element of
+    /// `ticks`, a test's clock). Throws ``FleetServiceConflict`` when another one is.
     public func run(ticks: AsyncStream<Void>? = nil) async throws {
         var options = broker
         options.will = .init(topic: topics.status, payload: "offline", qos: 1, retain: true)
@@ -53,23 +54,104 @@ public actor FleetService {
         self.client = client
         let events = Task { [weak self] in for await e in client.events { await self?.connection(e) } }
         let messages = Task { [weak self] in for await m in client.messages { await self?.received(m) } }
-        logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(options.host):\(options.port)",
+        logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(configuration.broker)",
                                                                "rule": "\(configuration.rule.rawValue)"])
         if let plan = configuration.plan {
             logger.info("floor plan", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)", "rooms": "\(plan.rooms.count)",
                                                  "cells": "\(step.positions?.grid.count ?? 0)"])
         }
-        client.connect()
+        // The ticks go on while it waits to claim the topics (the map shows the broker connecting).
+        let claiming = Task { [weak self] in
+            guard let self else { return }
+            do {
+                try await self.claim(options)
+                client.connect()
+            } catch {
+                await self.refuse(error)
+            }
+        }
         if let ticks {
-            for await _ in ticks { carryOut(step.tick(at: now())) }
+            for await _ in ticks {
+                if conflict != nil { break }
+                carryOut(step.tick(at: now()))
+            }
         } else {
-            while !Task.isCancelled {
+            while !Task.isCancelled, conflict == nil {
                 do { try await Task.sleep(for: .seconds(1)) } catch { break }
                 carryOut(step.tick(at: now()))
             }
         }
+        claiming.cancel()
         // Not in this (cancelled) task: saying offline waits for the broker's acknowledgement.
         await Task { await self.finish(events: events, messages: messages) }.value
+        if let conflict { throw conflict }
+    }
+
+    private var conflict: FleetServiceConflict?
+
+    private func refuse(_ error: any Error) {
+        guard let error = error as? FleetServiceConflict else { return }   // cancelled
+        conflict = error
+    }
+
+    /// Whether this service may take its topics: a probe connection (its own client id, no will)
+    /// reads the retained `<prefix>/status`. `online` is another service, live or dead: a dead
+    /// one's will turns it `offline` within 1.5 keepalives, so it waits that long (and 5 s) for
+    /// that, and throws ``FleetServiceConflict`` if it stays online. Connecting with the same
+    /// client id would knock the running one off the broker instead, and the two would take turns.
+    /// Problems reaching the broker are the step's to log, as for the service's own connection.
+    private func claim(_ options: MQTTOptions) async throws {
+        var probeOptions = options
+        probeOptions.clientID = "\(options.clientID)-claim-\(getpid())"
+        probeOptions.will = nil
+        let probe = try MQTTClient(probeOptions)
+        defer { probe.disconnect() }
+        probe.connect()
+        for await event in probe.events {
+            if case .connected = event { break }
+            switch event {
+            case .refused(let code, let reason): carryOut(step.connection(.refused(code: Int(code), reason: reason), at: now()))
+            case .disconnected(_, let reason): carryOut(step.connection(.disconnected(reason: reason, tls: event.isTLSFailure), at: now()))
+            case .connected: break
+            }
+        }
+        try Task.checkCancellation()
+        // The broker sends a subscription's retained message before it takes the next request:
+        // the marker, published after both subscriptions, comes after the status, if any.
+        let marker = "\(configuration.prefix)/claim/\(UUID().uuidString.lowercased())"
+        try await probe.subscribe(topics.status)
+        try await probe.subscribe(marker)
+        try await probe.publish(marker, "claim", qos: 1)
+        let status = topics.status
+        let grace = Double(options.keepalive) * 1.5 + 5
+        let logger = self.logger
+        let online = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                var online = false
+                var marked = false
+                for await message in probe.messages {
+                    if message.topic == status { online = message.string == "online" }
+                    if message.topic == marker {
+                        marked = true
+                        if online {
+                            logger.warning("another proximity-fleet is online on this broker: waiting for it to say offline",
+                                           metadata: ["topic": "\(status)", "broker": "\(options.host):\(options.port)",
+                                                      "seconds": "\(Int(grace))"])
+                        }
+                    }
+                    if marked, !online { return false }
+                }
+                return online
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(grace))
+                return true
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+        guard online else { return }
+        throw FleetServiceConflict(broker: configuration.broker, topic: status, waited: grace)
     }
 
     private func finish(events: Task<Void, Never>, messages: Task<Void, Never>) async {
@@ -130,5 +212,16 @@ public actor FleetService {
                 configuration.views?.show(plan: plan)
             }
         }
+    }
+}
+
+/// Another fleet service with the same topics is online on the broker (``FleetService/run(ticks:)``).
+public struct FleetServiceConflict: Error, CustomStringConvertible, Sendable {
+    public var broker: String
+    public var topic: String
+    public var waited: Double
+
+    public var description: String {
+        "another proximity-fleet is online on \(broker): \(topic) has said online for \(Int(waited)) s (a stopped or crashed one says offline sooner). Stop it first, or give this one its own --prefix and --client-id"
     }
 }

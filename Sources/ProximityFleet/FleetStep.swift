@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import MQTTKit
 import ProximityCore
 import ProximityMQTT
 
@@ -57,6 +56,10 @@ public struct FleetStep: Sendable {
     /// The room each device was last published with (restored from the retained messages too).
     private var published: [String: String] = [:]
     private var discovered: Set<String> = []
+    /// Each room's devices as last published (`<prefix>/rooms/<room>`), and the rooms whose
+    /// entities were discovered on this connection.
+    private var occupancy: [String: FleetRoomOccupancy] = [:]
+    private var roomsDiscovered: Set<String> = []
     /// The devices' display names and kinds, as the nodes last reported them.
     private var names: [String: String] = [:]
     /// What each node's last report of a device said of its proof with the fleet's key (a node's
@@ -129,28 +132,34 @@ public struct FleetStep: Sendable {
             broker = .init(state: "connected", since: MQTTRounding.milliseconds(t))
             connected = true
             lastProblem = nil
-            var effects: [FleetEffect] = [.log(.init(.notice, "connected to the MQTT broker")), publish(topics.status, "online")]
+            var effects: [FleetEffect] = [.log(.init(.notice, "connected to the MQTT broker", ["broker": configuration.broker])),
+                                          publish(topics.status, "online")]
             discovered = []
+            roomsDiscovered = []
+            // A broker that restarted without persistence lost every retained message: what this
+            // run published goes out again (the rooms' occupancy at the next tick).
+            effects += republish()
+            occupancy = [:]
             // Its own retained rooms first: the broker sends them right after that subscription's
             // acknowledgement, before it even takes the next subscription, so a restart takes its
             // rooms back before any node's report can decide one afresh.
             // Then the nodes' retained states (their roles), before any report.
             effects.append(.subscribe(["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/state", "\(configuration.root)/+/status",
                                        "\(configuration.root)/+/peers/+", "\(configuration.root)/+/\(NodeTopics.hearingsLevel)"] + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])))
-            for device in published.keys.sorted() { effects += discover(device) }
             dirty = true
             return effects
         case .refused(let code, let reason):
             if broker.state != "down" { broker = .init(state: "down", since: MQTTRounding.milliseconds(t), reason: reason) }
-            return problem("the MQTT broker refused the connection: \(reason)\(code == 4 || code == 5 ? " (check --username and --password-file)" : ""); retrying with back-off")
+            return problem("the MQTT broker at \(configuration.broker) refused the connection: \(reason)\(code == 4 || code == 5 ? " (check --username and --password-file)" : ""); retrying with back-off")
         case .disconnected(let reason, let tls):
             if broker.state != "down" { broker = .init(state: "down", since: MQTTRounding.milliseconds(t), reason: reason) }
             defer { connected = false }
             if connected {
-                return [.log(.init(.warning, "lost the connection to the MQTT broker: reconnecting with back-off", ["reason": reason]))]
-            } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
+                return [.log(.init(.warning, "lost the connection to the MQTT broker at \(configuration.broker): reconnecting with back-off",
+                                   ["reason": reason]))]
+            } else if lastProblem?.hasPrefix("the MQTT broker at \(configuration.broker) refused") != true {
                 let hint = tls ? " (check --ca-file: the CA that signed the broker's certificate, and the host in --broker)" : ""
-                return problem("cannot reach the MQTT broker: \(reason)\(hint); retrying with back-off")
+                return problem("cannot reach the MQTT broker at \(configuration.broker): \(reason)\(hint); retrying with back-off")
             }
             return []
         }
@@ -169,7 +178,9 @@ public struct FleetStep: Sendable {
         case .homeAssistant(let online):
             guard online else { return [] }
             discovered = []
+            roomsDiscovered = []
             for device in published.keys.sorted() { effects += discover(device) }
+            for room in occupancy.keys.sorted() { effects += discoverRoom(room) }
         case .ownRoom(let device, let room):
             // Our own retained room, from before a restart: taken back unless already decided.
             guard published[device] == nil, !room.isEmpty, !isPlanNode(device: device) else { return [] }
@@ -342,6 +353,7 @@ public struct FleetStep: Sendable {
         }
         if configuration.views != nil { effects.append(show(at: t)) }
         guard connected else { return effects }
+        effects += occupied()
         for device in reported.sorted() where t - (attributesSent[device] ?? -.infinity) >= configuration.attributesInterval {
             effects.append(publish(topics.attributes(device), attributes(device, at: t)))
             attributesSent[device] = t
@@ -553,22 +565,95 @@ public struct FleetStep: Sendable {
             : .init(identifiers: [object], name: name, manufacturer: "proximityd", model: "tracked device")
         var config = DiscoveryConfig(name: nil, uniqueID: object, stateTopic: topics.room(device), device: owner,
                                      origin: .init(name: "proximity-fleet"))
-        config.objectID = object
+        config.setEntityID(.deviceTracker, object)
         config.jsonAttributesTopic = topics.attributes(device)
         config.payloadHome = "home"
         config.payloadNotHome = "not_home"
         config.sourceType = "bluetooth_le"
         config.setAvailability(topics.status)
-        var effects = [publish("\(configuration.discoveryPrefix)/device_tracker/\(object)/config", MQTTJSON.encode(config))]
+        var effects = [publish("\(configuration.discoveryPrefix)/\(DiscoveryComponent.deviceTracker.rawValue)/\(object)/config",
+                               MQTTJSON.encode(config))]
         guard positions != nil else { return effects }
         // The room as a sensor: a device_tracker shows a room only as its state, and automations
         // and history want the room by name.
         var sensor = DiscoveryConfig(name: "Room", uniqueID: "\(object)_room", stateTopic: topics.room(device), device: owner,
                                      origin: .init(name: "proximity-fleet"))
-        sensor.objectID = "\(object)_room"
+        sensor.setEntityID(.sensor, "\(object)_room")
         sensor.icon = "mdi:floor-plan"
         sensor.setAvailability(topics.status)
         effects.append(publish(Self.roomSensorTopic(discoveryPrefix: configuration.discoveryPrefix, device: device), MQTTJSON.encode(sensor)))
+        return effects
+    }
+
+    // MARK: - Rooms' occupancy
+
+    /// The rooms whose occupancy is published: the plan's rooms, or without a plan the nodes that
+    /// make rooms (fixed, taken, heard from); and any room a device was given.
+    private var rooms: Set<String> {
+        var rooms = Set(published.values).subtracting(["not_home", Self.homeOutsideRooms])
+        if let positions {
+            rooms.formUnion(positions.plan.rooms.map(\.name))
+        } else {
+            rooms.formUnion(nodeSeen.keys.filter { !mobile.contains($0) && takes($0) })
+        }
+        return rooms
+    }
+
+    /// Each room whose devices changed (every room after a new connection): its occupancy,
+    /// retained, and its entities' discovery once per connection.
+    private mutating func occupied() -> [FleetEffect] {
+        var inRoom: [String: [String]] = [:]
+        for (device, room) in published { inRoom[room, default: []].append(device) }
+        var effects: [FleetEffect] = []
+        for room in rooms.sorted() {
+            let devices = (inRoom[room] ?? []).sorted()
+            let now = FleetRoomOccupancy(room: room, devices: devices, names: devices.map { names[$0] ?? $0 })
+            guard occupancy[room] != now else { continue }
+            occupancy[room] = now
+            effects += discoverRoom(room)
+            effects.append(publish(topics.occupancy(room), MQTTJSON.encode(now)))
+        }
+        return effects
+    }
+
+    /// Home Assistant discovery of a room's entities, on the fleet service's device: an
+    /// occupancy `binary_sensor` (on while a tracked device is in it) and a `sensor` of how many,
+    /// with their names as attributes. Once per connection.
+    private mutating func discoverRoom(_ room: String) -> [FleetEffect] {
+        guard configuration.discovery, connected, roomsDiscovered.insert(room).inserted else { return [] }
+        let object = "proximity_fleet_room_\(MQTTTopic.objectID(room))"
+        var occupied = DiscoveryConfig(name: "\(room) occupancy", uniqueID: "\(object)_occupancy", stateTopic: topics.occupancy(room),
+                                       device: .fleet, origin: .init(name: "proximity-fleet"))
+        occupied.setEntityID(.binarySensor, "proximity_fleet_\(room)_occupancy")
+        occupied.deviceClass = "occupancy"
+        occupied.valueTemplate = "{{ 'ON' if value_json.count > 0 else 'OFF' }}"
+        occupied.setAvailability(topics.status)
+        var count = DiscoveryConfig(name: "\(room) devices", uniqueID: "\(object)_devices", stateTopic: topics.occupancy(room),
+                                    device: .fleet, origin: .init(name: "proximity-fleet"))
+        count.setEntityID(.sensor, "proximity_fleet_\(room)_devices")
+        count.valueTemplate = "{{ value_json.count }}"
+        count.stateClass = "measurement"
+        count.icon = "mdi:account-multiple"
+        count.jsonAttributesTopic = topics.occupancy(room)
+        count.setAvailability(topics.status)
+        let prefix = configuration.discoveryPrefix
+        return [publish("\(prefix)/\(DiscoveryComponent.binarySensor.rawValue)/\(object)/occupancy/config", MQTTJSON.encode(occupied)),
+                publish("\(prefix)/\(DiscoveryComponent.sensor.rawValue)/\(object)/devices/config", MQTTJSON.encode(count))]
+    }
+
+    /// What this run published and keeps retained, again: each device's room, attributes and
+    /// position, and the calibration (after a broker restart that lost them).
+    private mutating func republish() -> [FleetEffect] {
+        guard !published.isEmpty || lastCalibration != nil else { return [] }
+        var effects: [FleetEffect] = []
+        let t = lastTick ?? 0
+        for device in published.keys.sorted() {
+            effects += discover(device)
+            effects.append(publish(topics.room(device), published[device]!))
+            effects.append(publish(topics.attributes(device), attributes(device, at: t)))
+            if let position = lastPosition[device] { effects.append(publish(topics.position(device), MQTTJSON.encode(position))) }
+        }
+        if let lastCalibration { effects.append(publish(topics.calibration, MQTTJSON.encode(lastCalibration))) }
         return effects
     }
 

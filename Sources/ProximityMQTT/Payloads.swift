@@ -1,6 +1,5 @@
 import Foundation
 import ProximityCore
-import MQTTKit
 
 /// The JSON of every payload proximityd and proximity-fleet publish: sorted keys, slashes as they
 /// are (what `mosquitto_sub` shows and Home Assistant reads).
@@ -315,6 +314,25 @@ public struct FleetTopics: Sendable, Hashable {
     public func position(_ device: String) -> String { "\(prefix)/devices/\(MQTTTopic.segment(device))/position" }
     /// ``FleetCalibrationPayload``, retained, with a floor plan, after each fit.
     public var calibration: String { "\(prefix)/calibration" }
+    /// ``FleetRoomOccupancy``, retained: the devices in a room, when they change.
+    public func occupancy(_ room: String) -> String { "\(prefix)/rooms/\(MQTTTopic.segment(room))" }
+}
+
+/// What `<prefix>/rooms/<room>` holds: the tracked devices whose room it is, by identifier and by
+/// name (a device's display name, or its identifier when it has none), both in the identifiers'
+/// order. Home Assistant's occupancy and count entities of the room read it.
+public struct FleetRoomOccupancy: Codable, Hashable, Sendable {
+    public var room: String
+    public var count: Int
+    public var devices: [String]
+    public var names: [String]
+
+    public init(room: String, devices: [String], names: [String]) {
+        self.room = room
+        count = devices.count
+        self.devices = devices
+        self.names = names
+    }
 }
 
 /// What `<prefix>/devices/<id>/position` holds, with a floor plan: where the device is on it.
@@ -442,6 +460,14 @@ public struct FleetTable: Codable, Hashable, Sendable {
 
 // MARK: - Home Assistant discovery
 
+/// The Home Assistant entity platforms the node and the fleet service discover: the second level of
+/// a discovery topic, and the domain of an entity id.
+public enum DiscoveryComponent: String, Sendable, Hashable {
+    case sensor
+    case binarySensor = "binary_sensor"
+    case deviceTracker = "device_tracker"
+}
+
 /// One entity's discovery config (`<discovery-prefix>/<component>/<object>/<entity>/config`):
 /// the fields the node's and the fleet service's entities use.
 public struct DiscoveryConfig: Codable, Hashable, Sendable {
@@ -457,6 +483,10 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
             self.manufacturer = manufacturer
             self.model = model
         }
+
+        /// The fleet service itself: its rooms' entities.
+        public static let fleet = Device(identifiers: ["proximity_fleet"], name: "proximity-fleet", manufacturer: "proximityd",
+                                         model: "fleet service")
 
         /// A proximityd node, named `name`: its own entities' device, and the fleet's
         /// `device_tracker` of it when it is tracked.
@@ -474,7 +504,11 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
     /// then names after the device alone.
     public var name: String?
     public var uniqueID: String
-    public var objectID: String?
+    /// The entity id Home Assistant gives the entity when it first sees it, without its domain:
+    /// `object_id` for releases before 2025.10, and `default_entity_id` (`<domain>.<object id>`),
+    /// which replaces it from 2025.10 on (``setEntityID(_:_:)`` sets both).
+    public private(set) var objectID: String?
+    public private(set) var defaultEntityID: String?
     public var deviceClass: String?
     public var entityCategory: String?
     public var stateTopic: String
@@ -494,7 +528,8 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
     public var origin: Origin
 
     enum CodingKeys: String, CodingKey {
-        case name, uniqueID = "unique_id", objectID = "object_id", deviceClass = "device_class", entityCategory = "entity_category"
+        case name, uniqueID = "unique_id", objectID = "object_id", defaultEntityID = "default_entity_id"
+        case deviceClass = "device_class", entityCategory = "entity_category"
         case stateTopic = "state_topic", valueTemplate = "value_template", stateClass = "state_class", icon
         case payloadOn = "payload_on", payloadOff = "payload_off", jsonAttributesTopic = "json_attributes_topic"
         case payloadHome = "payload_home", payloadNotHome = "payload_not_home", sourceType = "source_type"
@@ -515,6 +550,7 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
         try c.encode(name, forKey: .name)   // null, not absent: absent, Home Assistant makes up a name
         try c.encode(uniqueID, forKey: .uniqueID)
         try c.encodeIfPresent(objectID, forKey: .objectID)
+        try c.encodeIfPresent(defaultEntityID, forKey: .defaultEntityID)
         try c.encodeIfPresent(deviceClass, forKey: .deviceClass)
         try c.encodeIfPresent(entityCategory, forKey: .entityCategory)
         try c.encode(stateTopic, forKey: .stateTopic)
@@ -538,6 +574,32 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
     /// the node's own entities and, when the node is tracked, the fleet's `device_tracker` share
     /// it, so a tracked node is one device.
     public static func nodeDeviceID(identity: String) -> String { "proximityd_\(MQTTTopic.objectID(identity.lowercased()))" }
+
+    /// The entity's id in Home Assistant, `<component>.<slug>`, in both keys (``objectID``,
+    /// ``defaultEntityID``); `id` made an entity id's object part as Home Assistant would
+    /// (``entitySlug(_:)``).
+    public mutating func setEntityID(_ component: DiscoveryComponent, _ id: String) {
+        let slug = Self.entitySlug(id)
+        objectID = slug
+        defaultEntityID = "\(component.rawValue).\(slug)"
+    }
+
+    /// `text` as the object part of a Home Assistant entity id, as Home Assistant's `slugify` makes
+    /// it: lowercase letters and digits, every run of other characters one `_`, none at either end.
+    public static func entitySlug(_ text: String) -> String {
+        var out = ""
+        var gap = false
+        for s in text.lowercased().unicodeScalars {
+            if s.isASCII, ("a"..."z").contains(s) || ("0"..."9").contains(s) {
+                if gap, !out.isEmpty { out += "_" }
+                gap = false
+                out.unicodeScalars.append(s)
+            } else {
+                gap = true
+            }
+        }
+        return out.isEmpty ? "unknown" : out
+    }
 
     /// Available while `topic` says `online`.
     public mutating func setAvailability(_ topic: String) {

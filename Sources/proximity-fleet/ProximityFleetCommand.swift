@@ -7,6 +7,7 @@ import MQTTKit
 import ProximityCore
 import ProximityCommandLine
 import ProximityFleet
+import ProximityMQTT
 import ServiceLifecycle
 
 /// `proximity-fleet`: the fleet's view, from every node's MQTT reports. The service is `run`, the
@@ -72,7 +73,9 @@ struct Run: AsyncParsableCommand {
 
             Exit status: 0 after SIGTERM or SIGINT; 64 for a bad argument; 65 when the plan has \
             problems (each on its own line, FILE:LINE:COLUMN: message); 66 when the password \
-            file or the plan cannot be read; 69 when the map cannot listen on --http's address. Errors are one line on standard error, \
+            file or the plan cannot be read; 69 when the map cannot listen on --http's address; 75 \
+            when another proximity-fleet with the same --prefix is online on the broker (it waits \
+            1.5 keepalives for a crashed one's will first). Errors are one line on standard error, \
             proximity-fleet: error: MESSAGE (a bad argument adds a line naming the help to read).
 
             Examples:
@@ -97,6 +100,11 @@ struct Run: AsyncParsableCommand {
 
     @Option(name: .customLong("client-id"), help: ArgumentHelp("The MQTT client id.", valueName: "id"))
     var clientID = "proximity-fleet"
+
+    @Option(help: ArgumentHelp(
+        "The MQTT keepalive, seconds (5...3600): the broker says offline for a service that died without a word 1.5 times this later, and a service started meanwhile with the same --prefix waits that long for it.",
+        valueName: "seconds"))
+    var keepalive = 30
 
     @Option(help: ArgumentHelp("The nodes' topic root: their prefixes are <root>/<node name>.", valueName: "topic"))
     var root = "proximityd"
@@ -178,6 +186,7 @@ struct Run: AsyncParsableCommand {
             if let problem = PeerID.formProblem(PeerID.canonical(id)) { throw ValidationError("--track: \(problem)") }
         }
         if clientID.isEmpty { throw ValidationError("--client-id: must not be empty") }
+        if !(5...3600).contains(keepalive) { throw ValidationError("--keepalive: must be in 5...3600 seconds, not \(keepalive)") }
         if plan?.isEmpty == true { throw ValidationError("--plan: must not be empty") }
         if let outsideNodes, plan == nil {
             throw ValidationError("--outside-nodes \(outsideNodes.rawValue): only with --plan (without a plan every node's reports make rooms)")
@@ -208,8 +217,11 @@ struct Run: AsyncParsableCommand {
         let logger = Logger(label: "proximity-fleet")
         // A plan with problems ends the command here (65; 66 when it cannot be read).
         let floorPlan = plan.map { Self.loadPlan($0) }
-        let options: MQTTOptions
-        do { options = try connection.options(clientID: clientID) } catch {
+        var options: MQTTOptions
+        do {
+            options = try connection.options(clientID: clientID)
+            options.keepalive = keepalive
+        } catch {
             FileHandle.standardError.write(Data("proximity-fleet: error: --password-file \(error)\n".utf8))
             Foundation.exit(66)
         }
@@ -223,6 +235,7 @@ struct Run: AsyncParsableCommand {
         configuration.track = track.isEmpty ? nil : Set(track.map(PeerID.canonical))
         configuration.discovery = discovery
         configuration.discoveryPrefix = discoveryPrefix
+        configuration.broker = (try? MQTTBrokerURL.parse(connection.broker)).map { "\($0)" } ?? connection.broker
         configuration.plan = floorPlan
         configuration.outsideNodes = outsideNodes ?? configuration.outsideNodes
         let map = try http.map { (address: try FleetMapAddress(parsing: $0), views: FleetViews(editable: edit)) }
@@ -270,6 +283,9 @@ struct Run: AsyncParsableCommand {
         do { try await group.run() } catch let error as FleetMapError {
             FileHandle.standardError.write(Data("proximity-fleet: error: --http: \(error)\n".utf8))
             Foundation.exit(69)
+        } catch let error as FleetServiceConflict {
+            FileHandle.standardError.write(Data("proximity-fleet: error: \(error)\n".utf8))
+            Foundation.exit(75)
         }
     }
 }

@@ -417,3 +417,40 @@ struct ReportThrottleTests {
         #expect(ReportThrottle.Configuration().problem == nil)
     }
 }
+
+@Suite("PeerPublishing: what a node's report publishes")
+struct PeerPublishingTests {
+    static func peer(_ distance: Double, _ zone: Proximity = .near) -> PeerSnapshot {
+        PeerSnapshot(identifier: PeerID("phone"), kind: .ibeacon, address: "AA:BB:CC:DD:EE:01", beacon: nil, proximity: zone, distance: distance,
+                     rssi: -60, lastSeen: 0)
+    }
+
+    static func kinds(_ publications: [PeerPublishing.Publication]) -> [String] {
+        publications.map {
+            switch $0 {
+            case .report: "report"
+            case .compatibility: "compatibility"
+            case .gone: "gone"
+            }
+        }
+    }
+
+    @Test("issue 34: with compatibility forms, a device standing still goes out in them every 2 s (mqtt_room's 5 s timeout never passes) and natively every 5 s; none without them; gone once")
+    func compatibilityHeartbeat() {
+        var publishing = PeerPublishing(throttle: .init(heartbeat: 5, skipDistance: 0.5), compatibility: true)
+        var kinds: [String] = []
+        for t in 0..<11 { kinds += Self.kinds(publishing.publications(peers: [Self.peer(2)], removed: [], at: Double(t))) }
+        #expect(kinds == ["report", "compatibility", "compatibility", "report", "compatibility", "compatibility", "report"], "\(kinds)")
+        // A move: both at once, and the heartbeat counts from there.
+        #expect(Self.kinds(publishing.publications(peers: [Self.peer(4)], removed: [], at: 11)) == ["report"])
+        #expect(Self.kinds(publishing.publications(peers: [Self.peer(4)], removed: [], at: 12)).isEmpty)
+        #expect(Self.kinds(publishing.publications(peers: [Self.peer(4)], removed: [], at: 13)) == ["compatibility"])
+        #expect(Self.kinds(publishing.publications(peers: [Self.peer(4, .unknown)], removed: [], at: 14)) == ["gone"])
+        #expect(Self.kinds(publishing.publications(peers: [Self.peer(4, .unknown)], removed: [], at: 15)).isEmpty)
+
+        var plain = PeerPublishing(throttle: .init(heartbeat: 5, skipDistance: 0.5))
+        var natives: [String] = []
+        for t in 0..<11 { natives += Self.kinds(plain.publications(peers: [Self.peer(2)], removed: [], at: Double(t))) }
+        #expect(natives == ["report", "report", "report"])
+    }
+}

@@ -54,7 +54,11 @@ import Testing
         var seed: UInt64 = 1
         for t in stride(from: 100.0, through: 110, by: 1) { effects += Self.nodesHearEachOther(&step, at: t, seed: &seed) }
         let published = effects.compactMap { if case .publish(let topic, _, _) = $0 { topic } else { nil } }
-        #expect(!published.contains { $0.contains("/devices/") || $0.contains("device_tracker") || $0.contains("/sensor/") }, "\(published)")
+        #expect(!published.contains { ($0.contains("/devices/") || $0.contains("device_tracker") || $0.contains("/sensor/"))
+            && !$0.contains("proximity_fleet_room_") }, "\(published)")
+        // The plan's rooms are published empty: the nodes are in no room.
+        let rooms = effects.compactMap { if case .publish(let topic, let payload, _) = $0, topic.contains("/rooms/") { payload } else { nil } }
+        #expect(!rooms.isEmpty && rooms.allSatisfy { MQTTJSON.decode(FleetRoomOccupancy.self, from: $0.utf8)?.count == 0 }, "\(rooms)")
         #expect(step.table(at: 110).devices.isEmpty)
         #expect(step.positions?.calibration.pairs.count == 12)
 
@@ -136,5 +140,81 @@ import Testing
         effects += step.tick(at: 13)
         #expect(said(effects, member) == .some(false), "\(effects)")
         #expect(step.table(at: 13).devices.first { $0.id == member }?.verified == false)
+    }
+
+    static func publications(_ effects: [FleetEffect]) -> [String: String] {
+        var out: [String: String] = [:]
+        for case .publish(let topic, let payload, _) in effects { out[topic] = payload }
+        return out
+    }
+
+    @Test("issue 34: each room's occupancy and device count (with the devices' names), discovered for Home Assistant with default_entity_id and object_id; after a reconnection (a broker that lost its retained messages) every retained state goes out again")
+    func roomsOccupancyAndRepublish() throws {
+        var configuration = FleetConfiguration()
+        configuration.broker = "mqtt://broker.lan:1883"
+        var step = FleetStep(configuration)
+        var effects = step.connection(.connected, at: 0)
+        #expect(effects.contains(.log(.init(.notice, "connected to the MQTT broker", ["broker": "mqtt://broker.lan:1883"]))))
+        for node in ["kitchen", "hall"] {
+            let state = NodeStatePayload(id: UUID().uuidString.lowercased(), name: node, adapter: "hci0", advertising: true, discovering: true,
+                                         peers: 1, rssiOffset: 0, outboxDropped: 0)
+            effects += step.receive(.nodeState(node: node, state), at: 0.5)
+        }
+        for t in stride(from: 1.0, through: 12, by: 1) {
+            for (node, d) in [("kitchen", 1.0), ("hall", 6.0)] {
+                let report = PeerReport(id: "tag1", kind: "ibeacon", rssi: -60, rssiAt1m: -59, distance: d, proximity: "near", time: t,
+                                        name: "Anna's keys")
+                effects += step.receive(.report(node: node, device: "tag1", report), at: t)
+            }
+            effects += step.tick(at: t)
+        }
+        var published = Self.publications(effects)
+        #expect(published["proximity-fleet/devices/tag1/room"] == "kitchen")
+        let kitchen = try #require(MQTTJSON.decode(FleetRoomOccupancy.self, from: (published["proximity-fleet/rooms/kitchen"] ?? "").utf8))
+        #expect(kitchen == FleetRoomOccupancy(room: "kitchen", devices: ["tag1"], names: ["Anna's keys"]))
+        #expect(MQTTJSON.decode(FleetRoomOccupancy.self, from: (published["proximity-fleet/rooms/hall"] ?? "").utf8)?.count == 0)
+
+        // Discovery: the tracker, and the rooms' entities on the fleet service's device.
+        let tracker = try FleetEndToEndJSON.object(published["homeassistant/device_tracker/proximity_fleet_tag1/config"])
+        #expect(tracker["object_id"] as? String == "proximity_fleet_tag1")
+        #expect(tracker["default_entity_id"] as? String == "device_tracker.proximity_fleet_tag1")
+        let occupancy = try FleetEndToEndJSON.object(published["homeassistant/binary_sensor/proximity_fleet_room_kitchen/occupancy/config"])
+        #expect(occupancy["default_entity_id"] as? String == "binary_sensor.proximity_fleet_kitchen_occupancy")
+        #expect(occupancy["object_id"] as? String == "proximity_fleet_kitchen_occupancy")
+        #expect(occupancy["device_class"] as? String == "occupancy")
+        #expect(occupancy["state_topic"] as? String == "proximity-fleet/rooms/kitchen")
+        #expect((occupancy["device"] as? [String: Any])?["name"] as? String == "proximity-fleet")
+        let count = try FleetEndToEndJSON.object(published["homeassistant/sensor/proximity_fleet_room_kitchen/devices/config"])
+        #expect(count["default_entity_id"] as? String == "sensor.proximity_fleet_kitchen_devices")
+        #expect(count["json_attributes_topic"] as? String == "proximity-fleet/rooms/kitchen")
+        #expect(count["value_template"] as? String == "{{ value_json.count }}")
+
+        // Unchanged: nothing again.
+        #expect(Self.publications(step.tick(at: 13)).keys.filter { $0.contains("/rooms/") }.isEmpty)
+
+        // The broker restarts (without persistence) and the service reconnects: the room, the
+        // attributes and the discovery go out at once, the rooms' occupancy at the next tick.
+        _ = step.connection(.disconnected(reason: "closed", tls: false), at: 14)
+        let again = step.connection(.connected, at: 15)
+        published = Self.publications(again)
+        #expect(published["proximity-fleet/devices/tag1/room"] == "kitchen")
+        #expect(published["proximity-fleet/devices/tag1/attributes"] != nil)
+        #expect(published["homeassistant/device_tracker/proximity_fleet_tag1/config"] != nil)
+        published = Self.publications(step.tick(at: 16))
+        #expect(MQTTJSON.decode(FleetRoomOccupancy.self, from: (published["proximity-fleet/rooms/kitchen"] ?? "").utf8)?.count == 1)
+        #expect(published["homeassistant/binary_sensor/proximity_fleet_room_kitchen/occupancy/config"] != nil)
+
+        // Broker problems name the broker.
+        let lost = step.connection(.disconnected(reason: "connection refused", tls: false), at: 17)
+        let down = step.connection(.disconnected(reason: "connection refused", tls: false), at: 18)
+        let lines = (lost + down).compactMap { if case .log(let line) = $0 { line.message } else { nil } }
+        #expect(lines.count == 2 && lines.allSatisfy { $0.contains("mqtt://broker.lan:1883") }, "\(lines)")
+    }
+}
+
+/// A JSON object from a payload.
+enum FleetEndToEndJSON {
+    static func object(_ text: String?) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data((text ?? "").utf8)) as? [String: Any], "not a JSON object: \(text ?? "nil")")
     }
 }

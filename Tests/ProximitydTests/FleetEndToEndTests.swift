@@ -93,6 +93,44 @@ struct FleetEndToEndTests {
 }
 
 extension FleetEndToEndTests {
+    @Test("issue 34: a second service with the same topics refuses to start (exit 75, naming the broker) and the first never blinks offline; after a broker restart without persistence every retained state is back, the rooms' occupancy too")
+    func manners() async throws {
+        try await MosquittoBroker.with { broker in
+            let sub = try await Subscriber.start(broker, ["proximity-fleet/#"])
+            let fleet = try Self.fleet(broker, ["--keepalive", "5"])
+            let nodes = try MQTTClient(MQTTOptions(host: "127.0.0.1", port: broker.port, clientID: "test-nodes"))
+            nodes.connect()
+            defer { nodes.disconnect() }
+            #expect(await sub.wait("proximity-fleet/status", payload: "online"))
+            let feed = Self.report(nodes, "tag1", ["kitchen": 1.0, "hall": 6.0])
+            defer { feed.cancel() }
+            let room = "proximity-fleet/devices/tag1/room"
+            #expect(await sub.wait(room, payload: "kitchen"))
+            #expect(await sub.wait("proximity-fleet/rooms/kitchen") { MQTTJSON.decode(FleetRoomOccupancy.self, from: $0.utf8)?.count == 1 })
+
+            // A second service on the same topics, by mistake: it waits for the first's will
+            // (1.5 keepalives and 5 s), then refuses; the first stays online throughout.
+            let second = try Self.fleet(broker, ["--keepalive", "5"])
+            let status = try await second.waitForExit(timeout: .seconds(60))
+            #expect(status == 75, "\(second.stderr)")
+            #expect(second.stderr.contains("error: another proximity-fleet is online on mqtt://127.0.0.1:\(broker.port)"), "\(second.stderr)")
+            #expect(sub.payloads("proximity-fleet/status") == ["online"], "\(sub.payloads("proximity-fleet/status"))")
+            #expect(fleet.exitStatus == nil)
+
+            // The broker restarts and forgets every retained message: the service publishes its own again.
+            await sub.stop()
+            try await broker.restart()
+            let after = try await Subscriber.start(broker, ["proximity-fleet/#"])
+            #expect(await after.wait(room, payload: "kitchen", timeout: .seconds(30)))
+            #expect(await after.wait("proximity-fleet/devices/tag1/attributes"))
+            #expect(await after.wait("proximity-fleet/rooms/kitchen") { MQTTJSON.decode(FleetRoomOccupancy.self, from: $0.utf8)?.count == 1 })
+            #expect(await after.wait("proximity-fleet/status", payload: "online"))
+            await after.stop()
+            await fleet.stop()
+            #expect(fleet.exitStatus == 0)
+        }
+    }
+
     /// Publishes `payload` as `node`'s report of `device` every 0.5 s until cancelled.
     static func report(_ client: MQTTClient, node: String, _ device: String, _ payload: String) -> Task<Void, Never> {
         Task {

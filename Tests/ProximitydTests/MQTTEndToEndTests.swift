@@ -45,6 +45,16 @@ struct Subscriber {
         }
     }
 
+    /// Waits until a message of `topic` whose payload satisfies `accept` has come.
+    @discardableResult
+    func wait(_ topic: String, timeout: Duration = .seconds(30), _ accept: @escaping @Sendable (String) -> Bool) async -> Bool {
+        await process.waitForOutput(timeout: timeout) { out in
+            out.split(separator: "\n").contains { line in
+                !Self.isDebug(line) && line.hasPrefix(topic + "|") && accept(String(line.dropFirst(topic.count + 1)))
+            }
+        }
+    }
+
     func stop() async { await process.stop() }
 }
 
@@ -86,6 +96,9 @@ struct MQTTEndToEndTests {
                 #expect(json["state_topic"] as? String == "\(Self.prefix)/status")
                 #expect(json["device_class"] as? String == "connectivity")
                 #expect((json["device"] as? [String: Any])?["identifiers"] as? [String] == [node])
+                // The entity id, for Home Assistant before 2025.10 (object_id) and after (default_entity_id).
+                #expect(json["object_id"] as? String == "proximityd_test_box_connectivity")
+                #expect(json["default_entity_id"] as? String == "binary_sensor.proximityd_test_box_connectivity")
 
                 // A region: its state (retained) and its occupancy entity.
                 try await Self.monitor(box, "StartMonitoring", "kitchen")
@@ -96,6 +109,7 @@ struct MQTTEndToEndTests {
                 #expect(region["device_class"] as? String == "occupancy")
                 #expect(region["availability_topic"] as? String == "\(Self.prefix)/status")
                 #expect(region["state_topic"] as? String == "\(Self.prefix)/regions/kitchen")
+                #expect(region["default_entity_id"] as? String == "binary_sensor.proximityd_test_box_region_kitchen")
 
                 // Home Assistant restarts: discovery again.
                 let before = sub.payloads(connectivity).count

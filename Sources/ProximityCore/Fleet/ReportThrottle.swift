@@ -65,6 +65,12 @@ public struct ReportThrottle: Sendable {
         return true
     }
 
+    /// Remembers a distance published at `t` by another rule (the node's native report, for the
+    /// compatibility forms' throttle).
+    public mutating func record(device: String, distance: Double, at t: Double) {
+        published[device] = Published(distance: distance, at: t)
+    }
+
     /// The device is no longer ranged (gone from the node's table): the next distance offered is
     /// published at once.
     public mutating func forget(device: String) {

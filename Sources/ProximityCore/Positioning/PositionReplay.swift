@@ -190,6 +190,7 @@ public struct NodeReporter: Sendable {
                 published.append((p.identifier.rawValue, NodeHearing(node: name, rssi: p.smoothedRSSI, spread: p.spread, samples: p.samples,
                                                                      measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
             case .gone(let id): gone.append(id.rawValue)
+            case .compatibility: break
             }
         }
         return (published, gone)

@@ -64,10 +64,16 @@ struct MQTTMessages: Sendable {
 
     /// The reports of one peer that passed the rate control: native, and the compatibility ones.
     func reports(_ peer: PeerSnapshot, at time: Double) -> [MQTTOutgoing] {
+        let native = PeerReport(peer, at: time, address: publishesAddresses)
+        return [MQTTOutgoing(topic: topics.peer(peer.identifier.rawValue), payload: MQTTJSON.encode(native), qos: 0)]
+            + compatibilityReports(peer)
+    }
+
+    /// The compatibility forms of one peer's report (`compat:`), none without them.
+    func compatibilityReports(_ peer: PeerSnapshot) -> [MQTTOutgoing] {
         let id = peer.identifier.rawValue
         let distance = MQTTRounding.metres(peer.distance)
-        let native = PeerReport(peer, at: time, address: publishesAddresses)
-        var out = [MQTTOutgoing(topic: topics.peer(id), payload: MQTTJSON.encode(native), qos: 0)]
+        var out: [MQTTOutgoing] = []
         let shownName = peer.name.isEmpty ? id : peer.name
         if settings.compatibility.contains(.espresense) {
             let mac = peer.address.isEmpty || !publishesAddresses ? nil : peer.address.replacingOccurrences(of: ":", with: "").lowercased()
@@ -108,8 +114,8 @@ struct MQTTMessages: Sendable {
 
     var nodeObjectID: String { DiscoveryConfig.nodeDeviceID(identity: identity) }
 
-    func discoveryTopic(_ component: String, _ object: String) -> String {
-        "\(settings.discoveryPrefix)/\(component)/\(nodeObjectID)/\(object)/config"
+    func discoveryTopic(_ component: DiscoveryComponent, _ object: String) -> String {
+        "\(settings.discoveryPrefix)/\(component.rawValue)/\(nodeObjectID)/\(object)/config"
     }
 
     /// The topic pattern of this node's binary sensors' discovery (regions removed while the node
@@ -123,11 +129,13 @@ struct MQTTMessages: Sendable {
         DiscoveryConfig.Device.node(identity: identity, name: name)
     }
 
-    /// The config of one of the node's entities, `configure` filling in its own fields.
-    private func config(_ component: String, _ object: String, name: String, stateTopic: String,
+    /// The config of one of the node's entities, `configure` filling in its own fields. Its entity
+    /// id is `<component>.proximityd_<node name>_<object>`.
+    private func config(_ component: DiscoveryComponent, _ object: String, name: String, stateTopic: String,
                         _ configure: (inout DiscoveryConfig) -> Void) -> MQTTOutgoing {
         var config = DiscoveryConfig(name: name, uniqueID: "\(nodeObjectID)_\(object)", stateTopic: stateTopic, device: device,
                                      origin: .init(name: "proximityd"))
+        config.setEntityID(component, "proximityd_\(self.name)_\(object)")
         configure(&config)
         return MQTTOutgoing(topic: discoveryTopic(component, object), payload: MQTTJSON.encode(config), retain: true)
     }
@@ -135,13 +143,13 @@ struct MQTTMessages: Sendable {
     /// The node as a device: connectivity, the peer count, and one occupancy sensor per region.
     func discovery(regions: [String]) -> [MQTTOutgoing] {
         var out = [
-            config("binary_sensor", "connectivity", name: "Connectivity", stateTopic: topics.status) {
+            config(.binarySensor, "connectivity", name: "Connectivity", stateTopic: topics.status) {
                 $0.deviceClass = "connectivity"
                 $0.entityCategory = "diagnostic"
                 $0.payloadOn = "online"
                 $0.payloadOff = "offline"
             },
-            config("sensor", "peers", name: "Peers", stateTopic: topics.state) {
+            config(.sensor, "peers", name: "Peers", stateTopic: topics.state) {
                 $0.valueTemplate = "{{ value_json.peers }}"
                 $0.stateClass = "measurement"
                 $0.icon = "mdi:bluetooth"
@@ -153,7 +161,7 @@ struct MQTTMessages: Sendable {
     }
 
     func regionDiscovery(_ region: String) -> MQTTOutgoing {
-        config("binary_sensor", Self.regionObject(region), name: "Region \(region)", stateTopic: topics.region(region)) {
+        config(.binarySensor, Self.regionObject(region), name: "Region \(region)", stateTopic: topics.region(region)) {
             $0.deviceClass = "occupancy"
             $0.valueTemplate = "{{ value if value in ('inside', 'outside') else 'None' }}"
             $0.payloadOn = "inside"
@@ -164,7 +172,7 @@ struct MQTTMessages: Sendable {
 
     /// Deletes a region's entity (and its retained state).
     func regionRemoval(_ region: String) -> [MQTTOutgoing] {
-        [MQTTOutgoing(topic: discoveryTopic("binary_sensor", Self.regionObject(region)), payload: "", retain: true),
+        [MQTTOutgoing(topic: discoveryTopic(.binarySensor, Self.regionObject(region)), payload: "", retain: true),
          self.region(region, nil)]
     }
 }

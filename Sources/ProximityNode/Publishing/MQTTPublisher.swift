@@ -105,7 +105,8 @@ public actor MQTTPublisher {
     private func start(_ settings: MQTTSettings) {
         let messages = MQTTMessages(identity: identity, name: name, settings: settings, publishesAddresses: !keyed)
         self.messages = messages
-        publishing = PeerPublishing(throttle: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved))
+        publishing = PeerPublishing(throttle: .init(heartbeat: settings.reportInterval, skipDistance: settings.reportMoved),
+                                    compatibility: !settings.compatibility.isEmpty && settings.role != .mobile)
         if let outbox { outbox.capacity = settings.outboxSize } else {
             outbox = MQTTOutbox(state: state, log: eventLog, capacity: settings.outboxSize, clock: clock, logger: logger)
         }
@@ -359,6 +360,7 @@ public actor MQTTPublisher {
         for publication in publishing.publications(peers: report.peers, removed: report.removed, at: report.time) {
             switch publication {
             case .report(let peer): for message in messages.reports(peer, at: time) { send(message) }
+            case .compatibility(let peer): for message in messages.compatibilityReports(peer) { send(message) }
             case .gone(let peer): send(messages.gone(peer.rawValue, at: time))
             }
         }

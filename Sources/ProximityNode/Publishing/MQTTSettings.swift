@@ -1,5 +1,6 @@
 import Foundation
 import MQTTKit
+import ProximityMQTT
 
 /// Where and how the node publishes to an MQTT broker: the config file's `mqtt:` section
 /// (`docs/mqtt.md`). Nil in ``NodeConfiguration/mqtt``: the node does not publish.

@@ -1,4 +1,4 @@
-import MQTTKit
+import ProximityMQTT
 import Testing
 
 /// Topic levels and Home Assistant object ids made from names.
