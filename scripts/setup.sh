@@ -23,6 +23,7 @@ PROXIMITYD_DEBIAN_PACKAGES=(
   openssl                                     # the MQTT TLS test makes its CA and the broker's certificate
   openssh-server openssh-client               # proximityctl -H's tests: a real sshd on 127.0.0.1, ssh, ssh-keygen
   chromium                                    # the live map's test: headless Chromium loads the page (proximity-fleet --http)
+  jq                                          # the docs' scripted busctl --json sessions
 )
 
 # ensure_debian_packages WHO PACKAGE...: installs those of PACKAGE... that are missing, saying so as
@@ -40,7 +41,7 @@ ensure_debian_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 # Those of the list above only the tests use; the demo goes without them.
-PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl openssh-server openssh-client chromium)
+PROXIMITYD_TEST_ONLY_PACKAGES=(libglib2.0-bin python3-venv python3-dbus python3-gi dunst xvfb espeak-ng openssl openssh-server openssh-client chromium jq)
 if [ "${PROXIMITYD_SETUP:-}" = demo ]; then
   demo_packages=()
   for package in "${PROXIMITYD_DEBIAN_PACKAGES[@]}"; do

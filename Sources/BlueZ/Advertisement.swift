@@ -69,7 +69,7 @@ public enum AdvertisementError: Error, Sendable, Hashable, CustomStringConvertib
 /// owner can register again once BlueZ is back. `UnregisterAdvertisement` does not call it. A
 /// `Release` from anyone but the owner of `org.bluez` is refused (``BlueZCallers``).
 public final class Advertisement: Sendable {
-    public static let defaultPath: ObjectPath = "/org/proximityd/advertisement0"
+    public static let defaultPath: ObjectPath = BlueZExports.advertisement
 
     public let path: ObjectPath
     public let plan: AdvertisementPlan

@@ -20,6 +20,19 @@ public enum BlueZService {
     public static let gattManagerInterface: InterfaceName = "org.bluez.GattManager1"
 }
 
+/// Where proximityd and proximityctl export the objects BlueZ calls back (the advertisement, the
+/// GATT applications, the pairing agent): their own tree, with its own object manager, outside
+/// `/org/proximityd`, whose object manager lists what the node's clients are meant to see.
+public enum BlueZExports {
+    /// The root of the objects exported for BlueZ; an object manager is served here.
+    public static let root: ObjectPath = "/org/proximityd_bluez"
+    public static let advertisement: ObjectPath = "/org/proximityd_bluez/advertisement0"
+    public static let gatt: ObjectPath = "/org/proximityd_bluez/gatt"
+    public static let enrollmentAdvertisement: ObjectPath = "/org/proximityd_bluez/enrollment"
+    public static let enrollmentGatt: ObjectPath = "/org/proximityd_bluez/enrollment_gatt"
+    public static let agent: ObjectPath = "/org/proximityd_bluez/agent"
+}
+
 /// The UUIDs every proximityd node uses.
 public enum ProximityUUIDs {
     /// The *general* service UUID every node advertises and serves its identity under, unless

@@ -72,11 +72,11 @@ public struct OpenIdentityService: GattIdentityService {
 /// The tree, with an object manager at the root as `RegisterApplication` requires:
 ///
 /// ```
-/// /org/proximityd/gatt                    org.freedesktop.DBus.ObjectManager
-/// /org/proximityd/gatt/service0           org.bluez.GattService1         UUID, Primary true
-/// /org/proximityd/gatt/service0/char0     org.bluez.GattCharacteristic1  UUID, Service, Flags ["read"]
-/// /org/proximityd/gatt/service0/char1     org.bluez.GattCharacteristic1  UUID, Service, Flags ["write"]
-/// /org/proximityd/gatt/service0/char2     org.bluez.GattCharacteristic1  UUID, Service, Flags ["read"]
+/// /org/proximityd_bluez/gatt                  org.freedesktop.DBus.ObjectManager
+/// /org/proximityd_bluez/gatt/service0         org.bluez.GattService1         UUID, Primary true
+/// /org/proximityd_bluez/gatt/service0/char0   org.bluez.GattCharacteristic1  UUID, Service, Flags ["read"]
+/// /org/proximityd_bluez/gatt/service0/char1   org.bluez.GattCharacteristic1  UUID, Service, Flags ["write"]
+/// /org/proximityd_bluez/gatt/service0/char2   org.bluez.GattCharacteristic1  UUID, Service, Flags ["read"]
 /// ```
 ///
 /// `ReadValue` honours `offset`: 36 bytes do not fit one ATT read on a 23-byte MTU (22 bytes),
@@ -84,7 +84,7 @@ public struct OpenIdentityService: GattIdentityService {
 /// `org.bluez.Error.InvalidOffset`, which BlueZ turns into the ATT error Invalid Offset. All three
 /// characteristics answer only the owner of `org.bluez` (``BlueZCallers``).
 public final class GattApplication: Sendable {
-    public static let defaultRoot: ObjectPath = "/org/proximityd/gatt"
+    public static let defaultRoot: ObjectPath = BlueZExports.gatt
     /// The error an offset past the end gets (BlueZ maps it to ATT "Invalid Offset").
     public static let invalidOffsetError: ErrorName = "org.bluez.Error.InvalidOffset"
     /// The error a hello of the wrong length gets (ATT "Invalid Attribute Value Length").

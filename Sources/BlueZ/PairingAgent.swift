@@ -47,7 +47,7 @@ public struct AgentManager: Sendable {
 public final class PairingAgent: Sendable {
     public static let interface: InterfaceName = "org.bluez.Agent1"
     public static let rejected: ErrorName = "org.bluez.Error.Rejected"
-    public static let defaultPath: ObjectPath = "/org/proximityd/agent"
+    public static let defaultPath: ObjectPath = BlueZExports.agent
 
     /// The IO capability it registers with, which decides the association model.
     public enum Capability: String, Sendable, CaseIterable {

@@ -11,7 +11,7 @@ import DBusKit
 /// for pairing (Apple's Accessory Design Guidelines); after it, the phone reads a constant 60 bpm.
 /// Every call is taken from the owner of `org.bluez` only (``BlueZCallers``).
 public final class PairingGattApplication: Sendable {
-    public static let defaultRoot: ObjectPath = "/org/proximityd/enrollment_gatt"
+    public static let defaultRoot: ObjectPath = BlueZExports.enrollmentGatt
     public static let heartRateService = "0000180d-0000-1000-8000-00805f9b34fb"
     public static let heartRateMeasurement = "00002a37-0000-1000-8000-00805f9b34fb"
     public static let deviceInformationService = "0000180a-0000-1000-8000-00805f9b34fb"

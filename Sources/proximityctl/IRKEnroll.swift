@@ -239,7 +239,7 @@ actor EnrollmentSession {
             self.gatt = gatt
             try await gatt.register(with: bluez.gattManager)
             let plan = Advertisement.pairablePlan(name: shownAs, serviceUUIDs: [PairingGattApplication.heartRateService])
-            let ad = try await Advertisement.export(on: connection, at: "/org/proximityd/enrollment", plan: plan)
+            let ad = try await Advertisement.export(on: connection, at: BlueZExports.enrollmentAdvertisement, plan: plan)
             self.advertisement = ad
             try await ad.register(with: bluez.advertisingManager)
             say("On the phone, open Settings › Bluetooth and pair with \"\(plan.localName ?? shownAs)\" within \(Int(window.seconds)) s.")

@@ -36,7 +36,7 @@ struct IRKEnrollTests {
             let stranger = try await sim.buses["alpha"]!.connect()
             let owner = try await Self.connection(of: enroll.pid, on: stranger)
             do {
-                _ = try await stranger.call(destination: owner, path: "/org/proximityd/agent", interface: "org.bluez.Agent1",
+                _ = try await stranger.call(destination: owner, path: "/org/proximityd_bluez/agent", interface: "org.bluez.Agent1",
                                             member: "RequestAuthorization", [.objectPath("/org/bluez/hci0/dev_11_22_33_44_55_66")])
                 Issue.record("the agent took a stranger's call")
             } catch let error as DBusError {

@@ -69,13 +69,13 @@ struct NodeIdentificationTests {
         try await withNodes(scenario) { sim, daemons in
             daemons["alpha"] = try await sim.startDaemon("alpha")
             try await sim.until("alpha", "alpha advertises", timeout: .seconds(20)) { try await sim.property("alpha", "Advertising") == "b true" }
-            let release = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd/advertisement0",
+            let release = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd_bluez/advertisement0",
                                                          "org.bluez.LEAdvertisement1", "Release"])
             #expect(release.status != 0 && release.stderr.contains("only bluetoothd"), "\(release)")
-            let read = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd/gatt/service0/char0",
+            let read = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd_bluez/gatt/service0/char0",
                                                       "org.bluez.GattCharacteristic1", "ReadValue", "a{sv}", "0"])
             #expect(read.status != 0 && read.stderr.contains("only bluetoothd"), "\(read)")
-            let hello = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd/gatt/service0/char1",
+            let hello = try await sim.busctl("alpha", ["call", "org.proximityd", "/org/proximityd_bluez/gatt/service0/char1",
                                                        "org.bluez.GattCharacteristic1", "WriteValue", "aya{sv}",
                                                        "16"] + Array(repeating: "7", count: 16) + ["1", "device", "o",
                                                        "/org/bluez/hci0/dev_AA_00_00_00_00_09"])

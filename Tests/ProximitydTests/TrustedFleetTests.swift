@@ -57,7 +57,7 @@ struct TrustedFleetTests {
                 let config = try Self.config("alpha", "accept-unverified: true\n", in: directory)
                 daemons["alpha"] = try await sim.startDaemon("alpha", ["--config", config])
                 func localName() async throws -> String {
-                    try await sim.busctl("alpha", ["get-property", "org.proximityd", "/org/proximityd/advertisement0",
+                    try await sim.busctl("alpha", ["get-property", "org.proximityd", "/org/proximityd_bluez/advertisement0",
                                                   "org.bluez.LEAdvertisement1", "LocalName"]).stdout.trimmed
                 }
                 func registered() async throws -> Int {

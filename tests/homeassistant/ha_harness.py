@@ -402,7 +402,8 @@ class HomeAssistantInstance:
                  mqtt_rooms: Iterable[tuple] = (), room_topic: str = "room_presence",
                  state_dir: Optional[str] = None, venv: str = DEFAULT_VENV,
                  port: Optional[int] = None, log_level: str = "info",
-                 timeout: float = 240.0, discovery_prefix: str = "homeassistant"):
+                 timeout: float = 240.0, discovery_prefix: str = "homeassistant",
+                 allow_pip: bool = False):
         self.broker_host, self.broker_port = broker_host, broker_port
         self.mqtt_rooms = [(d, n or f"{d} room") for d, n in mqtt_rooms]
         self.room_topic = room_topic
@@ -412,6 +413,7 @@ class HomeAssistantInstance:
         self.log_level = log_level
         self.timeout = timeout
         self.discovery_prefix = discovery_prefix
+        self.allow_pip = allow_pip
         self._own_state_dir = state_dir is None
         self.state_dir = os.path.abspath(state_dir or tempfile.mkdtemp(prefix="ha-harness-"))
         self.config_dir = os.path.join(self.state_dir, "config")
@@ -476,8 +478,8 @@ class HomeAssistantInstance:
             raise HarnessError(f"{hass} not found: run tests/homeassistant/setup.sh first")
         out = open(os.path.join(self.state_dir, "hass.out"), "a")
         self.proc = subprocess.Popen(
-            [hass, "-c", self.config_dir, "--skip-pip", "--log-no-color",
-             "--log-file", self.log_path],
+            [hass, "-c", self.config_dir, "--log-no-color", "--log-file", self.log_path]
+            + ([] if self.allow_pip else ["--skip-pip"]),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             preexec_fn=_set_pdeathsig, cwd=self.state_dir)
         out.close()
@@ -638,6 +640,10 @@ class HomeAssistantInstance:
 
     def stop(self) -> None:
         self.stop_hass()
+        try:
+            os.remove(os.path.join(self.state_dir, "ready.json"))  # its URL/token are dead now
+        except FileNotFoundError:
+            pass
         if self._own_state_dir and not os.environ.get("HA_HARNESS_KEEP"):
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
@@ -705,7 +711,7 @@ def cmd_start(args) -> int:
             broker_port=args.broker_port or broker.port, broker_host=args.broker_host,
             mqtt_rooms=rooms, room_topic=args.room_topic, state_dir=args.state_dir,
             venv=args.venv, port=args.port, log_level=args.log_level, timeout=args.timeout,
-            discovery_prefix=args.discovery_prefix)
+            discovery_prefix=args.discovery_prefix, allow_pip=args.allow_pip)
         if args.state_dir:
             os.makedirs(args.state_dir, exist_ok=True)
             try:
@@ -817,6 +823,8 @@ def main(argv=None) -> int:
     s.add_argument("--log-level", default="info")
     s.add_argument("--discovery-prefix", default="homeassistant")
     s.add_argument("--timeout", type=float, default=240.0, help="for each wait, seconds")
+    s.add_argument("--allow-pip", action="store_true",
+                   help="diagnostic: run hass without --skip-pip (it may pip-install from PyPI)")
     s.set_defaults(func=cmd_start)
 
     b = sub.add_parser("broker", help="run a throwaway mosquitto on 127.0.0.1 until SIGTERM")

@@ -140,6 +140,9 @@ public final class NodeDaemon: Service, Sendable {
                                         irks: await engine.read { $0.irkSources })
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
+            // BlueZ's callbacks (the advertisement, the GATT application) in a tree of their own,
+            // outside the one clients enumerate.
+            try await connection.addObjectManager(at: BlueZExports.root)
             let commands = NodeCommands(engine: engine, exporter: exporter)
             let nodeObject = try await connection.export([
                 NodeInterface.declaration(properties, commands: commands, exporter: exporter, reload: reload, connection: connection),
