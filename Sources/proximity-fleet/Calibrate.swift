@@ -23,13 +23,14 @@ struct CalibrateCommand: ParsableCommand {
 
             The walk is CSV as RFC 4180 has it (LF or CRLF line ends, quoted fields, a UTF-8 \
             byte order mark); lines starting with # are comments. The rows skipped after the \
-            header (empty ones, comments) are counted on standard error: FILE: N rows skipped: ….
+            header (empty ones, comments) are counted on standard error: FILE: N rows skipped: ....
 
             Exit status: 0; 64 for a bad argument; 65 for a bad plan or walk, or one with no \
             hearing of a plan node at a known spot; 66 when a file cannot be read.
 
             Examples:
-              $ proximity-fleet calibrate --plan house.yaml walk.csv > house.calibrated.yaml
+              $ proximity-fleet calibrate --plan house.yaml walk.csv \\
+                  > house.calibrated.yaml
                 The calibrated plan, for proximity-fleet run --plan house.calibrated.yaml.
             """)
 

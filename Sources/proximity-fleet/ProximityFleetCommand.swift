@@ -18,7 +18,7 @@ struct ProximityFleetCommand: AsyncParsableCommand {
         commandName: "proximity-fleet",
         abstract: "Decide each device's room, and play recordings through the fleet's positioning.",
         discussion: """
-            run (the default: proximity-fleet --broker … is proximity-fleet run --broker …) is the \
+            run (the default: proximity-fleet --broker ... is proximity-fleet run --broker ...) is the \
             service: each device's room from every proximityd node's reports on an MQTT broker \
             (docs/fleet.md). replay plays a recording of RSSI samples through the nodes' ranging \
             and the fleet's positioning on a floor plan, walk merges the nodes' recordings of a \
@@ -54,7 +54,7 @@ struct Run: AsyncParsableCommand {
             and Home Assistant device_tracker discovery (source_type bluetooth_le) whose \
             availability is this service's <prefix>/status. After a restart it takes each \
             device's room back from its retained messages. The default subcommand: \
-            proximity-fleet --broker … runs it. docs/fleet.md.
+            proximity-fleet --broker ... runs it. docs/fleet.md.
 
             With --plan, each device that nodes in the plan hear is placed on the floor plan once \
             a second, published on <prefix>/devices/<device>/position, and its room is the room \
@@ -84,15 +84,16 @@ struct Run: AsyncParsableCommand {
               $ proximity-fleet run --broker mqtts://broker.lan --username fleet \\
                   --password-file /etc/proximity-fleet/password --home-distance 15
                 Over TLS, logged in; only reports nearer than 15 m give a room.
-              $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/plan.yaml
+              $ proximity-fleet run --broker mqtt://broker.lan \\
+                  --plan /etc/proximityd/plan.yaml
                 Positions on the floor plan, and rooms from its outlines.
-              $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/plan.yaml \
-                  --http 127.0.0.1:8080
+              $ proximity-fleet run --broker mqtt://broker.lan \\
+                  --plan /etc/proximityd/plan.yaml --http 127.0.0.1:8080
                 The same, with the live map on http://127.0.0.1:8080/.
-              $ proximity-fleet run --broker mqtt://broker.lan --plan /etc/proximityd/house.yaml \
-                  --outside-nodes nearest
-                The house on the plan; a device only the garage's box (not in the plan) hears \
-                gets the garage's room, without a position.
+              $ proximity-fleet run --broker mqtt://broker.lan \\
+                  --plan /etc/proximityd/house.yaml --outside-nodes nearest
+                The house on the plan; a device only the garage's box (not in the
+                plan) hears gets the garage's room, without a position.
             """
     )
 

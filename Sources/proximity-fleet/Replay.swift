@@ -22,14 +22,14 @@ struct Replay: ParsableCommand {
             published: a room's name, home when the position is in no room, not_home).
 
             TRACE.csv may also be one node's `proximityctl record` file, read as it is: the node \
-            is the one its first line names (name=…), the devices are its peer column, and its \
+            is the one its first line names (name=...), the devices are its peer column, and its \
             rows without an rssi (reports, truth marks) are skipped. proximity-fleet walk \
             (without --marks) merges several nodes' recordings into one trace.
 
             The file is CSV as RFC 4180 has it (LF or CRLF line ends, quoted fields, a UTF-8 \
             byte order mark); lines starting with # are comments. The rows skipped after the \
             header (empty ones, comments, a recording's rows without an rssi) are counted on \
-            standard error: FILE: N rows skipped: ….
+            standard error: FILE: N rows skipped: ....
 
             With --score (the trace must have x,y,z), the rows are followed by lines that start \
             with '#': median, mean and p90 error in metres, the share within 1, 2 and 3 m, room \
@@ -42,7 +42,8 @@ struct Replay: ParsableCommand {
             Examples:
               $ proximity-fleet replay --plan house.yaml walk.csv > positions.csv
                 The positions, once a second.
-              $ proximity-fleet replay --plan house.yaml walk.csv --score --estimator espresense
+              $ proximity-fleet replay --plan house.yaml walk.csv --score \\
+                  --estimator espresense
                 ESPresense Companion's multilateration on the same recording, scored.
               $ proximity-fleet replay --plan house.yaml kitchen.csv
                 One node's proximityctl record file, as it is.

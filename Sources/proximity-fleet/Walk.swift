@@ -11,7 +11,7 @@ struct Walk: ParsableCommand {
         abstract: "Merge the nodes' recordings of a calibration walk with its marks into one walk CSV.",
         discussion: """
             Each RECORD.csv is what `proximityctl record` wrote on one node during the walk; the \
-            node's name is read from its first comment line (name=…), or given as NAME=FILE. \
+            node's name is read from its first comment line (name=...), or given as NAME=FILE. \
             MARKS.csv has a header row and the columns start,end,x,y and optionally z: while the \
             tag was held still at (x, y, z), from start to end (seconds since the Unix epoch, as \
             `date +%s.%N` prints them). Prints time,node,device,rssi,x,y,z: every sample of every \
@@ -24,7 +24,7 @@ struct Walk: ParsableCommand {
             The files are CSV as RFC 4180 has it (LF or CRLF line ends, quoted fields, a UTF-8 \
             byte order mark); lines starting with # are comments. The rows skipped after the \
             header (empty ones, comments, and a recording's rows without an rssi: its reports \
-            and truth marks) are counted on standard error: FILE: N rows skipped: ….
+            and truth marks) are counted on standard error: FILE: N rows skipped: ....
 
             Exit status: 0; 64 for a bad argument; 65 for a bad file (FILE:LINE); 66 when one \
             cannot be read.

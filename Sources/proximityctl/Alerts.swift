@@ -22,7 +22,7 @@ struct Alerts: AsyncParsableCommand {
 
             Exit status: 0 on success, 64 for a bad argument (for `add`, a definition that cannot \
             be, in the node's words), 66 for a --json file that cannot be read, 69 when the node \
-            cannot be reached, refuses the call (NotOffered, DoesNotExist, NotPermitted, …), or \
+            cannot be reached, refuses the call (NotOffered, DoesNotExist, NotPermitted, ...), or \
             leaves the bus; `consume` also exits 69 when no notification server is there.
 
             Examples:
@@ -90,9 +90,9 @@ extension Alerts {
                 comes. Output is flushed after each line. Ends after --count lines, on Ctrl-C, or \
                 with exit 69 when the node leaves the bus.
 
-                  2026-11-23T15:00:00.123Z welcome/ibeacon:f7826da6-…:1:2 ready "Welcome" near 1.52 m
-                  2026-11-23T15:00:00.140Z welcome/ibeacon:f7826da6-…:1:2 status inProgress
-                  2026-11-23T15:00:09.120Z welcome/ibeacon:f7826da6-…:1:2 removed not-detected
+                  2026-11-23T15:00:00.123Z welcome/ibeacon:f7826da6-...:1:2 ready "Welcome" near 1.52 m
+                  2026-11-23T15:00:00.140Z welcome/ibeacon:f7826da6-...:1:2 status inProgress
+                  2026-11-23T15:00:09.120Z welcome/ibeacon:f7826da6-...:1:2 removed not-detected
 
                 With --json, one object a line: {"time", "alert", "target", "path", "event"}, and \
                 for ready: title, description, text_to_speech, thumbnail, action, url, uri, extra, \
@@ -165,7 +165,7 @@ extension Alerts {
 
     struct Accept: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Accept the alert on offer: it is shown (waitingForAction → inProgress).",
+            abstract: "Accept the alert on offer: it is shown (waitingForAction -> inProgress).",
             discussion: """
                 Only the alert on offer (`alerts list` marks it *) can be accepted; another is \
                 refused with NotOffered (exit 69).

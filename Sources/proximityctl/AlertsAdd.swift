@@ -16,7 +16,7 @@ extension Alerts {
                 as `alerts list --json` shows an alert's definition; - reads standard input. A \
                 part given both ways is refused.
 
-                The targets (Match) are required: the --match-… options (a beacon's parts from \
+                The targets (Match) are required: the --match-... options (a beacon's parts from \
                 the first: --match-major needs --match-uuid), Match in the JSON, or --every-peer. \
                 Match has the regions' matcher keys but Within and ExitPeriod (the range and the \
                 strategy say when an alert is ready).

@@ -14,7 +14,7 @@ struct Calibrate: AsyncParsableCommand {
             Put the peer --distance metres from this box and keep it there. For --seconds the node \
             sends every sample of it (Node1.StartRecording); the median of all of them (every \
             advertising channel mixed) is converted to the RSSI at 1 m with the node's path-loss \
-            exponent n, P = median + 10·n·log10(distance), and set as the peer's measured power. It \
+            exponent n, P = median + 10*n*log10(distance), and set as the peer's measured power. It \
             prints the median, the spread (interquartile range, median absolute deviation, range) \
             and the sample count. SIGINT or SIGTERM ends the measurement early. Setting needs root \
             or group proximityd on the system bus; --dry-run only measures.

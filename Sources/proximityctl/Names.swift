@@ -17,7 +17,8 @@ struct Names: AsyncParsableCommand {
             reached or refuses the call (a peer the config file names).
 
             Examples:
-              $ proximityctl names set ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:10:1 "Anna's badge"
+              $ proximityctl names set ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:10:1 \\
+                  "Anna's badge"
                 Names a beacon.
               $ proximityctl names list
                 Every name, by identifier.
@@ -60,7 +61,8 @@ extension Names {
                 Examples:
                   $ proximityctl names set 0f8e62a4-5c1e-4a57-9f0a-3b6c2d1e7f90 "Meeting room"
                     Names another node.
-                  $ proximityctl names set eddystone:00112233445566778899:aabbccddeeff "Front door"
+                  $ proximityctl names set eddystone:00112233445566778899:aabbccddeeff \\
+                      "Front door"
                     Names an Eddystone beacon.
                 """)
 

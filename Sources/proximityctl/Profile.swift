@@ -9,7 +9,7 @@ import ProximityCore
 struct ProfileCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "profile",
-        abstract: "Show and change the node's profile (a.beacon.major, a.beacon.prox, …).",
+        abstract: "Show and change the node's profile (a.beacon.major, a.beacon.prox, ...).",
         discussion: """
             The profile holds named text values: the tracker's (a.beacon.uuid, a.beacon.major, \
             a.beacon.minor, a.beacon.prox with prox 0 unknown, 1 immediate, 2 near, 3 far) and \
@@ -35,7 +35,7 @@ struct ProfileCommand: AsyncParsableCommand {
                   $ proximityctl profile show
                     One line per attribute: key and value.
                   $ proximityctl profile show --json
-                    One JSON object: key → value.
+                    One JSON object: key -> value.
                 """)
         @OptionGroup var node: NodeOptions
         @Flag(name: .long, help: "Print one JSON object instead of lines.") var json = false
@@ -106,7 +106,8 @@ struct Track: AsyncParsableCommand {
             a.beacon.prox holds: unknown 0, immediate 1, near 2, far 3.
 
             Example:
-              $ proximityctl track f7826da6-4fa2-4e98-8024-bc5b71e0893e 12 7 near site=museum
+              $ proximityctl track f7826da6-4fa2-4e98-8024-bc5b71e0893e 12 7 near \\
+                  site=museum
                 Beacon 12/7 near, with site=museum in the tracking event.
             """)
     @OptionGroup var node: NodeOptions

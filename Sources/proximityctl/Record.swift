@@ -23,7 +23,8 @@ struct Record: AsyncParsableCommand {
             received), 73 when the file cannot be created, 74 when it cannot be written.
 
             Example:
-              $ proximityctl record --peer ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2 \\
+              $ proximityctl record \\
+                  --peer ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:1:2 \\
                   --out door.csv --seconds 20
                 Twenty seconds of one beacon's samples, into door.csv.
             """)

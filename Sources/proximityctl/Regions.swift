@@ -111,7 +111,7 @@ extension Regions {
         @Argument(help: ArgumentHelp("The region's identifier: 1 to 255 bytes, no control characters.", valueName: "id"))
         var identifier: String
 
-        @Argument(help: ArgumentHelp("A part of the matcher, such as UUID=f7826da6-… or within=near.", valueName: "key=value"))
+        @Argument(help: ArgumentHelp("A part of the matcher, such as UUID=f7826da6-... or within=near.", valueName: "key=value"))
         var parts: [String] = []
 
         func run() async throws {
@@ -229,15 +229,15 @@ extension Regions {
 
                   2026-11-23T15:00:00.123Z fleet state inside
                   2026-11-23T15:00:00.123Z fleet entered
-                  2026-11-23T15:00:00.123Z fleet ranged ibeacon:…:1:2 near 1.52 m -61 dBm
+                  2026-11-23T15:00:00.123Z fleet ranged ibeacon:...:1:2 near 1.52 m -61 dBm
 
                 With --json:
 
                   {"time":"2026-11-23T15:00:00.123Z","region":"fleet","event":"entered"}
-                  {"time":"…","region":"fleet","event":"state","state":"inside"}
-                  {"time":"…","region":"fleet","event":"ranged","peers":[…]}
+                  {"time":"...","region":"fleet","event":"state","state":"inside"}
+                  {"time":"...","region":"fleet","event":"ranged","peers":[...]}
 
-                where each peer is {"identifier":"…","zone":"near","distance":1.52,"rssi":-61} \
+                where each peer is {"identifier":"...","zone":"near","distance":1.52,"rssi":-61} \
                 (distance in metres, RSSI in dBm).
 
                 Examples:

@@ -34,10 +34,10 @@ struct Rules: AsyncParsableCommand {
                   $ proximityctl rules list
                     One line per rule: its identifier and its JSON.
                   $ proximityctl rules list --json
-                    One JSON object: identifier → rule.
+                    One JSON object: identifier -> rule.
                 """)
         @OptionGroup var node: NodeOptions
-        @Flag(name: .long, help: "Print one JSON object: identifier → rule.") var json = false
+        @Flag(name: .long, help: "Print one JSON object: identifier -> rule.") var json = false
 
         func run() async throws {
             let rules = await node.withNode("cannot read the rules") { try await $0.rules() }
@@ -55,15 +55,22 @@ struct Rules: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Add a rule, or redefine the one with this identifier (AddRule).",
             discussion: """
-                RULE is the rule's JSON, a file holding it, or - for standard input. For example:
+                RULE is the rule's JSON, a file holding it, or - for standard input. For example,
+                near-12.json:
 
-                  $ proximityctl rules add near-12 '{"on": ["tracking"], "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"}, {"key": "a.beacon.prox", "op": "within", "value": "near"}]}, "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}'
+                  {"on": ["tracking"],
+                   "when": {"all": [{"key": "a.beacon.major", "op": "eq", "value": "12"},
+                                    {"key": "a.beacon.prox", "op": "within", "value": "near"}]},
+                   "do": [{"signal": {"major": "{%a.beacon.major%}"}}], "frequency": "once"}
 
-                It fires once, on a tracking event, for a beacon of major 12 near or nearer and heard: a silent
-                beacon (prox 0, unknown) does not count.
+                It fires once, on a tracking event, for a beacon of major 12 near or nearer and
+                heard: a silent beacon (prox 0, unknown) does not count.
 
+                Examples:
                   $ proximityctl rules add near-12 near-12.json
-                    The same rule, from a file.
+                    The rule, from the file.
+                  $ proximityctl rules add near-12 - < near-12.json
+                    The same, from standard input.
                 """)
         @OptionGroup var node: NodeOptions
         @Argument(help: "The rule's identifier.") var identifier: String
@@ -111,7 +118,7 @@ struct Rules: AsyncParsableCommand {
             abstract: "Evaluate a rule's condition against the profile now, and say why it holds or not (TestRule).",
             discussion: """
                 One line per test and group, indented: true or false, the test, and the value it \
-                saw. Fields of an event (event.type …) are missing here: there is no event.
+                saw. Fields of an event (event.type ...) are missing here: there is no event.
 
                 Example:
                   $ proximityctl rules test near-12

@@ -24,7 +24,7 @@ import argparse
 import base64
 import json
 import os
-import re
+import pwd
 import secrets
 import shutil
 import signal
@@ -358,7 +358,10 @@ class Mosquitto:
             raise HarnessError(f"{self.binary} not found: apt-get install mosquitto")
         conf = os.path.join(self.dir, "mosquitto.conf")
         with open(conf, "w") as f:
-            f.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+            # `user` = ourselves: as root, mosquitto would otherwise switch to the user
+            # "mosquitto", and that credential change clears PDEATHSIG (orphan on SIGKILL).
+            f.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                    f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
         self.log_path = os.path.join(self.dir, "mosquitto.log")
         self.proc = subprocess.Popen([self.binary, "-c", conf], stdout=open(self.log_path, "w"),
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

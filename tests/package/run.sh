@@ -4,7 +4,9 @@
 #   tests/package/run.sh [DEB]
 #     DEB   the package to test; default dist/proximityd_<VERSION>_<arch>.deb (scripts/package.sh)
 #
-#   - lintian reports no error;
+#   - lintian reports no error, and no warning about the man pages;
+#   - the man pages render without a warning or a stray escape, show the examples as typed, and
+#     every document they cite is in the package;
 #   - dpkg-deb -c lists every file the package must hold, and its conffiles are the config files;
 #   - no file refers to the Swift toolchain's folder or needs a libswift*/Foundation library, and
 #     with that folder hidden (an empty tmpfs over it, in a mount namespace of their own) the
@@ -12,9 +14,9 @@
 #     nodes on bluez-sim identify each other;
 #   - in a fresh Debian 12 root (debootstrap --variant=minbase, cached), apt-get installs the
 #     package with its dependencies: the files land, user and group proximityd exist, the units are
-#     enabled as they must be, proximityctl --help works there, and the installed units pass
+#     enabled as they must be (no user unit), proximityctl --help works there, and the installed units pass
 #     systemd-analyze verify with an exposure of 1.5 at most; an upgrade from an older version keeps
-#     the edited config and the state; remove keeps them; purge leaves nothing behind;
+#     the edited config and the state and disables the user unit 0.2.0 enabled; remove keeps them; purge leaves nothing behind;
 #   - that root, booted under systemd (systemd-nspawn), runs proximityd.service, and the packaged
 #     proximityctl reads the node's status on its system bus.
 # Each check prints "ok" or "not ok" with its time; the last line is "N passed, N failed".
@@ -30,7 +32,7 @@ set +e   # setup.sh sets -e; each check runs under -e of its own, and a failed o
 
 # systemd-container: systemd-nspawn, which boots the Debian 12 root.
 # procps: pgrep, to find the booted machine's systemd.
-ensure_debian_packages "package tests" lintian debootstrap systemd-container binutils util-linux procps dbus-bin
+ensure_debian_packages "package tests" lintian man-db debootstrap systemd-container binutils util-linux procps dbus-bin
 
 version="$(head -n 1 VERSION)"
 arch="$(dpkg --print-architecture)"
@@ -114,11 +116,35 @@ expected_files=(
   /usr/share/doc/proximityd/configuration.md.gz /usr/share/doc/proximityd/dbus-api.md.gz
   /usr/share/doc/proximityd/proximityctl.md.gz /usr/share/doc/proximityd/mqtt.md.gz
   /usr/share/doc/proximityd/fleet.md.gz
+  /usr/share/doc/proximityd/positioning.md.gz /usr/share/doc/proximityd/security.md.gz
+  /usr/share/doc/proximityd/reliability.md.gz /usr/share/doc/proximityd/quick-start.md.gz
+  /usr/share/doc/proximityd/status.md.gz
   /usr/share/doc/proximityd/examples/proximityd.yaml.example
+  /usr/share/doc/proximityd/examples/house.yaml
 )
 
 lintian_clean() {
-  lintian --fail-on error --tag-display-limit 0 "$deb"
+  lintian --fail-on error --tag-display-limit 0 "$deb" | tee "$work/lintian.txt"
+  # Not even a warning about the man pages (groff's messages, mandoc's, bad whatis entries).
+  if grep -E '^[EW]: .*(manpage|groff|mandoc)' "$work/lintian.txt"; then fail "lintian warns about the man pages"; fi
+  true
+}
+
+# The man pages render without a warning (man --warnings, as lintian's manpage check does) and
+# with no stray escape (a literal \e, \(, a backslash that is not a line's continuation); each
+# document they cite is in the package; the examples are displays, shown as typed.
+man_pages() {
+  local page rendered cited missing=()
+  for page in "$extracted"/usr/share/man/man1/*.1.gz; do
+    rendered="$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$page" 2> "$work/man-warnings.txt")" || fail "man -l $page"
+    [ ! -s "$work/man-warnings.txt" ] || fail "man --warnings $page: $(cat "$work/man-warnings.txt")"
+    if grep -nE '\\[a-z(]|\\[^ ]|\\ +[^ ]' <<< "$rendered"; then fail "$page renders a stray backslash"; fi
+    grep -q '^ *\$ proximity' <<< "$rendered" || fail "$page shows no example as typed"
+    for cited in $(zcat "$page" | grep -oE '/usr/share/doc/proximityd/[a-z-]+\.md\.gz' | sort -u); do
+      [ -e "$extracted$cited" ] || missing+=("$cited")
+    done
+  done
+  ((${#missing[@]} == 0)) || fail "the man pages cite documents the package does not ship: ${missing[*]}"
 }
 
 lists_every_file() {
@@ -276,10 +302,14 @@ installs() {
   in_root getent group proximityd || fail "no group proximityd"
   in_root proximityctl --help | grep -q doctor || fail "proximityctl --help in the root"
   in_root proximityd check-config /etc/proximityd/proximityd.yaml || fail "check-config in the root"
-  # Enabled on install, with its D-Bus alias; the fleet service not.
+  # Enabled on install, with its D-Bus alias; the fleet service not; no user unit for anyone.
   [ -L "$root/etc/systemd/system/multi-user.target.wants/proximityd.service" ] || fail "proximityd.service is not enabled"
   [ -L "$root/etc/systemd/system/dbus-org.proximityd.service" ] || fail "no dbus-org.proximityd.service alias"
   [ ! -e "$root/etc/systemd/system/multi-user.target.wants/proximity-fleet.service" ] || fail "proximity-fleet.service is enabled"
+  ! ls "$root"/etc/systemd/user/*.wants/proximityctl-consume.service 2> /dev/null || fail "proximityctl-consume.service is enabled for every user"
+  # What 0.2.0 did: the user unit enabled for every user. The upgrade must undo it.
+  in_root deb-systemd-helper --user enable proximityctl-consume.service
+  [ -L "$root/etc/systemd/user/graphical-session.target.wants/proximityctl-consume.service" ] || fail "could not enable the user unit as 0.2.0 did"
 }
 
 # The units as installed, through the root's own systemd-analyze.
@@ -311,6 +341,7 @@ upgrades() {
   [ "$(sha256sum < "$root/etc/proximityd/proximityd.yaml")" = "$edited" ] || fail "the edited config was not kept"
   [ -s "$root/var/lib/proximityd/kept-by-the-node.json" ] || fail "the state directory was not kept"
   [ "$(in_root proximityd --version)" = "$version" ] || fail "the upgraded proximityd is not $version"
+  ! ls "$root"/etc/systemd/user/*.wants/proximityctl-consume.service 2> /dev/null || fail "the upgrade left the user unit enabled for every user"
 }
 
 removes() {
@@ -396,6 +427,7 @@ started=$SECONDS
 echo "== package tests: $deb"
 check "lintian reports no error" lintian_clean
 check "dpkg-deb -c lists every file; conffiles, version and dependencies" lists_every_file
+check "man pages: no warning, no stray escape, examples as typed, every cited document shipped" man_pages
 check "no file refers to the toolchain ($toolchain) or needs a Swift library" no_toolchain_references
 check "with the toolchain hidden: --version is $version, the shipped conffile checks, proximityctl --help" runs_without_toolchain
 check "with the toolchain hidden: two packaged nodes on bluez-sim, alpha identifies bravo" identifies_a_peer
