@@ -308,8 +308,11 @@ installs() {
   [ ! -e "$root/etc/systemd/system/multi-user.target.wants/proximity-fleet.service" ] || fail "proximity-fleet.service is enabled"
   ! ls "$root"/etc/systemd/user/*.wants/proximityctl-consume.service 2> /dev/null || fail "proximityctl-consume.service is enabled for every user"
   # What 0.2.0 did: the user unit enabled for every user. The upgrade must undo it.
-  in_root deb-systemd-helper --user enable proximityctl-consume.service
-  [ -L "$root/etc/systemd/user/graphical-session.target.wants/proximityctl-consume.service" ] || fail "could not enable the user unit as 0.2.0 did"
+  # (deb-systemd-helper --user enable would do it on a first install only: the link, as
+  # deb-systemd-helper's state already lists it.)
+  mkdir -p "$root/etc/systemd/user/graphical-session.target.wants"
+  ln -s /usr/lib/systemd/user/proximityctl-consume.service \
+    "$root/etc/systemd/user/graphical-session.target.wants/proximityctl-consume.service"
 }
 
 # The units as installed, through the root's own systemd-analyze.
