@@ -88,7 +88,8 @@ let package = Package(
         .target(
             name: "ProximityNode",
             dependencies: [
-                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "MQTTKit", "ProximityMQTT", "ProximityTrust", "CMalloc",
+                "DBusKit", "BlueZ", "ProximityCore", "ProximityAPI", "ProximityAPIValues", "MQTTKit", "ProximityMQTT", "ProximityTrust",
+                "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -153,11 +154,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // What the daemon and its clients share: the names of the node's D-Bus API, typed
-        // properties, client proxies.
+        // What the node's API carries, as values with no bus: alert properties, the event log's
+        // entries, the profile's signals, recorded samples, limits. The pure step emits them.
+        .target(name: "ProximityAPIValues", dependencies: ["ProximityCore"]),
+        // What the daemon and its clients share: the names of the node's D-Bus API, the values on
+        // the bus, typed properties, client proxies. Re-exports ProximityAPIValues.
         .target(
             name: "ProximityAPI",
-            dependencies: ["DBusKit", "ProximityCore"]
+            dependencies: ["DBusKit", "ProximityCore", "ProximityAPIValues"]
         ),
         // proximityctl doctor's checks; the only Swift code that sees libbluetooth.
         .target(

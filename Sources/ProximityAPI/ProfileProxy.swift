@@ -72,27 +72,8 @@ extension NodeProxy {
     }
 }
 
-/// One entry of the event log: as the bus carries it (`a(tdssa{ss})`), and as the node's
-/// `events.jsonl` keeps it (one JSON object a line).
-public struct LogEntryValue: Sendable, Hashable, Codable {
-    /// Increases by one with each entry, across rotations and restarts (0 until the log numbers it).
-    public var seq: UInt64
-    /// Seconds since the Unix epoch.
-    public var time: Double
-    /// What produced it: `tracking`, `profile`, `region`, `alert`, `rule`.
-    public var source: String
-    /// What happened: `tracked`, `cleared`, `entered`, `offered`, `fired`, …
-    public var type: String
-    public var data: [String: String]
-
-    public init(seq: UInt64 = 0, time: Double, source: String, type: String, data: [String: String] = [:]) {
-        self.seq = seq
-        self.time = time
-        self.source = source
-        self.type = type
-        self.data = data
-    }
-
+/// An event log entry on the bus: `(tdssa{ss})`.
+extension LogEntryValue {
     public init?(_ value: DBusValue) {
         guard case .structure(let f) = value.unwrapped, f.count == 5, let seq = Lenient.integer(f[0], as: UInt64.self),
               let time = f[1].double, let source = f[2].string, let type = f[3].string else { return nil }
@@ -104,14 +85,8 @@ public struct LogEntryValue: Sendable, Hashable, Codable {
     }
 }
 
-/// A signal of the profile or the event log.
-public enum ProfileSignal: Sendable, Hashable {
-    case tracked([String: String])
-    case cleared
-    case ruleFired(rule: String, data: [String: String])
-    case logged(LogEntryValue)
-    case attributes([String: String])
-
+/// A profile or event log signal from its message.
+extension ProfileSignal {
     public init?(_ message: DBusMessage) {
         guard let member = message.member else { return nil }
         switch (message.interface, member) {

@@ -1,3 +1,4 @@
+@_exported import ProximityAPIValues
 import DBusKit
 import Foundation
 
@@ -92,12 +93,10 @@ public enum ProximityBus {
         /// distance, measured power).
         public static let samplesType: DBusType = .array(.structure([.string, .double, .double, .double]))
         public static let reportsType: DBusType = .array(.structure([.string, .string, .double, .double]))
-        /// The most peers one `StartRecording` may name, and the most clients recording at once.
-        public static let maxRecordedPeers = 64
-        public static let maxRecorders = 16
-        /// The most clients one user outside group proximityd may record from at once (root and
-        /// the group have ``maxRecorders`` slots of their own).
-        public static let maxRecordersPerUser = 2
+        /// ``RecordingLimits``.
+        public static let maxRecordedPeers = RecordingLimits.maxRecordedPeers
+        public static let maxRecorders = RecordingLimits.maxRecorders
+        public static let maxRecordersPerUser = RecordingLimits.maxRecordersPerUser
     }
 
     /// `org.proximityd.RegionMonitor1` at ``rootPath``: region monitoring commands.

@@ -66,6 +66,9 @@ public struct FleetStep: Sendable {
     /// `verified`), device → node → verified.
     private var verifiedBy: [String: [String: Bool]] = [:]
     private var nodeDevices: Set<String> = []
+    /// The identities of the nodes whose retained state says they stay where they are: boxes, not
+    /// occupants of a room.
+    private var fixedNodes: Set<String> = []
     private var since: [String: Double] = [:]
     private var dirty = false
     private var lastTable = -Double.infinity
@@ -192,6 +195,7 @@ public struct FleetStep: Sendable {
             // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
             guard let state else { return [] }
             positions?.learn(node: node, identity: state.id)
+            if state.isMobile { fixedNodes.remove(state.id.lowercased()) } else { fixedNodes.insert(state.id.lowercased()) }
             // Kept for a node whose reports are not taken too: a reload may add it to the plan.
             if state.isMobile, mobile.insert(node).inserted {
                 positions?.forget(node: node)
@@ -600,10 +604,11 @@ public struct FleetStep: Sendable {
     }
 
     /// Each room whose devices changed (every room after a new connection): its occupancy,
-    /// retained, and its entities' discovery once per connection.
+    /// retained, and its entities' discovery once per connection. The boxes themselves (fixed
+    /// nodes, tracked without a plan) are not occupants; a mobile node is.
     private mutating func occupied() -> [FleetEffect] {
         var inRoom: [String: [String]] = [:]
-        for (device, room) in published { inRoom[room, default: []].append(device) }
+        for (device, room) in published where !fixedNodes.contains(device.lowercased()) { inRoom[room, default: []].append(device) }
         var effects: [FleetEffect] = []
         for room in rooms.sorted() {
             let devices = (inRoom[room] ?? []).sorted()

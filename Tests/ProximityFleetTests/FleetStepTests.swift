@@ -155,8 +155,9 @@ import Testing
         var step = FleetStep(configuration)
         var effects = step.connection(.connected, at: 0)
         #expect(effects.contains(.log(.init(.notice, "connected to the MQTT broker", ["broker": "mqtt://broker.lan:1883"]))))
-        for node in ["kitchen", "hall"] {
-            let state = NodeStatePayload(id: UUID().uuidString.lowercased(), name: node, adapter: "hci0", advertising: true, discovering: true,
+        let hall = "22222222-2222-4222-8222-222222222222"
+        for (node, id) in [("kitchen", "11111111-1111-4111-8111-111111111111"), ("hall", hall)] {
+            let state = NodeStatePayload(id: id, name: node, adapter: "hci0", advertising: true, discovering: true,
                                          peers: 1, rssiOffset: 0, outboxDropped: 0)
             effects += step.receive(.nodeState(node: node, state), at: 0.5)
         }
@@ -166,10 +167,14 @@ import Testing
                                         name: "Anna's keys")
                 effects += step.receive(.report(node: node, device: "tag1", report), at: t)
             }
+            // The kitchen's box hears the hall's: tracked (without a plan), but a box is no occupant.
+            let box = PeerReport(id: hall, kind: "node", rssi: -70, rssiAt1m: -59, distance: 4, proximity: "far", time: t, name: "hall")
+            effects += step.receive(.report(node: "kitchen", device: hall, box), at: t)
             effects += step.tick(at: t)
         }
         var published = Self.publications(effects)
         #expect(published["proximity-fleet/devices/tag1/room"] == "kitchen")
+        #expect(published["proximity-fleet/devices/\(hall)/room"] == "kitchen")
         let kitchen = try #require(MQTTJSON.decode(FleetRoomOccupancy.self, from: (published["proximity-fleet/rooms/kitchen"] ?? "").utf8))
         #expect(kitchen == FleetRoomOccupancy(room: "kitchen", devices: ["tag1"], names: ["Anna's keys"]))
         #expect(MQTTJSON.decode(FleetRoomOccupancy.self, from: (published["proximity-fleet/rooms/hall"] ?? "").utf8)?.count == 0)

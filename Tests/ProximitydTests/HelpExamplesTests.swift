@@ -102,10 +102,33 @@ struct HelpExamplesTests {
                 }
                 let known = Self.options(target.text)
                 // Its options, up to the end of the command (&&, |, ;).
-                for word in words.dropFirst(target.path.count).prefix(while: { !["&&", "|", ";"].contains($0) }) where word.hasPrefix("-") {
+                for word in words.dropFirst(target.path.count).prefix(while: { !["&&", "|", ";", "<", ">"].contains($0) }) where word.hasPrefix("-") && word != "-" {
                     let option = String(word.prefix { $0 != "=" })
                     #expect(known.contains(option), "\(page.name): the example \"\(example)\" gives \(option), which \(target.name) --help does not list")
                 }
+            }
+        }
+    }
+
+    /// The man pages are made from these pages by swift-argument-parser's generate-manual, which
+    /// drops every character that is not ASCII ("proximity-fleet --broker … runs it" became
+    /// "--broker  runs it"), and a line wider than 80 columns is wrapped in --help at a space, an
+    /// example's command cut in two. So: ASCII only, and under "Examples:" every line is an
+    /// example (`  $ `), its continuation after ` \`, or what it does, indented.
+    @Test("issue 34: every page is ASCII, and no example is wrapped", arguments: products)
+    func asciiAndUnwrapped(_ product: String) async throws {
+        for page in try await Self.pages(product) {
+            for line in page.text.split(separator: "\n") where line.unicodeScalars.contains(where: { !$0.isASCII }) {
+                Issue.record("\(page.name) --help: not ASCII (the man page would lose it): \(line)")
+            }
+            var inExamples = false
+            for line in page.text.split(separator: "\n", omittingEmptySubsequences: false) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed == "Examples:" || trimmed == "Example:" { inExamples = true; continue }
+                guard inExamples else { continue }
+                if line.isEmpty { inExamples = false; continue }
+                #expect(line.hasPrefix("  ") && line.range(of: #"\S {3,}\S"#, options: .regularExpression) == nil,
+                        "\(page.name) --help: an example wrapped or joined: \"\(line)\"")
             }
         }
     }

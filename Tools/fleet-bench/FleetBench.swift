@@ -49,7 +49,7 @@ struct FleetBench: ParsableCommand {
     @Option(name: .customLong("report-interval"), help: "The nodes' heartbeat, seconds: a device's report goes out at most once per this, unless it moved (the node's mqtt.report-interval, 5 by default).")
     var reportInterval = ReportThrottle.Configuration().heartbeat
 
-    @Option(name: .customLong("mqtt-room"), help: "Add Home Assistant's mqtt_room sensor with this timeout, seconds (its default: 5), as a reference row; repeat for several.")
+    @Option(name: .customLong("mqtt-room"), help: "Add Home Assistant's mqtt_room sensor with this timeout, seconds (its default: 5), as two reference rows: on the nodes' compatibility stream (2 s heartbeat) and on their native reports; repeat for several.")
     var mqttRoom: [Double] = []
 
     @Option(help: "Layouts: two (A, B 8 m apart), line (A, B, C 8 m apart), triangle (8 m sides). Repeat for several.")
@@ -182,7 +182,12 @@ struct FleetBench: ParsableCommand {
             RuleSpec(name: "bermuda, no smoothing", role: .reference) { BermudaRule(smoothingSamples: 1, name: "bermuda, no smoothing") },
         ]
         for timeout in mqttRoom {
-            specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s", role: .reference) { MQTTRoomSensor(timeout: timeout) })
+            // On what the nodes publish for it now (the compatibility heartbeat), and on the native
+            // reports alone, as before it had one.
+            specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s", role: .reference, compatibility: true) {
+                MQTTRoomSensor(timeout: timeout)
+            })
+            specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s, native", role: .reference) { MQTTRoomSensor(timeout: timeout) })
         }
         for c in variants.dropFirst() {
             let d = RoomDecider.Configuration()

@@ -16,6 +16,10 @@ struct RuleSpec: Sendable {
 
     var name: String
     var role: Role
+    /// Fed the nodes' compatibility stream (`room_presence`, ESPresense: the native reports and a
+    /// heartbeat of ``PeerPublishing/compatibilityHeartbeat``), as `mqtt_room` reads it; the
+    /// others read the native reports.
+    var compatibility = false
     var make: @Sendable () -> any RoomRule
 }
 
@@ -224,6 +228,10 @@ func evaluate(condition: RadioCondition, seeds: [UInt64], layouts: [Layout], spe
                 let calibration = condition.kind == .calibrated ? (radio.parameters.realistic, seed) : nil
                 let (reports, ranged) = publishedReports(trace, measuredPower: condition.measuredPower, throttle: throttle,
                                                          calibration: calibration, rng: rng)
+                let compatibility = specs.contains(where: \.compatibility)
+                    ? publishedReports(trace, measuredPower: condition.measuredPower, throttle: throttle, calibration: calibration, rng: rng,
+                                       compatibility: true).reports
+                    : []
                 reportCount += reports.count
                 rangedCount += ranged
                 if let w = dumpHome, trace.kind == .stand || trace.kind == .street {
@@ -233,7 +241,7 @@ func evaluate(condition: RadioCondition, seeds: [UInt64], layouts: [Layout], spe
                 let phase = tickRng.uniform(0...fleetTickInterval)
                 for (k, spec) in specs.enumerated() {
                     var rule = spec.make()
-                    let changes = decide(reports, duration: trace.duration, rule: &rule, tickPhase: phase)
+                    let changes = decide(spec.compatibility ? compatibility : reports, duration: trace.duration, rule: &rule, tickPhase: phase)
                     score(trace, changes, into: &tallies[k], streetBound: streetBound)
                     if dumpBounces, k == 0, trace.kind == .street {
                         print("seed \(seed) \(layout.name) street \(trace.point) (street at \(format(trace.streetStart, 1))): "

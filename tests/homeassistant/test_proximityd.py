@@ -3,10 +3,11 @@
 
 bluez-sim plays two boxes, the kitchen and the hall 5 m apart, and Anna's keys (an iBeacon)
 1 m from the kitchen's box and 4 m from the hall's. Each box runs proximityd publishing to a real
-Mosquitto (discovery on, `compat: [espresense, mqtt-room]`); proximity-fleet decides rooms. Home
-Assistant (the newest release installable here, set up by setup.sh) is onboarded, gets its MQTT
-integration through the config flow as a person adds it, and has two `mqtt_room` sensors with
-their default settings, one on `room_presence`, one on ESPresense's topic. Checked:
+Mosquitto (discovery on, `compat: [espresense, mqtt-room]`); proximity-fleet decides rooms on a
+floor plan of the two rooms. Home Assistant (the newest release installable here, set up by
+setup.sh) is onboarded, gets its MQTT integration through the config flow as a person adds it,
+and has two `mqtt_room` sensors with their default settings, one on `room_presence`, one on
+ESPresense's topic. Checked:
 
 - the entities Home Assistant made from the discovery: their entity ids (the payloads'
   object_id / default_entity_id), names and states: each box's connectivity and peer count, the
@@ -45,6 +46,15 @@ beacons:
     address: "C0:00:00:00:00:01"
     ibeacon: {{ uuid: f7826da6-4fa2-4e98-8024-bc5b71e0893e, major: 1, minor: 2 }}
     position: [1, 0]
+"""
+
+PLAN = """\
+nodes:
+  - { name: kitchen, position: [0, 0] }
+  - { name: hall,    position: [5, 0] }
+rooms:
+  - { name: kitchen, polygon: [[-2.5, -2], [2.5, -2], [2.5, 2], [-2.5, 2]] }
+  - { name: hall,    polygon: [[2.5, -2], [7.5, -2], [7.5, 2], [2.5, 2]] }
 """
 
 passed = 0
@@ -90,7 +100,9 @@ def main():
                         "  compat: [espresense, mqtt-room]\n")
             address = open(os.path.join(work, "run", f"{room}.address")).read().strip()
             spawn(room, [f"{bin_dir}/proximityd", "run", "--bus", address, "--state-dir", f"state-{room}", "--config", f"{room}.yaml"])
-        spawn("fleet", [f"{bin_dir}/proximity-fleet", "run", "--broker", f"mqtt://127.0.0.1:{port}"])
+        with open(os.path.join(work, "plan.yaml"), "w") as f:
+            f.write(PLAN)
+        spawn("fleet", [f"{bin_dir}/proximity-fleet", "run", "--broker", f"mqtt://127.0.0.1:{port}", "--plan", "plan.yaml"])
 
         t0 = time.monotonic()
         ha = H.HomeAssistantInstance(broker_port=port, mqtt_rooms=[
@@ -124,11 +136,12 @@ def main():
                 "binary_sensor.proximity_fleet_hall_occupancy": ("off", "hall occupancy"),
                 "sensor.proximity_fleet_hall_devices": ("0", "hall devices"),
             }
+            deadline = time.monotonic() + 120
             for entity, (state, _) in expected.items():
                 try:
-                    H.wait_for_state(url, token, entity, state, timeout=120)
-                except H.HarnessError as e:
-                    pass
+                    H.wait_for_state(url, token, entity, state, timeout=max(1, deadline - time.monotonic()))
+                except H.HarnessError:
+                    pass   # reported below
             states = {s["entity_id"]: s for s in H.get_states(url, token)}
             registry = {e["entity_id"]: e for e in H.entity_registry(url, token)}
             for entity, (state, name) in expected.items():

@@ -1,5 +1,5 @@
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 
 /// The alert engine's part of the step: the engine, where each alert came from, what was last

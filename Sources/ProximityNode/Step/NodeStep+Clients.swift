@@ -1,5 +1,5 @@
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 
 /// The step's outside clients, as one state machine: alert strategies that clients decide

@@ -1,5 +1,5 @@
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 
 /// Commands and reloads: each runs on the step (the executor runs it on a copy, and keeps the

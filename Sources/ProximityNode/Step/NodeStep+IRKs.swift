@@ -1,5 +1,5 @@
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 import ProximityTrust
 

@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 
 /// The tracking and rules part of the step: the tracker follows the nearest qualifying peer into

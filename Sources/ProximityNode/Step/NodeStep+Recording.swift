@@ -1,5 +1,5 @@
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 
 /// Who records samples (`Node1.StartRecording`), and the samples taken since the last report.
@@ -86,22 +86,22 @@ extension NodeStep {
     /// `StartRecording` by `client` (its unique name), of Unix user `uid`: `peers` (empty: every
     /// peer) from now on. Again: the new peers replace the old.
     ///
-    /// Slots: ``ProximityBus/Node1/maxRecorders`` for the privileged (root, the node's user, group
+    /// Slots: ``RecordingLimits/maxRecorders`` for the privileged (root, the node's user, group
     /// proximityd), and as many again for everyone else, at most
-    /// ``ProximityBus/Node1/maxRecordersPerUser`` a user; so no user can lock the others out, and
+    /// ``RecordingLimits/maxRecordersPerUser`` a user; so no user can lock the others out, and
     /// nobody can lock out an operator.
     mutating func startRecording(_ peers: [PeerID], for client: String, uid: UInt32, privileged: Bool,
                                  into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
         if recording.clients[client] == nil {
             let sharing = recording.clients.values.filter { $0.privileged == privileged }
-            if sharing.count >= ProximityBus.Node1.maxRecorders {
+            if sharing.count >= RecordingLimits.maxRecorders {
                 throw NodeRefusal(.limitReached, privileged
-                                  ? "at most \(ProximityBus.Node1.maxRecorders) clients of root and group proximityd may record at once"
-                                  : "at most \(ProximityBus.Node1.maxRecorders) clients outside group proximityd may record at once")
+                                  ? "at most \(RecordingLimits.maxRecorders) clients of root and group proximityd may record at once"
+                                  : "at most \(RecordingLimits.maxRecorders) clients outside group proximityd may record at once")
             }
-            if !privileged, sharing.filter({ $0.uid == uid }).count >= ProximityBus.Node1.maxRecordersPerUser {
+            if !privileged, sharing.filter({ $0.uid == uid }).count >= RecordingLimits.maxRecordersPerUser {
                 throw NodeRefusal(.limitReached,
-                                  "user \(uid) records from \(ProximityBus.Node1.maxRecordersPerUser) clients already (the most for a user outside group proximityd)")
+                                  "user \(uid) records from \(RecordingLimits.maxRecordersPerUser) clients already (the most for a user outside group proximityd)")
             }
         }
         recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: time.epoch, uid: uid, privileged: privileged)

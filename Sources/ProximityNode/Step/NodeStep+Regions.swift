@@ -1,5 +1,5 @@
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 
 /// The region monitor's part of the step: the monitor (each region carries where it came from),

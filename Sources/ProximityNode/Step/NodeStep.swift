@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import ProximityAPI
+import ProximityAPIValues
 import ProximityCore
 import ProximityTrust
 

@@ -1,5 +1,3 @@
-import DBusKit
-
 /// One RSSI sample a node fed its ranging table (`Node1.Samples`): the value exactly as the table
 /// took it, with the measured power it was ranged with.
 public struct RecordedSample: Sendable, Hashable {
@@ -17,15 +15,6 @@ public struct RecordedSample: Sendable, Hashable {
         self.time = time
         self.rssi = rssi
         self.measuredPower = measuredPower
-    }
-
-    /// `(sddd)`.
-    public var value: DBusValue { .structure([.string(peer), .double(time), .double(rssi), .double(measuredPower)]) }
-
-    public init?(_ value: DBusValue) {
-        guard case .structure(let f) = value.unwrapped, f.count == 4, let peer = f[0].string, let time = f[1].double,
-              let rssi = f[2].double, let power = f[3].double else { return nil }
-        self.init(peer: peer, time: time, rssi: rssi, measuredPower: power)
     }
 }
 
@@ -48,15 +37,6 @@ public struct RecordedReport: Sendable, Hashable {
         self.distance = distance
         self.measuredPower = measuredPower
     }
-
-    /// `(ssdd)`.
-    public var value: DBusValue { .structure([.string(peer), .string(zone), .double(distance), .double(measuredPower)]) }
-
-    public init?(_ value: DBusValue) {
-        guard case .structure(let f) = value.unwrapped, f.count == 4, let peer = f[0].string, let zone = f[1].string,
-              let distance = f[2].double, let power = f[3].double else { return nil }
-        self.init(peer: peer, zone: zone, distance: distance, measuredPower: power)
-    }
 }
 
 /// One `Node1.Samples` signal: a report's time, the samples of the recorded peers since the report
@@ -72,21 +52,14 @@ public struct RecordedBatch: Sendable, Hashable {
         self.samples = samples
         self.reports = reports
     }
+}
 
-    /// The signal's arguments, `d`, `a(sddd)`, `a(ssdd)`.
-    public var arguments: [DBusValue] {
-        [.double(time),
-         .array(element: .structure([.string, .double, .double, .double]), samples.map(\.value)),
-         .array(element: .structure([.string, .string, .double, .double]), reports.map(\.value))]
-    }
-
-    /// Decodes a `Samples` signal; nil for another message or other types.
-    public init?(_ message: DBusMessage) {
-        guard message.interface == ProximityBus.Node1.interface, message.member == ProximityBus.Node1.samples,
-              message.body.count == 3, let time = message.body[0].double,
-              message.body[1].type == ProximityBus.Node1.samplesType, message.body[2].type == ProximityBus.Node1.reportsType
-        else { return nil }
-        self.init(time: time, samples: (message.body[1].arrayElements ?? []).compactMap(RecordedSample.init),
-                  reports: (message.body[2].arrayElements ?? []).compactMap(RecordedReport.init))
-    }
+/// How much a node records for its clients (`Node1.StartRecording`).
+public enum RecordingLimits {
+    /// The most peers one `StartRecording` may name, and the most clients recording at once.
+    public static let maxRecordedPeers = 64
+    public static let maxRecorders = 16
+    /// The most clients one user outside group proximityd may record from at once (root and the
+    /// group have ``maxRecorders`` slots of their own).
+    public static let maxRecordersPerUser = 2
 }

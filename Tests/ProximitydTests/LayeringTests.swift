@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+
+/// The code's layering as docs/architecture.md draws it, checked on the sources (issue 34).
+@Suite("layering: what each part may import")
+struct LayeringTests {
+    /// The modules a file imports (`import X`, `@_exported import X`).
+    static func imports(_ file: URL) throws -> Set<String> {
+        let text = try String(contentsOf: file, encoding: .utf8)
+        var modules: Set<String> = []
+        for line in text.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            guard let i = words.firstIndex(of: "import"), i + 1 < words.count,
+                  words[..<i].allSatisfy({ $0.hasPrefix("@") }) else { continue }
+            modules.insert(String(words[i + 1]))
+        }
+        return modules
+    }
+
+    static func swiftFiles(_ folder: String) throws -> [URL] {
+        let directory = repositoryRoot.appendingPathComponent(folder)
+        return try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "swift" }.sorted { $0.path < $1.path }
+    }
+
+    @Test("the node's pure step (Sources/ProximityNode/Step) imports the domain, the trust primitives, the API's values and logging: no bus, no BlueZ, no MQTT")
+    func stepImports() throws {
+        let allowed: Set<String> = ["Foundation", "Logging", "ProximityCore", "ProximityTrust", "ProximityAPIValues"]
+        let files = try Self.swiftFiles("Sources/ProximityNode/Step")
+        #expect(files.count >= 10)
+        for file in files {
+            let extra = try Self.imports(file).subtracting(allowed)
+            #expect(extra.isEmpty, "\(file.lastPathComponent) imports \(extra.sorted())")
+        }
+    }
+
+    @Test("the API's values (Sources/ProximityAPIValues) know no bus; ProximityMQTT links no MQTT client")
+    func valuesImports() throws {
+        for file in try Self.swiftFiles("Sources/ProximityAPIValues") {
+            let extra = try Self.imports(file).subtracting(["Foundation", "ProximityCore"])
+            #expect(extra.isEmpty, "\(file.lastPathComponent) imports \(extra.sorted())")
+        }
+        for file in try Self.swiftFiles("Sources/ProximityMQTT") {
+            let extra = try Self.imports(file).subtracting(["Foundation", "ProximityCore"])
+            #expect(extra.isEmpty, "\(file.lastPathComponent) imports \(extra.sorted())")
+        }
+    }
+}
