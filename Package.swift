@@ -213,7 +213,7 @@ let package = Package(
         .executableTarget(
             name: "region-bench",
             dependencies: [
-                "ProximityCore",
+                "ProximityCore", "BlueZSim",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/region-bench"
@@ -248,7 +248,7 @@ let package = Package(
         .target(
             name: "BlueZSim",
             dependencies: [
-                "DBusKit", "StrictYAML", "ProximityTrust",
+                "BlueZ", "DBusKit", "StrictYAML", "ProximityTrust",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/BlueZSim"

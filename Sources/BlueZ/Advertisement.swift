@@ -90,7 +90,8 @@ public final class Advertisement: Sendable {
     ///
     /// `adapterDiscoverable` true (the default) keeps the 3 bytes of flags the kernel adds when
     /// the adapter is discoverable, which it may become at any time.
-    public static func plan(_ content: AdvertisementContent, adapterDiscoverable: Bool = true) throws(AdvertisementError) -> AdvertisementPlan {
+    public static func plan(_ content: AdvertisementContent,
+                            adapterDiscoverable: Bool = true) throws(AdvertisementError) -> AdvertisementPlan {
         guard let service = BluetoothUUID(content.serviceUUID) else { throw .invalidUUID(content.serviceUUID) }
         var payload = LegacyAdvertisingPayload(peripheral: true, serviceUUIDs: [service])
         let budget = payload.maxLength(adapterDiscoverable: adapterDiscoverable)
@@ -172,7 +173,8 @@ public final class Advertisement: Sendable {
                     logger.warning("refused a Release not from bluetoothd", metadata: ["dbus.sender": "\(call.sender?.rawValue ?? "")"])
                     throw error
                 }
-                logger.info("BlueZ released the advertisement", metadata: ["dbus.path": "\(path)", "dbus.sender": "\(call.sender?.rawValue ?? "")"])
+                logger.info("BlueZ released the advertisement",
+                            metadata: ["dbus.path": "\(path)", "dbus.sender": "\(call.sender?.rawValue ?? "")"])
                 sink.yield()
                 return []
             },

@@ -128,7 +128,9 @@ public actor BlueZObjectMirror {
     }
 
     public func adapters() -> [AdapterInfo] {
-        paths(with: BlueZService.adapterInterface).map { AdapterInfo(path: $0, properties: objects[$0]![BlueZService.adapterInterface.rawValue]!) }
+        paths(with: BlueZService.adapterInterface).map {
+            AdapterInfo(path: $0, properties: objects[$0]![BlueZService.adapterInterface.rawValue]!)
+        }
     }
 
     public func adapter(at path: ObjectPath) -> AdapterInfo? {

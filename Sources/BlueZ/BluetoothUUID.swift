@@ -11,7 +11,7 @@ public struct BluetoothUUID: Hashable, Sendable, CustomStringConvertible {
     public let wireSize: Int
 
     /// The Bluetooth base UUID's tail, which turns a 16- or 32-bit UUID into its 128-bit form.
-    static let baseSuffix = "-0000-1000-8000-00805f9b34fb"
+    public static let baseSuffix = "-0000-1000-8000-00805f9b34fb"
 
     /// Nil when `text` is not a UUID in one of the three forms.
     public init?(_ text: String) {

@@ -103,7 +103,8 @@ public final class GattApplication: Sendable {
     public let hellos: AsyncStream<GattHello>
     private let objects: [DBusObject]
 
-    private init(root: ObjectPath, servicePath: ObjectPath, characteristicPath: ObjectPath, helloPath: ObjectPath, challengePath: ObjectPath,
+    private init(root: ObjectPath, servicePath: ObjectPath, characteristicPath: ObjectPath, helloPath: ObjectPath,
+                 challengePath: ObjectPath,
                  hellos: AsyncStream<GattHello>, objects: [DBusObject]) {
         self.root = root
         self.servicePath = servicePath
@@ -140,7 +141,8 @@ public final class GattApplication: Sendable {
 
     /// Checks a `WriteValue` on the hello characteristic (at offset 0, from a device BlueZ names)
     /// and has `service` read it.
-    public static func hello(_ value: [UInt8], options: [String: DBusValue], service: any GattIdentityService) throws(DBusError) -> GattHello {
+    public static func hello(_ value: [UInt8], options: [String: DBusValue],
+                             service: any GattIdentityService) throws(DBusError) -> GattHello {
         guard try offset(options, limit: 0) == 0 else { throw DBusError(invalidOffsetError, "Invalid offset") }
         guard let device = options["device"]?.unwrapped.objectPath else {
             throw DBusError("org.bluez.Error.InvalidArguments", "no device in the options")

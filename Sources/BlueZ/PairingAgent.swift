@@ -101,7 +101,8 @@ public final class PairingAgent: Sendable {
 
     /// Exports the agent at `path` on `connection`; register it with ``AgentManager``.
     public static func export(on connection: DBusConnection, at path: ObjectPath = defaultPath, capability: Capability,
-                              callers: BlueZCallers? = nil, logger: Logger = Logger(label: "proximityd.bluez")) async throws -> PairingAgent {
+                              callers: BlueZCallers? = nil,
+                              logger: Logger = Logger(label: "proximityd.bluez")) async throws -> PairingAgent {
         let callers = callers ?? BlueZCallers(connection: connection)
         let (events, sink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
         let chosen = Chosen()
@@ -158,7 +159,8 @@ public final class PairingAgent: Sendable {
                 sink.yield(.accepted(device))
                 return []
             },
-            DBusMethod("RequestPinCode", inputs: [DBusArgument("device", .objectPath)], outputs: [DBusArgument("pincode", .string)]) { call in
+            DBusMethod("RequestPinCode", inputs: [DBusArgument("device", .objectPath)],
+                       outputs: [DBusArgument("pincode", .string)]) { call in
                 try await fromBlueZ(call)
                 throw refuse(call, "a PIN code is for classic Bluetooth; this enrollment pairs over LE only")
             },
@@ -166,7 +168,8 @@ public final class PairingAgent: Sendable {
                 try await fromBlueZ(call)
                 throw refuse(call, "a PIN code is for classic Bluetooth; this enrollment pairs over LE only")
             },
-            DBusMethod("RequestPasskey", inputs: [DBusArgument("device", .objectPath)], outputs: [DBusArgument("passkey", .uint32)]) { call in
+            DBusMethod("RequestPasskey", inputs: [DBusArgument("device", .objectPath)],
+                       outputs: [DBusArgument("passkey", .uint32)]) { call in
                 try await fromBlueZ(call)
                 throw refuse(call, "this box shows the passkey; it types none")
             },

@@ -57,7 +57,8 @@ public final class PairingGattApplication: Sendable {
                     return []
                 })
             }
-            objects.append(try await connection.export([DBusInterface(BlueZService.gattCharacteristicInterface, methods: methods, properties: [
+            objects.append(try await connection.export([DBusInterface(BlueZService.gattCharacteristicInterface,
+                                                                      methods: methods, properties: [
                 DBusProperty("UUID", .string, .string(uuid), changeSignal: .const),
                 DBusProperty("Service", .objectPath, .objectPath(service), changeSignal: .const),
                 DBusProperty("Flags", .array(.string), .strings(flags), changeSignal: .const),

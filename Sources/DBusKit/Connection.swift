@@ -19,7 +19,8 @@ public enum BusAddress: Sendable, Hashable, CustomStringConvertible {
         case "session": self = .session
         default:
             guard text.contains(":"), !text.hasPrefix(":") else {
-                throw DBusError(.badAddress, "'\(text)' is not 'system', 'session' or a D-Bus address such as unix:path=/run/dbus/system_bus_socket")
+                throw DBusError(.badAddress,
+                                "'\(text)' is not 'system', 'session' or a D-Bus address such as unix:path=/run/dbus/system_bus_socket")
             }
             self = .address(text)
         }
@@ -70,7 +71,8 @@ public final class DBusConnection: Sendable {
 
     /// Connects and registers with the bus (`Hello`). Throws with libdbus's error name and message
     /// (for example `org.freedesktop.DBus.Error.FileNotFound` for a missing socket).
-    public static func connect(to address: BusAddress, logger: Logger = Logger(label: "dbuskit")) async throws(DBusError) -> DBusConnection {
+    public static func connect(to address: BusAddress,
+                               logger: Logger = Logger(label: "dbuskit")) async throws(DBusError) -> DBusConnection {
         dbus_threads_init_default()
         let thread = try BusThread()
         let core = ConnectionCore(thread: thread, logger: logger)
@@ -416,7 +418,8 @@ public final class DBusObject: Sendable {
 
 /// Resumes a continuation exactly once, whoever asks first.
 final class ResumeOnce: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<Void, Never>?, done: Bool, hooks: [@Sendable () -> Void])>((nil, false, []))
+    private let state = Mutex<(continuation: CheckedContinuation<Void, Never>?, done: Bool,
+                               hooks: [@Sendable () -> Void])>((nil, false, []))
 
     func set(_ continuation: CheckedContinuation<Void, Never>) {
         let resumeNow = state.withLock { s -> Bool in

@@ -98,7 +98,8 @@ final class ConnectionCore: @unchecked Sendable {
         defer { dbus_message_unref(message) }
         guard call.arguments.allSatisfy({ $0.conforms(to: $0.type) }),
               marshaller.appendBody(call.arguments, to: message) else {
-            completion(.failure(DBusError(.invalidArgs, "call \(call.member): an argument does not match its own type or has a NUL in a string")))
+            completion(.failure(DBusError(.invalidArgs,
+                                          "call \(call.member): an argument does not match its own type or has a NUL in a string")))
             return
         }
         var pending: OpaquePointer? = nil
@@ -270,7 +271,8 @@ final class ConnectionCore: @unchecked Sendable {
         if call.exceededLimits {
             let limits = DBusReceiveLimits.methodCall
             return replyError(to: message, DBusError(.limitsExceeded,
-                "The call's arguments hold more than \(limits.maxValues) values or \(limits.maxStringBytes) bytes of strings and byte arrays."))
+                "The call's arguments hold more than \(limits.maxValues) values or \(limits.maxStringBytes) bytes of strings " +
+                    "and byte arrays."))
         }
         if closing || isShutDown {
             replyError(to: message, DBusError(.failed, "the service is shutting down"))
@@ -384,7 +386,8 @@ final class ConnectionCore: @unchecked Sendable {
                 guard values.count == outputTypes.count,
                       zip(values, outputTypes).allSatisfy({ $0.conforms(to: $1) && $0.hasValidStrings }) else {
                     return .failure(DBusError(.failed,
-                        "internal error: \(interface.name).\(member) produced '\(Signature(values.map(\.type)))', declared '\(Signature(outputTypes))'"))
+                        "internal error: \(interface.name).\(member) produced '\(Signature(values.map(\.type)))', " +
+                            "declared '\(Signature(outputTypes))'"))
                 }
                 return .success(values)
             } catch {
@@ -440,11 +443,13 @@ final class ConnectionCore: @unchecked Sendable {
     private func propertiesGet(_ message: OpaquePointer, _ path: ObjectPath, _ interfaceName: String, _ name: String) {
         // The standard interfaces have no properties (GetAll returns {} for them).
         if Self.isStandardInterface(interfaceName), introspect(path) != nil {
-            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
+            return replyError(to: message, DBusError(.unknownProperty,
+                                                     "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
         }
         guard let (object, interface) = lookUpInterface(message, path, interfaceName) else { return }
         guard interface.property(name) != nil, let value = object.value(interface.name, name) else {
-            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
+            return replyError(to: message, DBusError(.unknownProperty,
+                                                     "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
         }
         reply(to: message, [.variant(value)])
     }
@@ -462,7 +467,8 @@ final class ConnectionCore: @unchecked Sendable {
                                _ interfaceName: String, _ name: String, _ value: DBusValue) {
         guard let (_, interface) = lookUpInterface(message, path, interfaceName) else { return }
         guard let property = interface.property(name) else {
-            return replyError(to: message, DBusError(.unknownProperty, "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
+            return replyError(to: message, DBusError(.unknownProperty,
+                                                     "Unknown property '\(echoed(name))' on interface '\(echoed(interfaceName))'."))
         }
         guard property.access == .readWrite, let setter = property.setter else {
             return replyError(to: message, DBusError(.propertyReadOnly, "Property '\(echoed(name))' is not writable."))
@@ -490,7 +496,8 @@ final class ConnectionCore: @unchecked Sendable {
     /// Stores a property value and queues its change announcement. Bus thread.
     func setProperty(path: ObjectPath, interface: InterfaceName, name: String, value: DBusValue) {
         guard var object = objects[path], let declaration = object.interface(interface)?.property(name) else {
-            logger.warning("set of an unknown property ignored", metadata: ["dbus.path": "\(path)", "dbus.property": "\(interface).\(name)"])
+            logger.warning("set of an unknown property ignored",
+                           metadata: ["dbus.path": "\(path)", "dbus.property": "\(interface).\(name)"])
             return
         }
         guard value.conforms(to: declaration.type) else {

@@ -152,7 +152,8 @@ public struct DBusInterface: Sendable {
                 x += head + "/>\n"
             } else {
                 x += head + ">\n"
-                x += "\(pad)  <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(p.changeSignal.rawValue)\"/>\n"
+                x += "\(pad)  <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" " +
+                    "value=\"\(p.changeSignal.rawValue)\"/>\n"
                 x += "\(pad) </property>\n"
             }
         }

@@ -40,7 +40,9 @@ public struct FleetMapEditing: Sendable {
         guard fd >= 0 else { throw FleetMapError.token(path, String(cString: strerror(errno))) }
         defer { close(fd) }
         let line = Array((token + "\n").utf8)
-        guard write(fd, line, line.count) == line.count, fsync(fd) == 0 else { throw FleetMapError.token(path, String(cString: strerror(errno))) }
+        guard write(fd, line, line.count) == line.count, fsync(fd) == 0 else {
+            throw FleetMapError.token(path, String(cString: strerror(errno)))
+        }
         return token
     }
 
@@ -53,7 +55,8 @@ public struct FleetMapEditing: Sendable {
 
     /// The answer to a write without the token: 401, and how to authenticate.
     static var unauthorised: Response {
-        var refused = FleetMapServer.response(MQTTJSON.encode(["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
+        var refused = FleetMapServer.response(MQTTJSON.encode(
+            ["error": "editing the plan needs Authorization: Bearer TOKEN (the token proximity-fleet wrote to --edit-token)"]),
                                               type: "application/json", status: .unauthorized)
         refused.headers[.wwwAuthenticate] = "Bearer realm=\"proximity-fleet\""
         return refused
@@ -70,8 +73,8 @@ public struct FleetMapEditing: Sendable {
         guard authorised(request) else { return Self.unauthorised }
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: Self.maximumPlan) } catch {
-            return FleetMapServer.response(MQTTJSON.encode(["error": "a plan is at most \(Self.maximumPlan) bytes"]), type: "application/json",
-                                           status: .contentTooLarge)
+            return FleetMapServer.response(MQTTJSON.encode(["error": "a plan is at most \(Self.maximumPlan) bytes"]),
+                                           type: "application/json", status: .contentTooLarge)
         }
         let bytes = Array(body.readableBytesView)
         let plan: FloorPlan
@@ -88,7 +91,8 @@ public struct FleetMapEditing: Sendable {
             return FleetMapServer.response(MQTTJSON.encode(["error": "cannot save \(planPath): \(error)"]), type: "application/json",
                                            status: .internalServerError)
         }
-        logger.notice("floor plan saved from the map", metadata: ["plan": "\(planPath)", "rooms": "\(plan.rooms.count)", "nodes": "\(plan.nodes.count)"])
+        logger.notice("floor plan saved from the map",
+                      metadata: ["plan": "\(planPath)", "rooms": "\(plan.rooms.count)", "nodes": "\(plan.nodes.count)"])
         await apply(plan)
         return FleetMapServer.response(MQTTJSON.encode(["saved": planPath]), type: "application/json")
     }
@@ -102,14 +106,17 @@ public struct FleetMapEditing: Sendable {
     func putBackground(_ request: Request, logger: Logger) async -> Response {
         guard authorised(request) else { return Self.unauthorised }
         let types = ["image/png": "png", "image/jpeg": "jpg", "image/svg+xml": "svg"]
-        let given = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let given = request.headers[.contentType]?.split(separator: ";").first
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         guard let ext = types[given] else {
-            return FleetMapServer.response(MQTTJSON.encode(["error": "a background is a PNG, JPEG or SVG (Content-Type image/png, image/jpeg or image/svg+xml), not \(given.isEmpty ? "none" : given)"]),
+            return FleetMapServer.response(MQTTJSON.encode(["error": "a background is a PNG, JPEG or SVG (Content-Type image/png, " +
+                "image/jpeg or image/svg+xml), not \(given.isEmpty ? "none" : given)"]),
                                            type: "application/json", status: .unsupportedMediaType)
         }
         let body: ByteBuffer
         do { body = try await request.body.collect(upTo: Self.maximumBackground) } catch {
-            return FleetMapServer.response(MQTTJSON.encode(["error": "a background is at most 10 MB"]), type: "application/json", status: .contentTooLarge)
+            return FleetMapServer.response(MQTTJSON.encode(["error": "a background is at most 10 MB"]), type: "application/json",
+                                           status: .contentTooLarge)
         }
         let bytes = Array(body.readableBytesView)
         let head = String(decoding: bytes.prefix(512), as: UTF8.self)
@@ -119,14 +126,15 @@ public struct FleetMapEditing: Sendable {
         default: head.contains("<svg")
         }
         guard matches else {
-            return FleetMapServer.response(MQTTJSON.encode(["error": "the body is not the \(given) it says it is"]), type: "application/json",
-                                           status: .unsupportedMediaType)
+            return FleetMapServer.response(MQTTJSON.encode(["error": "the body is not the \(given) it says it is"]),
+                                           type: "application/json", status: .unsupportedMediaType)
         }
         let url = URL(fileURLWithPath: planPath)
         let name = url.deletingPathExtension().lastPathComponent + ".background." + ext
         let path = url.deletingLastPathComponent().path + "/" + name
         do { try Self.replace(path, with: bytes) } catch {
-            return FleetMapServer.response(MQTTJSON.encode(["error": "cannot save \(path): \(error)"]), type: "application/json", status: .internalServerError)
+            return FleetMapServer.response(MQTTJSON.encode(["error": "cannot save \(path): \(error)"]), type: "application/json",
+                                           status: .internalServerError)
         }
         logger.notice("background picture saved from the map", metadata: ["file": "\(path)", "bytes": "\(bytes.count)"])
         return FleetMapServer.response(MQTTJSON.encode(["image": name]), type: "application/json")

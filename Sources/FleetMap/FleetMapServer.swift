@@ -173,8 +173,8 @@ public struct FleetMapServer: Service {
         router.get(path) { request, _ in answer(request) }
         for method in [HTTPRequest.Method.post, .put, .patch, .delete] where !(writable && method == .put) {
             router.on(path, method: method) { _, _ in
-                var refused = response(MQTTJSON.encode(["error": "the map is read-only: \(method) is not allowed here"]), type: "application/json",
-                                       status: .methodNotAllowed)
+                var refused = response(MQTTJSON.encode(["error": "the map is read-only: \(method) is not allowed here"]),
+                                       type: "application/json", status: .methodNotAllowed)
                 refused.headers[.allow] = "GET, HEAD"
                 return refused
             }
@@ -208,7 +208,9 @@ public struct FleetMapServer: Service {
         }
         var headers = headers(type: type)
         headers[.cacheControl] = "no-cache"
-        if type == "image/svg+xml" { headers[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox" }
+        if type == "image/svg+xml" {
+            headers[.contentSecurityPolicy] = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+        }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
@@ -218,7 +220,9 @@ public struct FleetMapServer: Service {
         var headers = headers(type: file.type)
         headers[.cacheControl] = "no-cache"
         headers[.eTag] = file.etag
-        if let match = request.headers[.ifNoneMatch], match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == file.etag || $0.trimmingCharacters(in: .whitespaces) == "*" }) {
+        if let match = request.headers[.ifNoneMatch], match.split(separator: ",").contains(where: {
+            $0.trimmingCharacters(in: .whitespaces) == file.etag || $0.trimmingCharacters(in: .whitespaces) == "*"
+        }) {
             return Response(status: .notModified, headers: headers)
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: file.body)))
@@ -228,8 +232,8 @@ public struct FleetMapServer: Service {
     /// client goes or the service stops; 503 when ``FleetViews/maximumSubscribers`` are live.
     static func events(_ views: FleetViews) -> Response {
         guard let stream = views.subscribe() else {
-            return response(MQTTJSON.encode(["error": "too many live maps: at most \(FleetViews.maximumSubscribers)"]), type: "application/json",
-                            status: .serviceUnavailable)
+            return response(MQTTJSON.encode(["error": "too many live maps: at most \(FleetViews.maximumSubscribers)"]),
+                            type: "application/json", status: .serviceUnavailable)
         }
         return Response(status: .ok, headers: headers(type: "text/event-stream"), body: ResponseBody { writer in
             // A client that lost the stream tries again after 2 s.

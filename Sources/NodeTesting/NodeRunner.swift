@@ -125,7 +125,8 @@ public final class NodeRunner: Sendable {
         let events = EventRecorder(recording: running.engine.events.subscribe(buffer: 1 << 16))
         let group = ServiceGroup(configuration: .init(
             services: running.services(logger: logger).map {
-                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+                .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                      failureTerminationBehavior: .gracefullyShutdownGroup)
             },
             logger: logger))
         let task = Task { () -> (any Error)? in

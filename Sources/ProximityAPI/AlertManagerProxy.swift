@@ -132,7 +132,8 @@ public enum AlertSignal: Sendable, Hashable {
         if message.interface == ProximityBus.AlertManager1.interface {
             guard let path = message.body.first?.objectPath else { return nil }
             switch member {
-            case ProximityBus.AlertManager1.alertReady: self = .ready(path, Lenient.properties(message.body.count > 1 ? message.body[1] : nil))
+            case ProximityBus.AlertManager1.alertReady:
+                self = .ready(path, Lenient.properties(message.body.count > 1 ? message.body[1] : nil))
             case ProximityBus.AlertManager1.alertRemoved:
                 self = .removed(path, reason: message.body.count > 1 ? message.body[1].string ?? "" : "")
             default: return nil

@@ -151,7 +151,8 @@ extension Alert {
                 parts.append((key, .map(map)))
             case (_, .string(let s)): parts.append((key, .text(s)))
             case (_, .double(let d)): parts.append((key, .number(d)))
-            case (_, .byte), (_, .int16), (_, .uint16), (_, .int32), (_, .uint32), (_, .int64): parts.append((key, .integer(value.integer!)))
+            case (_, .byte), (_, .int16), (_, .uint16), (_, .int32), (_, .uint32), (_, .int64):
+                parts.append((key, .integer(value.integer!)))
             case (_, .uint64(let u)): parts.append((key, .integer(Int64(clamping: u))))
             default:
                 throw .definition(AlertDefinitionError(key, "must be \(key.expected), not the D-Bus type '\(value.type)'"))

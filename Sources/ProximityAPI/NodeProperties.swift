@@ -45,7 +45,8 @@ public struct NodeProperties: Sendable, Hashable {
 
     public init(identifier: String, serviceUUID: String = ProximityBus.defaultServiceUUID.uuidString.lowercased(),
                 name: String, adapter: String = "hci0", advertising: Bool = false, discovering: Bool = false,
-                health: String = "ok", healthDetail: String = "", clearInterval: Double = 10, measuredPower: Int16 = -59, pathLossExponent: Double = 2, rssiOffset: Double = 0,
+                health: String = "ok", healthDetail: String = "", clearInterval: Double = 10, measuredPower: Int16 = -59,
+                pathLossExponent: Double = 2, rssiOffset: Double = 0,
                 zoneDistances: [String: Double] = ["immediate": 0.5, "near": 3.0], peerNames: [String: String] = [:],
                 irks: [String: String] = [:]) {
         self.identifier = identifier

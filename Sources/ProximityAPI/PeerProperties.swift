@@ -192,7 +192,9 @@ public struct PeerProperties: Sendable, Hashable {
     /// `dbus/org.proximityd.Peer1.xml`.
     public var interface: DBusInterface {
         DBusInterface(ProximityBus.Peer1.interface, properties: Key.allCases.compactMap { key in
-            value(of: key).map { DBusProperty(key.rawValue, key.descriptor.type, $0, changeSignal: key.descriptor.isConst ? .const : .emits) }
+            value(of: key).map {
+                DBusProperty(key.rawValue, key.descriptor.type, $0, changeSignal: key.descriptor.isConst ? .const : .emits)
+            }
         })
     }
 

@@ -65,7 +65,8 @@ extension NodeProxy {
     /// `Tracked`, `Cleared`, `RuleFired`, `Logged` and `Attributes` changes from now on.
     public func profileSignals() async throws -> AsyncStream<ProfileSignal> {
         let profile = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath, interface: P1.interface))
-        let log = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath, interface: ProximityBus.EventLog1.interface))
+        let log = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath,
+                                                           interface: ProximityBus.EventLog1.interface))
         let changes = try await connection.subscribe(MatchRule(sender: name, path: ProximityBus.rootPath, interface: .properties,
                                                                member: "PropertiesChanged", arg0: P1.interface.rawValue))
         return Self.decoded([profile, log, changes], ProfileSignal.init)
@@ -93,7 +94,8 @@ extension ProfileSignal {
         case (ProximityBus.Profile1.interface, ProximityBus.Profile1.tracked): self = .tracked(Lenient.stringMap(message.body.first))
         case (ProximityBus.Profile1.interface, ProximityBus.Profile1.cleared): self = .cleared
         case (ProximityBus.Profile1.interface, ProximityBus.Profile1.ruleFired):
-            self = .ruleFired(rule: message.body.first?.string ?? "", data: Lenient.stringMap(message.body.count > 1 ? message.body[1] : nil))
+            self = .ruleFired(rule: message.body.first?.string ?? "",
+                              data: Lenient.stringMap(message.body.count > 1 ? message.body[1] : nil))
         case (ProximityBus.EventLog1.interface, ProximityBus.EventLog1.logged):
             guard let entry = LogEntryValue(.structure(message.body)) else { return nil }
             self = .logged(entry)

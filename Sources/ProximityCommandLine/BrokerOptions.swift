@@ -10,7 +10,9 @@ public struct BrokerOptions: ParsableArguments, Sendable {
     @Option(help: ArgumentHelp("The user name on the broker.", valueName: "name"))
     public var username: String?
 
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("A file whose first line is the password: a regular file, mode 0600, owned by root or by the user this runs as.", valueName: "file"))
+    @Option(name: .customLong("password-file"),
+            help: ArgumentHelp("A file whose first line is the password: a regular file, mode 0600, owned by root or by the user " +
+                               "this runs as.", valueName: "file"))
     public var passwordFile: String?
 
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM file of the broker's CA (mqtts://). Default: the system's CAs.",
@@ -28,7 +30,10 @@ public struct BrokerOptions: ParsableArguments, Sendable {
     public func options(clientID: String, reconnectDelay: ClosedRange<Int> = 1...60) throws -> MQTTOptions {
         let url = try MQTTBrokerURL.parse(broker)
         var options = MQTTOptions(host: url.host, port: url.port, clientID: clientID, username: username,
-                                  password: try passwordFile.map { (path: String) throws(SecretFileError) -> String in try SecretFile.password(path: path) }, reconnectDelay: reconnectDelay)
+                                  password: try passwordFile.map { (path: String) throws(SecretFileError) -> String in
+                                      try SecretFile.password(path: path)
+                                  },
+                                  reconnectDelay: reconnectDelay)
         if url.tls { options.tls = .init(caFile: caFile, caPath: caFile == nil ? MQTTOptions.TLS.systemCAPath : nil) }
         return options
     }

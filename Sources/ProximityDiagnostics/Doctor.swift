@@ -71,7 +71,8 @@ struct DoctorRun {
             found = socket.controllers()
         } catch let error where error == .addressFamilyNotSupported {
             add("kernel", .fail, "no Bluetooth support: socket(AF_BLUETOOTH) answers \"\(error)\"",
-                fix: "load the module (modprobe bluetooth), or boot a kernel built with CONFIG_BT; in a container, the host's kernel decides")
+                fix: "load the module (modprobe bluetooth), or boot a kernel built with CONFIG_BT; " +
+                    "in a container, the host's kernel decides")
             add("controllers", .skipped, "needs Bluetooth in the kernel")
             return
         } catch {
@@ -143,14 +144,17 @@ struct DoctorRun {
         do {
             snapshot = try await BlueZSnapshot.take(on: connection)
         } catch {
-            add("adapter \(adapter)", .fail, "cannot list BlueZ's objects: \(error)", fix: "check bluetoothd's log (journalctl -u bluetooth)")
+            add("adapter \(adapter)", .fail, "cannot list BlueZ's objects: \(error)",
+                fix: "check bluetoothd's log (journalctl -u bluetooth)")
             return
         }
         let path = BlueZService.rootPath.appending(escaped: adapter)
         guard let info = snapshot.adapter(at: path) else {
             let others = snapshot.adapters.map { $0.path.rawValue.replacingOccurrences(of: BlueZService.rootPath.rawValue + "/", with: "") }
-            add("adapter \(adapter)", .fail, "bluetoothd has no \(adapter)\(others.isEmpty ? " (no adapter at all)" : "; it has \(others.joined(separator: ", "))")",
-                fix: others.isEmpty ? "check that the controller is up (above) and bluetoothd's log" : "use proximityd run --adapter \(others[0])")
+            add("adapter \(adapter)", .fail,
+                "bluetoothd has no \(adapter)\(others.isEmpty ? " (no adapter at all)" : "; it has \(others.joined(separator: ", "))")",
+                fix: others.isEmpty ? "check that the controller is up (above) and bluetoothd's log"
+                    : "use proximityd run --adapter \(others[0])")
             return
         }
         let address = info.address.isEmpty ? "?" : info.address
@@ -182,16 +186,22 @@ struct DoctorRun {
     /// stable on the air (docs/security.md). Off is a warning: an open node does not need it.
     private mutating func privacy() {
         let file = doctor.bluezConfig
-        let fix = "set Privacy = device under [General] in \(file), then systemctl restart bluetooth (BlueZ uses it where the controller supports privacy)"
+        let fix = "set Privacy = device under [General] in \(file), then systemctl restart bluetooth " +
+            "(BlueZ uses it where the controller supports privacy)"
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-            add("privacy", .warn, "cannot read \(file): BlueZ's default, Privacy off, is assumed; the adapter advertises from its public address, a stable identifier", fix: fix)
+            add("privacy", .warn,
+                "cannot read \(file): BlueZ's default, Privacy off, is assumed; the adapter advertises from its public address, " +
+                    "a stable identifier",
+                fix: fix)
             return
         }
         let value = BlueZMainConf.privacy(text)
         if BlueZMainConf.isOn(value) {
             add("privacy", .ok, "Privacy = \(value!) in \(file): the adapter advertises from resolvable private addresses")
         } else {
-            add("privacy", .warn, "Privacy is \(value ?? "not set (off)") in \(file): the adapter advertises from its public address, a stable identifier (it matters for a trusted fleet: docs/security.md)",
+            add("privacy", .warn,
+                "Privacy is \(value ?? "not set (off)") in \(file): the adapter advertises from its public address, a stable identifier " +
+                    "(it matters for a trusted fleet: docs/security.md)",
                 fix: fix)
         }
     }
@@ -202,7 +212,9 @@ struct DoctorRun {
               let pid = reply.first?.integer else { return nil }
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))
             ?? (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?.split(separator: "\0").first.map(String.init)
-        guard let executable, executable.hasSuffix("bluetoothd"), FileManager.default.isExecutableFile(atPath: executable) else { return nil }
+        guard let executable, executable.hasSuffix("bluetoothd"), FileManager.default.isExecutableFile(atPath: executable) else {
+            return nil
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["--version"]
@@ -223,10 +235,12 @@ struct DoctorRun {
             let advertising = properties?.advertising == true
             let discovering = properties?.discovering == true
             let peers = (try? await node.peers().count) ?? 0
-            let state = "advertising \(advertising ? "yes" : "no"), discovering \(discovering ? "yes" : "no"), \(peers) peer\(peers == 1 ? "" : "s")"
+            let state = "advertising \(advertising ? "yes" : "no"), discovering \(discovering ? "yes" : "no"), " +
+                "\(peers) peer\(peers == 1 ? "" : "s")"
             let health = properties?.health ?? ""
             if health == "recovering" || health == "failed" {
-                add("radio", health == "failed" ? .fail : .warn, "the node's radio watchdog says \(health): \(properties?.healthDetail ?? "")",
+                add("radio", health == "failed" ? .fail : .warn,
+                    "the node's radio watchdog says \(health): \(properties?.healthDetail ?? "")",
                     fix: health == "failed" ? "check the adapter (dmesg, bluetoothctl show); unplug and replug a USB dongle" : nil)
             }
             if advertising && discovering {

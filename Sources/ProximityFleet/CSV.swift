@@ -43,7 +43,9 @@ public struct CSVReader {
         do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .mappedIfSafe) } catch {
             throw Problem(message: "\(path): cannot read: \((error as NSError).localizedDescription)", unreadable: true)
         }
-        guard data.count <= Self.maxSize else { throw Problem(message: "\(path): cannot read: larger than \(Self.maxSize >> 30) GiB", unreadable: true) }
+        guard data.count <= Self.maxSize else {
+            throw Problem(message: "\(path): cannot read: larger than \(Self.maxSize >> 30) GiB", unreadable: true)
+        }
         self.init(data, path: path, comments: comments)
     }
 

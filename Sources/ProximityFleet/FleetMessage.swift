@@ -50,7 +50,8 @@ public enum FleetMessage: Sendable, Hashable {
     /// The node it came from, for a node's message.
     var node: String? {
         switch self {
-        case .nodeState(let node, _), .nodeStatus(let node, _), .report(let node, _, _), .hearings(let node, _), .nodeActivity(let node): node
+        case .nodeState(let node, _), .nodeStatus(let node, _), .report(let node, _, _), .hearings(let node, _),
+             .nodeActivity(let node): node
         case .ownRoom, .homeAssistant: nil
         }
     }

@@ -41,7 +41,8 @@ public struct FleetPositions: Sendable {
     /// The spread and sample count taken for a report of a node older than `rssi_spread` and `samples`.
     public static let defaultSpread = 3.0, defaultSamples = 5
 
-    public init(plan: FloorPlan, staleAfter: Double, configuration: GridPositioner.Configuration = .init(), estimator: FleetEstimator = .fleet) {
+    public init(plan: FloorPlan, staleAfter: Double, configuration: GridPositioner.Configuration = .init(),
+                estimator: FleetEstimator = .fleet) {
         self.plan = plan
         self.staleAfter = staleAfter
         self.configuration = configuration
@@ -85,7 +86,8 @@ public struct FleetPositions: Sendable {
         let spread = second.spread.isFinite && second.spread >= 0 ? min(second.spread, 60) : defaultSpread
         let power = (-127 ... 20).contains(second.rssiAt1m) ? Double(second.rssiAt1m) : defaultMeasuredPower
         let distance = LogDistanceModel(exponent: 2).distance(rssi: second.rssi, measuredPower: power)
-        return NodeHearing(node: node, rssi: second.rssi, spread: spread, samples: second.n, measuredPower: power, distance: distance, time: t)
+        return NodeHearing(node: node, rssi: second.rssi, spread: spread, samples: second.n, measuredPower: power,
+                           distance: distance, time: t)
     }
 
     /// A node's hearings of one second, arrived at `t`: each device's for the positioning (those
@@ -97,7 +99,8 @@ public struct FleetPositions: Sendable {
             guard let hearing = Self.hearing(node: node, second: second, at: t) else { continue }
             let device = second.id
             if let other = nodeNames[device.lowercased()] {
-                calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
+                calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower,
+                                 samples: hearing.samples, at: t)
             }
             if place(device) {
                 hearings[device, default: [:]][node] = hearing
@@ -127,7 +130,8 @@ public struct FleetPositions: Sendable {
         if secondNodes.contains(node), report.distance != nil { return }
         let hearing = Self.hearing(node: node, report: report, at: t)
         if let other = nodeNames[device.lowercased()], let hearing {
-            calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower, samples: hearing.samples, at: t)
+            calibration.hear(receiver: node, transmitter: other, rssi: hearing.rssi, stated: hearing.measuredPower,
+                             samples: hearing.samples, at: t)
         }
         if place, let hearing {
             hearings[device, default: [:]][node] = hearing
@@ -181,7 +185,8 @@ public struct FleetPositions: Sendable {
             hearings[device] = kept.isEmpty ? nil : kept
             let fresh = kept.values.filter { planNodes.contains($0.node) }.sorted { $0.node < $1.node }
             guard !fresh.isEmpty else { continue }
-            var positioner = positioners.removeValue(forKey: device) ?? estimator.positioner(plan: plan, grid: grid, model: model, configuration: configuration)
+            var positioner = positioners.removeValue(forKey: device)
+                ?? estimator.positioner(plan: plan, grid: grid, model: model, configuration: configuration)
             if let estimate = positioner.estimate(fresh, at: t) { out[device] = estimate }
             positioners[device] = positioner
         }
@@ -197,8 +202,8 @@ public struct FleetPositions: Sendable {
         func tenth(_ v: Double?) -> Double? { v.flatMap { $0.isFinite ? ($0 * 10).rounded() / 10 : nil } }
         let nodes = plan.nodes.map { node -> FleetCalibrationPayload.Node in
             let state = calibration.nodes[node.name]
-            return .init(name: node.name, rxOffset: tenth(state?.rxOffset), txPower: tenth(state?.txPower), residual: tenth(state?.residual),
-                         drift: state?.drift)
+            return .init(name: node.name, rxOffset: tenth(state?.rxOffset), txPower: tenth(state?.txPower),
+                         residual: tenth(state?.residual), drift: state?.drift)
         }
         let pairs = calibration.pairs.values.sorted { ($0.receiver, $0.transmitter) < ($1.receiver, $1.transmitter) }.map {
             FleetCalibrationPayload.Pair(receiver: $0.receiver, transmitter: $0.transmitter, distance: tenth($0.distance) ?? 0,

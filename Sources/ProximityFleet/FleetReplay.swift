@@ -38,7 +38,8 @@ public struct FleetReplay: Sendable {
     private var positionTopics: [String: String] = [:]
 
     /// `configuration` is the service's (with its plan); `ranging` and `throttle` the nodes'.
-    public init(_ configuration: FleetConfiguration, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init()) {
+    public init(_ configuration: FleetConfiguration, ranging: RangingConfiguration = .init(),
+                throttle: ReportThrottle.Configuration = .init()) {
         step = FleetStep(configuration)
         self.ranging = ranging
         self.throttle = throttle
@@ -55,7 +56,8 @@ public struct FleetReplay: Sendable {
             roomTopics[topics.room(sample.device)] = sample.device
             positionTopics[topics.position(sample.device)] = sample.device
         }
-        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: ranging, throttle: throttle, hearings: true)
+        var node = nodes.removeValue(forKey: sample.node)
+            ?? NodeReporter(name: sample.node, ranging: ranging, throttle: throttle, hearings: true)
         node.hear(sample.device, rssi: sample.rssi, at: sample.time, measuredPower: Self.measuredPower)
         nodes[sample.node] = node
     }
@@ -86,7 +88,8 @@ public struct FleetReplay: Sendable {
             for publication in publications {
                 switch publication {
                 case .report(let peer): out.append((topics.peer(peer.identifier.rawValue), MQTTJSON.encode(PeerReport(peer, at: t))))
-                case .gone(let id): out.append((topics.peer(id.rawValue), MQTTJSON.encode(PeerReport.gone(id.rawValue, at: MQTTRounding.milliseconds(t)))))
+                case .gone(let id):
+                    out.append((topics.peer(id.rawValue), MQTTJSON.encode(PeerReport.gone(id.rawValue, at: MQTTRounding.milliseconds(t)))))
                 case .compatibility: break
                 }
             }

@@ -57,8 +57,8 @@ public actor FleetService {
         logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(configuration.broker)",
                                                                "rule": "\(configuration.rule.rawValue)"])
         if let plan = configuration.plan {
-            logger.info("floor plan", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)", "rooms": "\(plan.rooms.count)",
-                                                 "cells": "\(step.positions?.grid.count ?? 0)"])
+            logger.info("floor plan", metadata: ["floors": "\(plan.floors.count)", "nodes": "\(plan.nodes.count)",
+                                                 "rooms": "\(plan.rooms.count)", "cells": "\(step.positions?.grid.count ?? 0)"])
         }
         // The ticks go on while it waits to claim the topics (the map shows the broker connecting).
         let claiming = Task { [weak self] in
@@ -222,6 +222,7 @@ public struct FleetServiceConflict: Error, CustomStringConvertible, Sendable {
     public var waited: Double
 
     public var description: String {
-        "another proximity-fleet is online on \(broker): \(topic) has said online for \(Int(waited)) s (a stopped or crashed one says offline sooner). Stop it first, or give this one its own --prefix and --client-id"
+        "another proximity-fleet is online on \(broker): \(topic) has said online for \(Int(waited)) s " +
+            "(a stopped or crashed one says offline sooner). Stop it first, or give this one its own --prefix and --client-id"
     }
 }

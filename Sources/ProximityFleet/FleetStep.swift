@@ -29,7 +29,9 @@ public struct FleetLogLine: Sendable, Hashable, CustomStringConvertible {
         self.metadata = metadata
     }
 
-    public var description: String { "\(level) \(message) " + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+    public var description: String {
+        "\(level) \(message) " + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+    }
 }
 
 /// The broker connection as the step needs to know it.
@@ -147,18 +149,22 @@ public struct FleetStep: Sendable {
             // acknowledgement, before it even takes the next subscription, so a restart takes its
             // rooms back before any node's report can decide one afresh.
             // Then the nodes' retained states (their roles), before any report.
-            effects.append(.subscribe(["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/state", "\(configuration.root)/+/status",
-                                       "\(configuration.root)/+/peers/+", "\(configuration.root)/+/\(NodeTopics.hearingsLevel)"] + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])))
+            effects.append(.subscribe(["\(configuration.prefix)/devices/+/room", "\(configuration.root)/+/state",
+                                       "\(configuration.root)/+/status", "\(configuration.root)/+/peers/+",
+                                       "\(configuration.root)/+/\(NodeTopics.hearingsLevel)"]
+                                      + (configuration.discovery ? ["\(configuration.discoveryPrefix)/status"] : [])))
             dirty = true
             return effects
         case .refused(let code, let reason):
             if broker.state != "down" { broker = .init(state: "down", since: MQTTRounding.milliseconds(t), reason: reason) }
-            return problem("the MQTT broker at \(configuration.broker) refused the connection: \(reason)\(code == 4 || code == 5 ? " (check --username and --password-file)" : ""); retrying with back-off")
+            return problem("the MQTT broker at \(configuration.broker) refused the connection: " +
+                           "\(reason)\(code == 4 || code == 5 ? " (check --username and --password-file)" : ""); retrying with back-off")
         case .disconnected(let reason, let tls):
             if broker.state != "down" { broker = .init(state: "down", since: MQTTRounding.milliseconds(t), reason: reason) }
             defer { connected = false }
             if connected {
-                return [.log(.init(.warning, "lost the connection to the MQTT broker at \(configuration.broker): reconnecting with back-off",
+                return [.log(.init(.warning,
+                                   "lost the connection to the MQTT broker at \(configuration.broker): reconnecting with back-off",
                                    ["reason": reason]))]
             } else if lastProblem?.hasPrefix("the MQTT broker at \(configuration.broker) refused") != true {
                 let hint = tls ? " (check --ca-file: the CA that signed the broker's certificate, and the host in --broker)" : ""
@@ -249,7 +255,8 @@ public struct FleetStep: Sendable {
             // With a plan, only its nodes count: anyone else who can publish under the root is
             // not taken for a node of the fleet.
             guard outsidePlan.insert(node).inserted else { return [] }
-            return [.log(.init(.notice, "node not in the floor plan: its reports are ignored (add it to the plan, or --outside-nodes nearest gives the devices only it hears nearest-node rooms)",
+            return [.log(.init(.notice, "node not in the floor plan: its reports are ignored (add it to the plan, " +
+                               "or --outside-nodes nearest gives the devices only it hears nearest-node rooms)",
                                ["node": node]))]
         }
         guard let report else { return [] }
@@ -261,7 +268,8 @@ public struct FleetStep: Sendable {
             // Before the rule sees it: a device a node in the plan hears waits for its position.
             positions?.hear(device: device, node: node, report: report, at: t, place: follow)
             if positions?.isPlanNode(node) == false, outsidePlan.insert(node).inserted {
-                effects.append(.log(.init(.info, "node not in the floor plan: the devices only it hears get nearest-node rooms", ["node": node])))
+                effects.append(.log(.init(.info, "node not in the floor plan: the devices only it hears get nearest-node rooms",
+                                          ["node": node])))
             }
         }
         guard follow else { return effects }
@@ -279,7 +287,8 @@ public struct FleetStep: Sendable {
     /// (a node by its identity or its name).
     private func follows(_ device: String) -> Bool {
         let planNode = isPlanNode(device: device)
-        return configuration.track.map { $0.contains(device) || (planNode && $0.contains(positions?.nodeName(of: device) ?? "")) } ?? !planNode
+        return configuration.track.map { $0.contains(device) || (planNode && $0.contains(positions?.nodeName(of: device) ?? "")) }
+            ?? !planNode
     }
 
     /// Whether `device` is one of the plan's nodes (by the identity its state gave).
@@ -327,7 +336,8 @@ public struct FleetStep: Sendable {
                 effects += apply(rule.forget(node: node, at: t))
                 nodeSeen[node] = nil
                 if outsidePlan.insert(node).inserted {
-                    effects.append(.log(.init(.notice, "node no longer in the floor plan: its reports are ignored (--outside-nodes nearest takes them for nearest-node rooms)",
+                    effects.append(.log(.init(.notice, "node no longer in the floor plan: its reports are ignored " +
+                                              "(--outside-nodes nearest takes them for nearest-node rooms)",
                                               ["node": node])))
                 }
             }
@@ -383,8 +393,8 @@ public struct FleetStep: Sendable {
                 firstHeard[device] = nil
             }
             since[device] = decision.at
-            effects += publish(device, room: decision.room ?? "not_home", from: decision.previous ?? "not_home", reason: decision.reason.rawValue,
-                               at: decision.at)
+            effects += publish(device, room: decision.room ?? "not_home", from: decision.previous ?? "not_home",
+                               reason: decision.reason.rawValue, at: decision.at)
         }
         return effects
     }
@@ -436,7 +446,9 @@ public struct FleetStep: Sendable {
         }
         for device in placed.keys.sorted() where estimates[device] == nil {
             // Heard by nodes outside the plan only: the nearest of them, as without a plan.
-            let outside = rule.readings(of: device).contains { !positions.isPlanNode($0.node) && $0.age(at: t) < configuration.decider.staleAfter }
+            let outside = rule.readings(of: device).contains {
+                !positions.isPlanNode($0.node) && $0.age(at: t) < configuration.decider.staleAfter
+            }
             guard outside || rule.room(of: device) == nil else { continue }
             effects += unplace(device)
             effects += change(device, to: rule.room(of: device) ?? "not_home", reason: outside ? "outside-plan" : "away", at: t)
@@ -539,7 +551,8 @@ public struct FleetStep: Sendable {
         let fitted = Dictionary((calibration?.nodes ?? []).map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let names = Set(nodeSeen.keys).union(positions?.plan.nodes.map(\.name) ?? [])
         let nodes = names.sorted().map { name in
-            FleetNodeHealth(name: name, inPlan: positions?.isPlanNode(name) ?? false, status: nodeStatus[name], mobile: mobile.contains(name),
+            FleetNodeHealth(name: name, inPlan: positions?.isPlanNode(name) ?? false, status: nodeStatus[name],
+                            mobile: mobile.contains(name),
                             lastHeard: nodeSeen[name].map(MQTTRounding.milliseconds), devices: reports[name] ?? 0,
                             rxOffset: fitted[name]?.rxOffset, txPower: fitted[name]?.txPower, residual: fitted[name]?.residual,
                             drift: fitted[name]?.drift)
@@ -551,7 +564,8 @@ public struct FleetStep: Sendable {
                                  nodes: .init(online: nodes.filter { $0.status == "online" }.count, total: nodes.count),
                                  newestReport: newestReport.map(MQTTRounding.milliseconds), newestReportAge: age)
         return .show(devices: devices,
-                     nodes: FleetNodes(time: MQTTRounding.milliseconds(t), exponent: calibration?.exponent, rms: calibration?.rms, nodes: nodes),
+                     nodes: FleetNodes(time: MQTTRounding.milliseconds(t), exponent: calibration?.exponent, rms: calibration?.rms,
+                                       nodes: nodes),
                      status: status)
     }
 
@@ -585,7 +599,8 @@ public struct FleetStep: Sendable {
         sensor.setEntityID(.sensor, "\(object)_room")
         sensor.icon = "mdi:floor-plan"
         sensor.setAvailability(topics.status)
-        effects.append(publish(Self.roomSensorTopic(discoveryPrefix: configuration.discoveryPrefix, device: device), MQTTJSON.encode(sensor)))
+        effects.append(publish(Self.roomSensorTopic(discoveryPrefix: configuration.discoveryPrefix, device: device),
+                               MQTTJSON.encode(sensor)))
         return effects
     }
 

@@ -129,7 +129,8 @@ public enum FloorPlanFile {
                     if text.isEmpty || text.hasPrefix("/") || text.split(separator: "/").contains("..") || text.utf8.count > 255 {
                         report(e.value.position, "background.image: a file beside the plan (no /, no ..), not \(text.debugDescription)")
                     } else if FloorPlanFile.backgroundTypes[ext] == nil {
-                        report(e.value.position, "background.image: must be a PNG, JPEG or SVG file (.png, .jpg, .jpeg, .svg), not \(text.debugDescription)")
+                        report(e.value.position,
+                               "background.image: must be a PNG, JPEG or SVG file (.png, .jpg, .jpeg, .svg), not \(text.debugDescription)")
                     } else if !FileManager.default.fileExists(atPath: folder + "/" + text) {
                         report(e.value.position, "background.image: no file \(text.debugDescription) beside the plan (in \(folder))")
                     } else {
@@ -168,13 +169,16 @@ public enum FloorPlanFile {
                 let name = fields.first(where: { $0.key == "name" }).flatMap { self.name($0, path: path, kind: "floor") }
                 var z: ClosedRange<Double>?
                 if let e = fields.first(where: { $0.key == "z" }), let pair = numbers(e.value, path: "\(path).z", count: 2 ... 2) {
-                    if pair[0] < pair[1] { z = pair[0] ... pair[1] } else { report(e.value.position, "\(path).z: the bottom must be below the top, not \(pair[0]) and \(pair[1])") }
+                    if pair[0] < pair[1] { z = pair[0] ... pair[1] } else {
+                        report(e.value.position, "\(path).z: the bottom must be below the top, not \(pair[0]) and \(pair[1])")
+                    }
                 }
                 if fields.first(where: { $0.key == "name" }) == nil { report(item.position, "\(path): needs name:") }
                 if fields.first(where: { $0.key == "z" }) == nil { report(item.position, "\(path): needs z: [bottom, top], metres") }
                 if let name, let z {
                     if let other = floors.first(where: { $0.z.upperBound > z.lowerBound && z.upperBound > $0.z.lowerBound }) {
-                        report(item.position, "\(path): floor \(name.debugDescription) overlaps floor \(other.name.debugDescription) in height")
+                        report(item.position,
+                               "\(path): floor \(name.debugDescription) overlaps floor \(other.name.debugDescription) in height")
                     }
                     floors.append(.init(name: name, z: z))
                 }
@@ -206,8 +210,12 @@ public enum FloorPlanFile {
                     default: tx = number(e.value, path: "\(path).tx-power", in: -127 ... 20)
                     }
                 }
-                if !fields.contains(where: { $0.key == "name" }) { report(item.position, "\(path): needs name: (the node's name, as it publishes)") }
-                if !fields.contains(where: { $0.key == "position" }) { report(item.position, "\(path): needs position: [x, y] or [x, y, z], metres") }
+                if !fields.contains(where: { $0.key == "name" }) {
+                    report(item.position, "\(path): needs name: (the node's name, as it publishes)")
+                }
+                if !fields.contains(where: { $0.key == "position" }) {
+                    report(item.position, "\(path): needs position: [x, y] or [x, y, z], metres")
+                }
                 if let name, let position { nodes.append(.init(name: name, position: position, rxOffset: rx, txPower: tx)) }
             }
         }
@@ -234,7 +242,8 @@ public enum FloorPlanFile {
                         }
                         if let index = floors.firstIndex(where: { $0.name == text }) { floor = index } else {
                             report(e.value.position, "\(path).floor: no floor is named \(text.debugDescription)"
-                                   + (floors.isEmpty ? " (the plan has no floors:)" : " (floors: \(floors.map(\.name).joined(separator: ", ")))"))
+                                   + (floors.isEmpty ? " (the plan has no floors:)"
+                                                     : " (floors: \(floors.map(\.name).joined(separator: ", ")))"))
                         }
                     default: polygon = corners(e.value, path: "\(path).polygon")
                     }
@@ -317,13 +326,16 @@ public enum FloorPlanFile {
 
         mutating func numbers(_ node: YAMLNode, path: String, count: ClosedRange<Int>) -> [Double]? {
             guard case .sequence(let items) = node.kind, count.contains(items.count) else {
-                let shape = count.lowerBound == count.upperBound ? "\(count.lowerBound) numbers" : "\(count.lowerBound) or \(count.upperBound) numbers"
+                let shape = count.lowerBound == count.upperBound ? "\(count.lowerBound) numbers"
+                    : "\(count.lowerBound) or \(count.upperBound) numbers"
                 report(node.position, "\(path): must be a list of \(shape), not \(node.summary)")
                 return nil
             }
             var out: [Double] = []
             for (i, item) in items.enumerated() {
-                guard let v = number(item, path: "\(path)[\(i)]", in: -FloorPlanFile.maxCoordinate ... FloorPlanFile.maxCoordinate) else { return nil }
+                guard let v = number(item, path: "\(path)[\(i)]", in: -FloorPlanFile.maxCoordinate ... FloorPlanFile.maxCoordinate) else {
+                    return nil
+                }
                 out.append(v)
             }
             return out
@@ -354,13 +366,17 @@ extension FloorPlanFile {
             return rounded == rounded.rounded() && abs(rounded) < 1e15 ? String(Int(rounded)) : String(rounded)
         }
         func name(_ s: String) -> String {
-            let plain = !s.isEmpty && s.unicodeScalars.allSatisfy { ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_ .".unicodeScalars.contains($0)) }
-                && s.first.map { $0.isLetter } == true && !["true", "false", "yes", "no", "on", "off", "null", "y", "n"].contains(s.lowercased())
+            let plain = !s.isEmpty && s.unicodeScalars.allSatisfy {
+                ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_ .".unicodeScalars.contains($0))
+            }
+                && s.first.map { $0.isLetter } == true
+                && !["true", "false", "yes", "no", "on", "off", "null", "y", "n"].contains(s.lowercased())
                 && s.last != " "
             return plain ? s : "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
         }
         var out = ""
-        let named = plan.floors.count > 1 || plan.floors.first.map { $0.name != FloorPlan.defaultFloor.name || $0.z != FloorPlan.defaultFloor.z } == true
+        let named = plan.floors.count > 1
+            || plan.floors.first.map { $0.name != FloorPlan.defaultFloor.name || $0.z != FloorPlan.defaultFloor.z } == true
         if named {
             out += "floors:\n"
             for f in plan.floors { out += "  - name: \(name(f.name))\n    z: [\(number(f.z.lowerBound)), \(number(f.z.upperBound))]\n" }
@@ -379,7 +395,8 @@ extension FloorPlanFile {
         }
         out += "calibration:\n  path-loss-exponent: \(number(plan.pathLossExponent))\n"
         if let b = plan.background {
-            out += "background:\n  image: \(name(b.image))\n  corner: [\(number(b.corner.x)), \(number(b.corner.y))]\n  width: \(number(b.width))\n"
+            out += "background:\n  image: \(name(b.image))\n  corner: [\(number(b.corner.x)), \(number(b.corner.y))]\n  " +
+                "width: \(number(b.width))\n"
             if named { out += "  floor: \(name(plan.floors[b.floor].name))\n" }
         }
         return out

@@ -48,7 +48,9 @@ public enum TraceFile {
                 break
             }
         }
-        guard let headerRow else { throw reader.problem(1, "no header row: the first row names the columns, among them time,node,device,rssi") }
+        guard let headerRow else {
+            throw reader.problem(1, "no header row: the first row names the columns, among them time,node,device,rssi")
+        }
         func problem(_ line: Int, _ message: String) -> Problem { reader.problem(line, message) }
         let header = headerRow.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         var column: [String: Int] = [:]
@@ -57,15 +59,18 @@ public enum TraceFile {
         let missing = (isRecord ? ["time", "peer", "rssi"] : ["time", "node", "device", "rssi"]).filter { column[$0] == nil }
         if !missing.isEmpty {
             throw problem(headerRow.line, recordOnly ? "not a proximityctl record file (no time,peer,rssi columns)"
-                                                       : "no \(missing.joined(separator: ", ")) column (the header names \(header.joined(separator: ",")))")
+                : "no \(missing.joined(separator: ", ")) column (the header names \(header.joined(separator: ",")))")
         }
         let truthColumns = ["x", "y", "z"].compactMap { column[$0] }
-        if let truthFor, truthColumns.count < 2 { throw problem(headerRow.line, "\(truthFor) needs the truth: x,y columns (and z on several floors)") }
+        if let truthFor, truthColumns.count < 2 {
+            throw problem(headerRow.line, "\(truthFor) needs the truth: x,y columns (and z on several floors)")
+        }
         var recordedBy: String?
         if isRecord {
             guard let node = given ?? named, !node.isEmpty else {
                 throw Problem(message: recordOnly ? "\(path): no node name (name=… in its first line): give it as NAME=\(path)"
-                    : "\(path): a proximityctl record file without its node's name (name=… in its first line): proximity-fleet walk NAME=\(path) > trace.csv makes a trace of it")
+                    : "\(path): a proximityctl record file without its node's name (name=… in its first line): " +
+                        "proximity-fleet walk NAME=\(path) > trace.csv makes a trace of it")
             }
             recordedBy = node
         }
@@ -98,7 +103,8 @@ public enum TraceFile {
                 truth = PlanPoint(x: try value(xi, "x"), y: try value(yi, "y"), z: z)
             }
             let node = if let recordedBy { recordedBy } else { try text(ni!, "node") }
-            trace.samples.append(TraceSample(time: time, node: node, device: try text(di, isRecord ? "peer" : "device"), rssi: rssi, truth: truth))
+            trace.samples.append(TraceSample(time: time, node: node, device: try text(di, isRecord ? "peer" : "device"), rssi: rssi,
+                                             truth: truth))
         }
         if !recordOnly, trace.samples.isEmpty { throw problem(headerRow.line, "no samples after the header") }
         return trace

@@ -56,7 +56,9 @@ public enum MQTTTopic {
     /// at most 255 bytes), or nil.
     public static func levelProblem(_ text: String) -> String? {
         if text.isEmpty { return "is empty" }
-        if text.contains("/") || text.contains("+") || text.contains("#") { return "'\(text)' contains /, + or #, which a topic level cannot" }
+        if text.contains("/") || text.contains("+") || text.contains("#") {
+            return "'\(text)' contains /, + or #, which a topic level cannot"
+        }
         if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return "contains control characters" }
         if text.utf8.count > 255 { return "is longer than 255 bytes" }
         return nil

@@ -96,12 +96,14 @@ public struct HearingBatch: Codable, Hashable, Sendable {
     public static func batches(_ peers: [PeerSnapshot], at time: Double) -> [HearingBatch] {
         let heard = peers.compactMap { peer in
             peer.heard.map {
-                Device(id: peer.identifier.rawValue, n: $0.count, rssi: MQTTRounding.tenths($0.rssi), spread: MQTTRounding.tenths($0.spread),
-                       rssiAt1m: Int(peer.measuredPower))
+                Device(id: peer.identifier.rawValue, n: $0.count, rssi: MQTTRounding.tenths($0.rssi),
+                       spread: MQTTRounding.tenths($0.spread), rssiAt1m: Int(peer.measuredPower))
             }
         }.sorted { $0.id < $1.id }
         let t = MQTTRounding.milliseconds(time)
-        return stride(from: 0, to: heard.count, by: maxDevices).map { HearingBatch(time: t, devices: Array(heard[$0 ..< min($0 + maxDevices, heard.count)])) }
+        return stride(from: 0, to: heard.count, by: maxDevices).map {
+            HearingBatch(time: t, devices: Array(heard[$0 ..< min($0 + maxDevices, heard.count)]))
+        }
     }
 }
 
@@ -435,8 +437,8 @@ public struct FleetTable: Codable, Hashable, Sendable {
         /// with the fleet's key (``FleetAttributes/verified``); absent for other devices.
         public var verified: Bool?
 
-        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil, since: Double? = nil,
-                    verified: Bool? = nil) {
+        public init(id: String, name: String? = nil, room: String, readings: [Reading], position: FleetPosition? = nil,
+                    since: Double? = nil, verified: Bool? = nil) {
             self.id = id
             self.name = name
             self.room = room
@@ -491,7 +493,8 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
         /// A proximityd node, named `name`: its own entities' device, and the fleet's
         /// `device_tracker` of it when it is tracked.
         public static func node(identity: String, name: String) -> Device {
-            Device(identifiers: [DiscoveryConfig.nodeDeviceID(identity: identity)], name: name, manufacturer: "proximityd", model: "proximityd node")
+            Device(identifiers: [DiscoveryConfig.nodeDeviceID(identity: identity)], name: name, manufacturer: "proximityd",
+                   model: "proximityd node")
         }
     }
 

@@ -48,7 +48,8 @@ public actor BleakEnvironment {
 
     /// Runs `script` of tests/python with bleak's Python against the bus `bus` (as its system
     /// bus), and decodes the JSON object of its last line (`{"error": …}` when there is none).
-    nonisolated public func run(_ script: String, _ arguments: [String], bus: String, timeout: Duration = .seconds(60)) async throws -> (CommandResult, [String: Any]) {
+    nonisolated public func run(_ script: String, _ arguments: [String], bus: String,
+                                timeout: Duration = .seconds(60)) async throws -> (CommandResult, [String: Any]) {
         guard let python = await python() else { throw TestKitError("bleak is not available (scripts/setup.sh creates .venv-tests)") }
         let result = try await runCommand(python, [Self.scripts.appendingPathComponent(script).path] + arguments,
                                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": bus], timeout: timeout)

@@ -89,7 +89,8 @@ public final class EventRecorder<Event: Sendable>: Sendable {
     /// The first event from index `from` on that matches `predicate` (already recorded, or still
     /// to come), or nil when none has come after `timeout`.
     @discardableResult
-    public func wait(from: Int = 0, timeout: Duration = .seconds(10), where predicate: @escaping @Sendable (Event) -> Bool) async -> Event? {
+    public func wait(from: Int = 0, timeout: Duration = .seconds(10),
+                     where predicate: @escaping @Sendable (Event) -> Bool) async -> Event? {
         let id = state.withLock { s -> UInt64 in s.next += 1; return s.next }
         return await withTaskGroup(of: Event?.self) { group in
             group.addTask {

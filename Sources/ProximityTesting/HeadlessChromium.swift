@@ -35,7 +35,8 @@ public final class HeadlessChromium: Sendable {
         self.width = width
         self.height = height
         guard let executable = Self.executable() else {
-            throw TestKitError("no Chromium: /usr/bin/chromium is missing and there is no chromium on PATH (install the Debian package `chromium`)")
+            throw TestKitError("no Chromium: /usr/bin/chromium is missing and there is no chromium on PATH " +
+                "(install the Debian package `chromium`)")
         }
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("proximity-chromium-\(UUID().uuidString.prefix(8))")
         // Chromium's own temporary files inside the profile, so that they go with it even when it
@@ -138,9 +139,13 @@ public final class HeadlessChromium: Sendable {
         let deadline = clock.now + timeout
         func left() -> Duration { max(.zero, clock.now.duration(to: deadline)) }
         let target = try await connection.command("Target.createTarget", ["url": "about:blank"], timeout: left())
-        guard let targetID = target.object["targetId"] as? String else { throw TestKitError("Target.createTarget: no targetId in \(target.object)") }
+        guard let targetID = target.object["targetId"] as? String else {
+            throw TestKitError("Target.createTarget: no targetId in \(target.object)")
+        }
         let attached = try await connection.command("Target.attachToTarget", ["targetId": targetID, "flatten": true], timeout: left())
-        guard let session = attached.object["sessionId"] as? String else { throw TestKitError("Target.attachToTarget: no sessionId in \(attached.object)") }
+        guard let session = attached.object["sessionId"] as? String else {
+            throw TestKitError("Target.attachToTarget: no sessionId in \(attached.object)")
+        }
         _ = try await connection.command("Page.enable", session: session, timeout: left())
         _ = try await connection.command("Runtime.enable", session: session, timeout: left())
         _ = try await connection.command("Emulation.setDeviceMetricsOverride",
@@ -215,7 +220,8 @@ public struct BrowserPage: Sendable {
             session: session, timeout: timeout, for: name)
         if let details = reply.object["exceptionDetails"] as? [String: Any] {
             let exception = details["exception"] as? [String: Any]
-            let text = exception?["description"] as? String ?? (exception?["value"]).map { "\($0)" } ?? details["text"] as? String ?? "\(details)"
+            let text = exception?["description"] as? String ?? (exception?["value"]).map { "\($0)" }
+                ?? details["text"] as? String ?? "\(details)"
             throw TestKitError("\(name): \(text)")
         }
         let result = reply.object["result"] as? [String: Any] ?? [:]

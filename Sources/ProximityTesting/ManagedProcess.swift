@@ -66,7 +66,8 @@ public final class ManagedProcess: Sendable {
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         let spawned = spawnChild(executable, arguments, environment: env,
-                                 SpawnSetup(descriptors: [.duplicate(input.read, onto: 0), .duplicate(out.write, onto: 1), .duplicate(err.write, onto: 2)]))
+                                 SpawnSetup(descriptors: [.duplicate(input.read, onto: 0), .duplicate(out.write, onto: 1),
+                                                          .duplicate(err.write, onto: 2)]))
         close(out.write)
         close(err.write)
         close(input.read)
@@ -202,7 +203,8 @@ public final class ManagedProcess: Sendable {
     public func waitForOutput(containing text: String, inStderr: Bool = false, timeout: Duration = .seconds(10)) async throws {
         let found = await wait(timeout: timeout) { s in (inStderr ? s.stderr : s.stdout).contains(text) }
         if !found {
-            throw TestKitError("\(executable) did not print '\(text)' within \(timeout); exit=\(String(describing: exitStatus))\nstdout: \(stdout)\nstderr: \(stderr)")
+            throw TestKitError("\(executable) did not print '\(text)' within \(timeout); exit=\(String(describing: exitStatus))\nstdout: " +
+                "\(stdout)\nstderr: \(stderr)")
         }
     }
 

@@ -41,7 +41,8 @@ public final class NotificationServer: Sendable {
 
     /// Starts Xvfb, the bus and dunst; returns once dunst owns `org.freedesktop.Notifications`.
     public static func start(timeout: Duration = .seconds(20)) async throws -> NotificationServer {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-notifications-\(UUID().uuidString.prefix(8))")
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("proximityd-notifications-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // Xvfb picks a free display and writes its number on fd 1 once it is ready.
         let xvfb = try ManagedProcess(resolveExecutable("Xvfb"), ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "1024x768x24"])

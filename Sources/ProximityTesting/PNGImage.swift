@@ -30,7 +30,9 @@ public struct PNGImage: Sendable {
             guard offset + 12 <= bytes.count else { throw TestKitError("PNG: truncated (a chunk header at byte \(offset))") }
             let length = Int(u32(offset))
             let type = String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)
-            guard length <= bytes.count - offset - 12 else { throw TestKitError("PNG: truncated (chunk \(type) of \(length) bytes at byte \(offset))") }
+            guard length <= bytes.count - offset - 12 else {
+                throw TestKitError("PNG: truncated (chunk \(type) of \(length) bytes at byte \(offset))")
+            }
             let body = offset + 8..<offset + 8 + length
             let crc = bytes[offset + 4..<body.upperBound].withUnsafeBufferPointer {
                 UInt32(crc32(0, $0.baseAddress, uInt($0.count)))
@@ -42,7 +44,8 @@ public struct PNGImage: Sendable {
                 guard header == nil, length == 13 else { throw TestKitError("PNG: misplaced or malformed IHDR") }
                 let b = body.lowerBound
                 let width = Int(u32(b)), height = Int(u32(b + 4))
-                let (depth, colourType, compression, filter, interlace) = (bytes[b + 8], bytes[b + 9], bytes[b + 10], bytes[b + 11], bytes[b + 12])
+                let (depth, colourType, compression, filter, interlace) = (bytes[b + 8], bytes[b + 9], bytes[b + 10],
+                                                                           bytes[b + 11], bytes[b + 12])
                 guard width > 0, height > 0, width <= Self.maxPixels, height <= Self.maxPixels, width * height <= Self.maxPixels else {
                     throw TestKitError("PNG: \(width)×\(height) pixels (at most \(Self.maxPixels))")
                 }

@@ -54,7 +54,8 @@ public final class SSHServer: Sendable {
         }
         try FileManager.default.copyItem(atPath: path("client_key.pub"), toPath: path("authorized_keys"))
         if getuid() == 0, !FileManager.default.fileExists(atPath: "/run/sshd") {
-            try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o755])
         }
         let user = getpwuid(getuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } } ?? "root"
         let port = try freeTCPPort()

@@ -11,7 +11,9 @@ public struct FleetKey: Sendable, Hashable {
     let secret: [UInt8]
 
     public init(bytes: [UInt8]) throws(FleetKeyError) {
-        guard bytes.count == Self.length else { throw FleetKeyError(line: 1, column: 1, "a fleet key is \(Self.length) bytes, not \(bytes.count)") }
+        guard bytes.count == Self.length else {
+            throw FleetKeyError(line: 1, column: 1, "a fleet key is \(Self.length) bytes, not \(bytes.count)")
+        }
         secret = bytes
     }
 
@@ -28,7 +30,9 @@ public struct FleetKey: Sendable, Hashable {
 
     /// Reads the file's text: one line of 64 hexadecimal digits, comments and blank lines aside.
     public init(parsing text: String) throws(FleetKeyError) {
-        guard text.utf8.count <= 4096 else { throw FleetKeyError(line: 1, column: 1, "too long for a fleet key file (\(text.utf8.count) bytes; at most 4096)") }
+        guard text.utf8.count <= 4096 else {
+            throw FleetKeyError(line: 1, column: 1, "too long for a fleet key file (\(text.utf8.count) bytes; at most 4096)")
+        }
         var found: (line: Int, bytes: [UInt8])?
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = index + 1
@@ -36,18 +40,24 @@ public struct FleetKey: Sendable, Hashable {
             let column = raw.count - trimmed.count + 1
             let content = trimmed.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed()
             if content.isEmpty || content.first == "#" { continue }
-            if let found { throw FleetKeyError(line: line, column: column, "a second key (the first is on line \(found.line)): a file holds one") }
+            if let found {
+                throw FleetKeyError(line: line, column: column, "a second key (the first is on line \(found.line)): a file holds one")
+            }
             let digits = String(content)
             guard digits.count == Self.length * 2 else {
-                throw FleetKeyError(line: line, column: column, "a fleet key is \(Self.length * 2) hexadecimal digits, not \(digits.count) characters")
+                throw FleetKeyError(line: line, column: column,
+                                    "a fleet key is \(Self.length * 2) hexadecimal digits, not \(digits.count) characters")
             }
             guard let bytes = Hex.bytes(digits) else {
                 let offset = (Hex.firstNonDigit(digits) ?? 0) / 2 * 2
-                throw FleetKeyError(line: line, column: column + offset, "not a pair of hexadecimal digits (the key's characters are not repeated here)")
+                throw FleetKeyError(line: line, column: column + offset,
+                                    "not a pair of hexadecimal digits (the key's characters are not repeated here)")
             }
             found = (line, bytes)
         }
-        guard let found else { throw FleetKeyError(line: 1, column: 1, "no key: expected 64 hexadecimal digits (proximityctl fleet-key new writes one)") }
+        guard let found else {
+            throw FleetKeyError(line: 1, column: 1, "no key: expected 64 hexadecimal digits (proximityctl fleet-key new writes one)")
+        }
         try self.init(bytes: found.bytes)
     }
 

@@ -100,17 +100,25 @@ public struct AESGCM: Sendable {
               EVP_CIPHER_CTX_ctrl(context.pointer, COPENSSL_GCM_SET_IVLEN, Int32(nonce.count), nil) == 1,
               EVP_EncryptInit_ex(context.pointer, nil, nil, key, nonce) == 1 else { throw .call("EVP_EncryptInit_ex") }
         if !aad.isEmpty {
-            guard EVP_EncryptUpdate(context.pointer, nil, &length, aad, Int32(aad.count)) == 1 else { throw .call("EVP_EncryptUpdate (aad)") }
+            guard EVP_EncryptUpdate(context.pointer, nil, &length, aad, Int32(aad.count)) == 1 else {
+                throw .call("EVP_EncryptUpdate (aad)")
+            }
         }
         var ciphertext = [UInt8](repeating: 0, count: plaintext.count + 16)
-        guard EVP_EncryptUpdate(context.pointer, &ciphertext, &length, plaintext, Int32(plaintext.count)) == 1 else { throw .call("EVP_EncryptUpdate") }
+        guard EVP_EncryptUpdate(context.pointer, &ciphertext, &length, plaintext, Int32(plaintext.count)) == 1 else {
+            throw .call("EVP_EncryptUpdate")
+        }
         var total = Int(length)
-        guard ciphertext.withUnsafeMutableBufferPointer({ EVP_EncryptFinal_ex(context.pointer, $0.baseAddress! + total, &length) }) == 1 else {
+        guard ciphertext.withUnsafeMutableBufferPointer({
+            EVP_EncryptFinal_ex(context.pointer, $0.baseAddress! + total, &length)
+        }) == 1 else {
             throw .call("EVP_EncryptFinal_ex")
         }
         total += Int(length)
         var tag = [UInt8](repeating: 0, count: Self.tagLength)
-        guard EVP_CIPHER_CTX_ctrl(context.pointer, COPENSSL_GCM_GET_TAG, Int32(Self.tagLength), &tag) == 1 else { throw .call("EVP_CIPHER_CTX_ctrl (tag)") }
+        guard EVP_CIPHER_CTX_ctrl(context.pointer, COPENSSL_GCM_GET_TAG, Int32(Self.tagLength), &tag) == 1 else {
+            throw .call("EVP_CIPHER_CTX_ctrl (tag)")
+        }
         return (Array(ciphertext[0 ..< total]), tag)
     }
 
@@ -130,7 +138,9 @@ public struct AESGCM: Sendable {
         var expected = tag
         guard EVP_CIPHER_CTX_ctrl(context.pointer, COPENSSL_GCM_SET_TAG, Int32(Self.tagLength), &expected) == 1 else { return nil }
         // EVP_DecryptFinal_ex checks the tag.
-        guard plaintext.withUnsafeMutableBufferPointer({ EVP_DecryptFinal_ex(context.pointer, $0.baseAddress! + total, &length) }) == 1 else {
+        guard plaintext.withUnsafeMutableBufferPointer({
+            EVP_DecryptFinal_ex(context.pointer, $0.baseAddress! + total, &length)
+        }) == 1 else {
             return nil
         }
         total += Int(length)

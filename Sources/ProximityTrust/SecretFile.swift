@@ -30,11 +30,13 @@ public enum SecretFile {
         guard fstat(fd, &info) == 0 else { throw SecretFileError("\(path) cannot be read: \(String(cString: strerror(errno)))") }
         guard info.st_mode & S_IFMT == S_IFREG else { throw SecretFileError("\(path) is not a regular file") }
         guard owners(uid).contains(info.st_uid) else {
-            throw SecretFileError("\(path) is owned by uid \(info.st_uid): \(what) must be owned by root or by the user proximityd runs as (uid \(uid)); chown \(getpwnam(serviceUser) != nil ? serviceUser : "root") \(path)")
+            throw SecretFileError("\(path) is owned by uid \(info.st_uid): \(what) must be owned by root or by the user proximityd " +
+                "runs as (uid \(uid)); chown \(getpwnam(serviceUser) != nil ? serviceUser : "root") \(path)")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
-            throw SecretFileError("\(path) is readable or writable by group or others (mode \(String(mode, radix: 8))): \(what) must be its owner's alone; chmod 600 \(path)")
+            throw SecretFileError("\(path) is readable or writable by group or others (mode \(String(mode, radix: 8))): " +
+                "\(what) must be its owner's alone; chmod 600 \(path)")
         }
         guard info.st_size <= maxSize else { throw SecretFileError("\(path) is larger than \(maxSize) bytes: not \(what) file") }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size) + 1)

@@ -48,7 +48,9 @@ public struct TrustedIdentification: Sendable {
     public func openHello(_ hello: [UInt8], challenge: [UInt8]) -> (identity: UUID, challenge: [UInt8])? {
         guard hello.count == Self.helloLength, challenge.count == Self.challengeLength else { return nil }
         let theirs = Array(hello[0 ..< Self.challengeLength])
-        guard let identity = open(Array(hello[Self.challengeLength...]), label: Self.helloLabel, first: challenge, second: theirs) else { return nil }
+        guard let identity = open(Array(hello[Self.challengeLength...]), label: Self.helloLabel, first: challenge, second: theirs) else {
+            return nil
+        }
         return (identity, theirs)
     }
 
@@ -73,7 +75,9 @@ public struct TrustedIdentification: Sendable {
     }
 
     private func open(_ sealed: [UInt8], label: [UInt8], first: [UInt8], second: [UInt8]) -> UUID? {
-        guard sealed.count == Self.sealedLength, first.count == Self.challengeLength, second.count == Self.challengeLength else { return nil }
+        guard sealed.count == Self.sealedLength, first.count == Self.challengeLength, second.count == Self.challengeLength else {
+            return nil
+        }
         let nonce = Array(sealed[0 ..< 12]), ciphertext = Array(sealed[12 ..< 28]), tag = Array(sealed[28 ..< 44])
         guard let b = cipher.open(ciphertext, tag: tag, nonce: nonce, aad: label + first + second), b.count == 16 else { return nil }
         return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))

@@ -70,7 +70,8 @@ public struct TrustedResponder: Sendable {
     private var refilled: Double?
 
     /// `previous`: a key still accepted until `graceUntil` (a rotation, docs/security.md).
-    public init(identity: UUID, key: FleetKey, previous: FleetKey? = nil, graceUntil: Double = 0, configuration: Configuration = Configuration()) {
+    public init(identity: UUID, key: FleetKey, previous: FleetKey? = nil, graceUntil: Double = 0,
+                configuration: Configuration = Configuration()) {
         self.identity = identity
         self.configuration = configuration
         keys = [(TrustedIdentification(key), .infinity)]

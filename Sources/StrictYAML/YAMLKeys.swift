@@ -10,7 +10,8 @@ public enum YAMLKeys {
         var problems: [YAMLProblem] = []
         for entry in entries {
             if let first = seen[entry.key] {
-                problems.append(YAMLProblem(position: entry.keyPosition, message: "\(prefix)duplicate key '\(entry.key)' (first at \(first))"))
+                problems.append(YAMLProblem(position: entry.keyPosition,
+                                            message: "\(prefix)duplicate key '\(entry.key)' (first at \(first))"))
                 continue
             }
             seen[entry.key] = entry.keyPosition

@@ -52,8 +52,11 @@ struct CalibrateCommand: ParsableCommand {
             if let tx = fit.txPowers[floorPlan.nodes[i].name] { floorPlan.nodes[i].txPower = tx }
         }
         floorPlan.pathLossExponent = fit.exponent
-        var summary = String(format: "calibrated from %d spots: path-loss exponent %.2f%@, residual %.1f dB RMS", observations.count, fit.exponent,
-                             fit.exponentAtBound ? " (at its bound: the hearings pushed it out of 1.5...4.5; more spots, or spots farther apart, help)" : "",
+        var summary = String(format: "calibrated from %d spots: path-loss exponent %.2f%@, residual %.1f dB RMS",
+                             observations.count, fit.exponent,
+                             fit.exponentAtBound
+                                 ? " (at its bound: the hearings pushed it out of 1.5...4.5; more spots, or spots farther apart, help)"
+                                 : "",
                              fit.rms)
         summary += fit.holdoutRMS.map { String(format: ", %.1f dB RMS on each spot left out of the fit", $0) } ?? ""
         summary += "\n"
@@ -62,7 +65,9 @@ struct CalibrateCommand: ParsableCommand {
                 summary += "  \(node.name): not heard in the walk (kept as it was)\n"
                 continue
             }
-            let residual = fit.nodeResiduals[node.name].map { String(format: ", median residual %.1f dB over %d", $0.median, $0.count) } ?? ""
+            let residual = fit.nodeResiduals[node.name].map {
+                String(format: ", median residual %.1f dB over %d", $0.median, $0.count)
+            } ?? ""
             summary += String(format: "  %@: rx-offset %+.1f dB", node.name, rx) + residual + "\n"
         }
         FileHandle.standardError.write(Data(summary.utf8))
@@ -77,13 +82,17 @@ struct CalibrateCommand: ParsableCommand {
         for s in samples {
             guard plan.node(named: s.node) != nil, var p = s.truth else { continue }
             if let transmitter = plan.node(named: s.device) { p = transmitter.position }
-            let key = Key(node: s.node, device: s.device, x: Int((p.x * 10).rounded()), y: Int((p.y * 10).rounded()), z: Int((p.z * 10).rounded()))
+            let key = Key(node: s.node, device: s.device, x: Int((p.x * 10).rounded()), y: Int((p.y * 10).rounded()),
+                          z: Int((p.z * 10).rounded()))
             groups[key, default: (p, [])].rssi.append(s.rssi)
         }
-        return groups.sorted { ($0.key.node, $0.key.device, $0.key.x, $0.key.y) < ($1.key.node, $1.key.device, $1.key.x, $1.key.y) }.compactMap { key, group in
+        return groups.sorted {
+            ($0.key.node, $0.key.device, $0.key.x, $0.key.y) < ($1.key.node, $1.key.device, $1.key.x, $1.key.y)
+        }.compactMap { key, group in
             guard let receiver = plan.node(named: key.node) else { return nil }
             let sorted = group.rssi.sorted()
-            return Calibration.Observation(receiver: key.node, transmitter: key.device, distance: receiver.position.distance(to: group.point),
+            return Calibration.Observation(receiver: key.node, transmitter: key.device,
+                                           distance: receiver.position.distance(to: group.point),
                                            rssi: sorted[sorted.count / 2], stated: -59, weight: Double(min(sorted.count, 50)))
         }
     }

@@ -25,6 +25,7 @@ struct CheckPlan: ParsableCommand {
     func run() throws {
         let floorPlan = Self.loadPlan(plan)
         func count(_ n: Int, _ what: String) -> String { "\(n) \(what)\(n == 1 ? "" : "s")" }
-        print("\(plan): ok (\(count(floorPlan.floors.count, "floor")), \(count(floorPlan.nodes.count, "node")), \(count(floorPlan.rooms.count, "room")))")
+        print("\(plan): ok (\(count(floorPlan.floors.count, "floor")), \(count(floorPlan.nodes.count, "node")), " +
+              "\(count(floorPlan.rooms.count, "room")))")
     }
 }

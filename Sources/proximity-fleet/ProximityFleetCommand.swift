@@ -103,7 +103,8 @@ struct Run: AsyncParsableCommand {
     var clientID = "proximity-fleet"
 
     @Option(help: ArgumentHelp(
-        "The MQTT keepalive, seconds (5...3600): the broker says offline for a service that died without a word 1.5 times this later, and a service started meanwhile with the same --prefix waits that long for it.",
+        "The MQTT keepalive, seconds (5...3600): the broker says offline for a service that died without a word 1.5 times this later, " +
+            "and a service started meanwhile with the same --prefix waits that long for it.",
         valueName: "seconds"))
     var keepalive = 30
 
@@ -117,20 +118,25 @@ struct Run: AsyncParsableCommand {
                                valueName: "rule"))
     var rule: RoomRuleKind = .fleet
 
-    @Option(name: .customLong("track"), help: ArgumentHelp("Track only this device (a peer identifier); repeat for several. Default: every device.",
-                                                           valueName: "id"))
+    @Option(name: .customLong("track"), help: ArgumentHelp(
+        "Track only this device (a peer identifier); repeat for several. Default: every device.",
+        valueName: "id"))
     var track: [String] = []
 
     @Option(name: .customLong("stale-after"), help: ArgumentHelp("A node's report counts for this long, seconds (1...600).",
                                                                  valueName: "seconds"))
     var staleAfter: Double = RoomDecider.Configuration().staleAfter
 
-    @Option(name: .customLong("away-after"), help: ArgumentHelp("not_home once no node reported a device for this long, seconds (stale-after...86400).",
-                                                                valueName: "seconds"))
+    @Option(name: .customLong("away-after"), help: ArgumentHelp(
+        "not_home once no node reported a device for this long, seconds (stale-after...86400).",
+        valueName: "seconds"))
     var awayAfter: Double = RoomDecider.Configuration().awayAfter
 
     @Option(name: .customLong("home-distance"), help: ArgumentHelp(
-        "A node can give a device a room, and keeps it home, only while most of its last 9 reports (within 60 s) put it nearer than this, metres (1...1000); a device no node hears near so for --away-after seconds is not_home. The default keeps devices that stand in a room home with uncalibrated nodes; lower it (8 to 10 m in a flat) only where the nodes' far estimates hold up (docs/fleet.md, Far from every node).",
+        "A node can give a device a room, and keeps it home, only while most of its last 9 reports (within 60 s) put it nearer than " +
+            "this, metres (1...1000); a device no node hears near so for --away-after seconds is not_home. The default keeps devices " +
+            "that stand in a room home with uncalibrated nodes; lower it (8 to 10 m in a flat) only where the nodes' far estimates " +
+            "hold up (docs/fleet.md, Far from every node).",
         valueName: "metres"))
     var homeDistance: Double = RoomDecider.Configuration().homeDistance
 
@@ -147,21 +153,25 @@ struct Run: AsyncParsableCommand {
     var plan: String?
 
     @Option(name: .customLong("outside-nodes"), help: ArgumentHelp(
-        "With --plan, the reports of nodes not in the plan: ignore (the default; each such node is logged once) or nearest (a device only they hear gets the nearest of them as its room, without a position).",
+        "With --plan, the reports of nodes not in the plan: ignore (the default; each such node is logged once) or nearest " +
+            "(a device only they hear gets the nearest of them as its room, without a position).",
         valueName: "policy"))
     var outsideNodes: OutsideNodes?
 
     @Option(name: .customLong("http"), help: ArgumentHelp(
-        "Serve the live map and its JSON on this address and port (127.0.0.1:8080; [::1]:8080; port 0: any free one, logged). Read-only; off by default.",
+        "Serve the live map and its JSON on this address and port (127.0.0.1:8080; [::1]:8080; port 0: any free one, logged). " +
+            "Read-only; off by default.",
         valueName: "address:port"))
     var http: String?
 
     @Flag(name: .customLong("edit"), help: ArgumentHelp(
-        "With --plan and --http: the map edits the plan (PUT /api/plan, with the token --edit-token holds); it is checked as check-plan does, saved in place of the file and taken at once. Loopback addresses only, unless --edit-remote."))
+        "With --plan and --http: the map edits the plan (PUT /api/plan, with the token --edit-token holds); it is checked as " +
+            "check-plan does, saved in place of the file and taken at once. Loopback addresses only, unless --edit-remote."))
     var edit = false
 
     @Option(name: .customLong("edit-token"), help: ArgumentHelp(
-        "With --edit: the file the service writes a fresh random token to at start (mode 0600); every edit must carry it (Authorization: Bearer TOKEN).",
+        "With --edit: the file the service writes a fresh random token to at start (mode 0600); every edit must carry it " +
+            "(Authorization: Bearer TOKEN).",
         valueName: "file"))
     var editToken: String?
 
@@ -190,18 +200,23 @@ struct Run: AsyncParsableCommand {
         if !(5...3600).contains(keepalive) { throw ValidationError("--keepalive: must be in 5...3600 seconds, not \(keepalive)") }
         if plan?.isEmpty == true { throw ValidationError("--plan: must not be empty") }
         if let outsideNodes, plan == nil {
-            throw ValidationError("--outside-nodes \(outsideNodes.rawValue): only with --plan (without a plan every node's reports make rooms)")
+            throw ValidationError("--outside-nodes \(outsideNodes.rawValue): only with --plan " +
+                "(without a plan every node's reports make rooms)")
         }
         if let http {
             do { _ = try FleetMapAddress(parsing: http) } catch { throw ValidationError("--http: \(error)") }
         }
         if edit {
-            guard plan != nil, let http else { throw ValidationError("--edit: needs --plan FILE (the plan it edits) and --http ADDRESS:PORT (the map that edits it)") }
+            guard plan != nil, let http else {
+                throw ValidationError("--edit: needs --plan FILE (the plan it edits) and --http ADDRESS:PORT (the map that edits it)")
+            }
             guard let editToken, !editToken.isEmpty else {
-                throw ValidationError("--edit: needs --edit-token FILE (where the service writes the token an edit must carry, e.g. /run/proximity-fleet/edit-token)")
+                throw ValidationError("--edit: needs --edit-token FILE (where the service writes the token an edit must carry, " +
+                    "e.g. /run/proximity-fleet/edit-token)")
             }
             if !editRemote, let address = try? FleetMapAddress(parsing: http), !address.isLoopback {
-                throw ValidationError("--edit on \(http): only on a loopback address (127.0.0.1, [::1]), unless --edit-remote is given too (then put TLS and a login in front)")
+                throw ValidationError("--edit on \(http): only on a loopback address (127.0.0.1, [::1]), unless --edit-remote is given " +
+                    "too (then put TLS and a login in front)")
             }
         } else if editToken != nil || editRemote {
             throw ValidationError("--edit-token and --edit-remote: only with --edit")
@@ -270,15 +285,18 @@ struct Run: AsyncParsableCommand {
             do {
                 let token = try FleetMapEditing.writeToken(to: editToken)
                 editing = FleetMapEditing(planPath: plan, token: token) { saved in await service.replacePlan(saved) }
-                logger.notice("the map edits the floor plan: an edit must carry the token in the file", metadata: ["token-file": "\(editToken)", "plan": "\(plan)"])
+                logger.notice("the map edits the floor plan: an edit must carry the token in the file",
+                              metadata: ["token-file": "\(editToken)", "plan": "\(plan)"])
             } catch {
                 FileHandle.standardError.write(Data("proximity-fleet: error: --edit-token: \(error)\n".utf8))
                 Foundation.exit(73)
             }
         }
         if let map {
-            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger, planPath: plan, editing: editing),
-                                  successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup))
+            services.append(.init(service: FleetMapServer(address: map.address, views: map.views, logger: logger, planPath: plan,
+                                                          editing: editing),
+                                  successTerminationBehavior: .gracefullyShutdownGroup,
+                                  failureTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do { try await group.run() } catch let error as FleetMapError {

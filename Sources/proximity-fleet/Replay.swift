@@ -67,7 +67,8 @@ struct Replay: ParsableCommand {
         let samples = Self.loadTrace(trace, truthFor: score ? "--score" : nil)
         // A row a second per device: a trace spanning months (a stray time) would never end.
         if let first = samples.map(\.time).min(), let last = samples.map(\.time).max(), last - first > Self.maxSpan {
-            Self.fail("\(trace): the samples span \(Int(last - first)) s (from \(first) to \(last)); a replay covers at most \(Int(Self.maxSpan)) s (7 days)", status: 65)
+            Self.fail("\(trace): the samples span \(Int(last - first)) s (from \(first) to \(last)); " +
+                      "a replay covers at most \(Int(Self.maxSpan)) s (7 days)", status: 65)
         }
         let unknown = Set(samples.map(\.node)).subtracting(floorPlan.nodes.map(\.name))
         if !unknown.isEmpty {
@@ -91,7 +92,8 @@ struct Replay: ParsableCommand {
                     out += "\(time),\(Self.field(row.device)),,,,\(Self.field(row.room))\n"
                 }
                 if score {
-                    scored.add(device: row.device, estimate: Self.estimate(row, plan: floorPlan), truth: truth.position(of: row.device, at: row.time),
+                    scored.add(device: row.device, estimate: Self.estimate(row, plan: floorPlan),
+                               truth: truth.position(of: row.device, at: row.time),
                                plan: floorPlan)
                     if let p = row.position {
                         lateness.add(PlanPoint(x: p.x, y: p.y, z: p.z)) { truth.position(of: row.device, at: row.time - Double($0)) }
@@ -105,12 +107,16 @@ struct Replay: ParsableCommand {
         }
         if score {
             out += "# estimator \(estimator.rawValue), \(scored.errors.count) estimates of \(Int(scored.seconds)) device-seconds\n"
-            out += "# error m: median \(Self.number(scored.median, places: 2)), mean \(Self.number(scored.mean, places: 2)), p90 \(Self.number(scored.p90, places: 2))\n"
-            out += "# within 1 m \(Self.percent(scored.within(1))), 2 m \(Self.percent(scored.within(2))), 3 m \(Self.percent(scored.within(3)))\n"
+            out += "# error m: median \(Self.number(scored.median, places: 2)), mean \(Self.number(scored.mean, places: 2)), "
+                + "p90 \(Self.number(scored.p90, places: 2))\n"
+            out += "# within 1 m \(Self.percent(scored.within(1))), 2 m \(Self.percent(scored.within(2))), "
+                + "3 m \(Self.percent(scored.within(3)))\n"
             out += "# room accuracy \(Self.percent(scored.roomAccuracy))\n"
-            out += "# room changes per minute \(Self.number(scored.changesPerMinute, places: 2)), truth \(Self.number(scored.trueChangesPerMinute, places: 2))\n"
+            out += "# room changes per minute \(Self.number(scored.changesPerMinute, places: 2)), "
+                + "truth \(Self.number(scored.trueChangesPerMinute, places: 2))\n"
             if let lag = lateness.bestLag {
-                out += "# lateness: closest to the truth \(lag) s before (median error \(Self.number(lateness.median(atLag: lag), places: 2)) m; "
+                out += "# lateness: closest to the truth \(lag) s before "
+                    + "(median error \(Self.number(lateness.median(atLag: lag), places: 2)) m; "
                     + "\(Self.number(lateness.median(atLag: 0), places: 2)) m against the truth at the same moment)\n"
             }
         }
@@ -124,7 +130,8 @@ struct Replay: ParsableCommand {
     static func percent(_ v: Double) -> String { v.isFinite ? String(format: "%.1f %%", 100 * v) : "nan" }
     /// A CSV field, quoted when it must be.
     static func field(_ s: String) -> String {
-        s.unicodeScalars.contains(where: { ",\"\r\n".unicodeScalars.contains($0) }) ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
+        s.unicodeScalars.contains(where: { ",\"\r\n".unicodeScalars.contains($0) })
+            ? "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : s
     }
 }
 

@@ -36,7 +36,8 @@ struct Walk: ParsableCommand {
                 The recordings as one trace (hall's name given), for proximity-fleet replay.
             """)
 
-    @Option(help: ArgumentHelp("start,end,x,y[,z]: where the tag was held, and when (without it, x,y,z are empty).", valueName: "marks.csv"))
+    @Option(help: ArgumentHelp("start,end,x,y[,z]: where the tag was held, and when (without it, x,y,z are empty).",
+                               valueName: "marks.csv"))
     var marks: String?
 
     @Argument(help: ArgumentHelp("The nodes' recordings (proximityctl record), each FILE or NAME=FILE.", valueName: "record.csv"))
@@ -66,7 +67,8 @@ struct Walk: ParsableCommand {
         for s in samples {
             let mark = spans.first { $0.start <= s.time && s.time <= $0.end }
             let position = mark.map { String(format: "%g,%g,%g", $0.point.x, $0.point.y, $0.point.z) } ?? ",,"
-            out += String(format: "%.3f", s.time) + ",\(Replay.field(s.node)),\(Replay.field(s.device)),\(String(format: "%g", s.rssi)),\(position)\n"
+            out += String(format: "%.3f", s.time)
+                + ",\(Replay.field(s.node)),\(Replay.field(s.device)),\(String(format: "%g", s.rssi)),\(position)\n"
         }
         FileHandle.standardOutput.write(Data(out.utf8))
     }
@@ -82,7 +84,9 @@ struct Walk: ParsableCommand {
             guard let header else { fail("\(path):1: no header row (start,end,x,y[,z])", status: 65) }
             let names = header.fields.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             guard let s = names.firstIndex(of: "start"), let e = names.firstIndex(of: "end"), let x = names.firstIndex(of: "x"),
-                  let y = names.firstIndex(of: "y") else { fail("\(path):\(header.line): the header must name start,end,x,y (and z)", status: 65) }
+                  let y = names.firstIndex(of: "y") else {
+                fail("\(path):\(header.line): the header must name start,end,x,y (and z)", status: 65)
+            }
             let z = names.firstIndex(of: "z")
             var out: [(Double, Double, PlanPoint)] = []
             var skipped = SkippedRows()
@@ -91,7 +95,8 @@ struct Walk: ParsableCommand {
                 let f = row.fields.map { $0.trimmingCharacters(in: .whitespaces) }
                 func number(_ column: Int, _ what: String) -> Double {
                     guard column < f.count, let v = Double(f[column]), v.isFinite else {
-                        fail("\(path):\(row.line): \(what) must be a number, not \(column < f.count ? f[column].debugDescription : "missing")", status: 65)
+                        fail("\(path):\(row.line): \(what) must be a number, " +
+                             "not \(column < f.count ? f[column].debugDescription : "missing")", status: 65)
                     }
                     return v
                 }

@@ -124,7 +124,8 @@ final class AlertConsumer {
     }
 
     /// Feeds a stream into the queue; `ending` (if any) when it ends.
-    private func forward<S: AsyncSequence & Sendable>(_ stream: S, ending: Event? = nil, _ transform: @escaping @Sendable (S.Element) -> Event?)
+    private func forward<S: AsyncSequence & Sendable>(_ stream: S, ending: Event? = nil,
+                                                      _ transform: @escaping @Sendable (S.Element) -> Event?)
         where S.Element: Sendable {
         let continuation = continuation
         tasks.append(Task {
@@ -263,7 +264,8 @@ final class AlertConsumer {
         if let command = options.command {
             let continuation = continuation
             do {
-                let child = try Subprocess("/bin/sh", ["-c", command], environment: AlertText.environment(path, content, distance: distance)) {
+                let child = try Subprocess("/bin/sh", ["-c", command],
+                                           environment: AlertText.environment(path, content, distance: distance)) {
                     pid, status in continuation.yield(.commandExited(pid: pid, status: status))
                 }
                 log("command for \(AlertText.name(path)) started (pid \(child.pid))")

@@ -12,7 +12,9 @@ enum AlertDefinitionText {
     static func value(_ key: Alert.Key, _ text: String) throws(AlertDefinitionError) -> Alert.Value {
         switch key {
         case .maxTimeBeforeReset, .cooldown, .capWindow:
-            guard let seconds = Double(text) else { throw AlertDefinitionError(key, "must be \(key.expected), not \(text.debugDescription)") }
+            guard let seconds = Double(text) else {
+                throw AlertDefinitionError(key, "must be \(key.expected), not \(text.debugDescription)")
+            }
             return .number(seconds)
         case .capCount:
             guard let count = Int64(text) else { throw AlertDefinitionError(key, "must be \(key.expected), not \(text.debugDescription)") }
@@ -65,7 +67,8 @@ enum AlertDefinitionText {
         var out: [(Alert.Key, Alert.Value)] = []
         for (name, part) in object.sorted(by: { $0.key < $1.key }) {
             guard let key = key(named: name) else {
-                throw JSONError(description: "unknown alert key \(name.debugDescription) (known: \(Alert.Key.allCases.map(\.busName).joined(separator: ", ")))")
+                throw JSONError(description: "unknown alert key \(name.debugDescription) " +
+                    "(known: \(Alert.Key.allCases.map(\.busName).joined(separator: ", ")))")
             }
             out.append((key, try value(key, part)))
         }
@@ -86,13 +89,17 @@ enum AlertDefinitionText {
                 case .bool(let b): value = .boolean(b)
                 default: throw AlertDefinitionError(key, "\(busName) must be a string, a number or a boolean, not \(entry.summary)")
                 }
-                guard matcher.updateValue(value, forKey: busName) == nil else { throw AlertDefinitionError(key, "\(busName.debugDescription) is given twice") }
+                guard matcher.updateValue(value, forKey: busName) == nil else {
+                    throw AlertDefinitionError(key, "\(busName.debugDescription) is given twice")
+                }
             }
             return .matcher(matcher)
         case (.extra, .object(let entries)):
             var fields: [String: String] = [:]
             for (name, entry) in entries {
-                guard case .string(let s) = entry else { throw AlertDefinitionError(key, "field \(name.debugDescription) must be a string, not \(entry.summary)") }
+                guard case .string(let s) = entry else {
+                    throw AlertDefinitionError(key, "field \(name.debugDescription) must be a string, not \(entry.summary)")
+                }
                 fields[name] = s
             }
             return .map(fields)
@@ -105,7 +112,8 @@ enum AlertDefinitionText {
 
     private static func jsonProblem(_ error: any Error) -> String {
         switch error {
-        case DecodingError.dataCorrupted(let context): context.underlyingError.map { "\($0.localizedDescription)" } ?? context.debugDescription
+        case DecodingError.dataCorrupted(let context):
+            context.underlyingError.map { "\($0.localizedDescription)" } ?? context.debugDescription
         case DecodingError.typeMismatch(_, let context): context.debugDescription
         default: "\(error)"
         }

@@ -22,7 +22,8 @@ enum AlertText {
     static func candidates(_ argument: String) throws(AlertArgumentError) -> [ObjectPath] {
         if argument.hasPrefix("/") {
             guard let path = try? ObjectPath(argument), ProximityBus.alertTarget(of: path) != nil else {
-                throw AlertArgumentError("\(argument.debugDescription) is not an alert's object path (\(ProximityBus.alertsPath.rawValue)/ALERT/TARGET)")
+                throw AlertArgumentError("\(argument.debugDescription) is not an alert's object path " +
+                    "(\(ProximityBus.alertsPath.rawValue)/ALERT/TARGET)")
             }
             return [path]
         }
@@ -39,7 +40,8 @@ enum AlertText {
         }
         if out.isEmpty {
             throw AlertArgumentError(firstProblem.map { "\(argument.debugDescription): \($0)" }
-                ?? "\(argument.debugDescription) is not ALERT/TARGET (an alert's identifier and a target's, as `alerts list` shows them) nor an object path")
+                ?? "\(argument.debugDescription) is not ALERT/TARGET (an alert's identifier and a target's, as `alerts list` shows them) " +
+                    "nor an object path")
         }
         return out
     }

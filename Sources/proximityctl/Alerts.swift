@@ -152,11 +152,13 @@ extension Alerts {
             guard let error = error as? DBusError else { return "\(error)" }
             switch error.name {
             case ProximityBus.Errors.notOffered:
-                return "\(error) (only the alert on offer can be accepted or declined, and only it or the one in progress marked done: `proximityctl alerts list` marks it *)"
+                return "\(error) (only the alert on offer can be accepted or declined, and only it or the one in progress marked done: " +
+                    "`proximityctl alerts list` marks it *)"
             case ProximityBus.Errors.doesNotExist, .unknownObject:
                 return "\(error) (no such alert target: `proximityctl alerts list` shows them)"
             case .accessDenied:
-                return "\(error) (on the system bus only root and the group proximityd may accept, decline and close alerts: sudo usermod -aG proximityd $USER, then log in again)"
+                return "\(error) (on the system bus only root and the group proximityd may accept, decline and close alerts: " +
+                    "sudo usermod -aG proximityd $USER, then log in again)"
             default:
                 return "\(error)"
             }
@@ -236,7 +238,8 @@ extension Alerts {
     /// `alerts consume`: ``AlertConsumer``.
     struct Consume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show each alert the node offers as a desktop notification (or run a command), accept it, and mark it done when closed.",
+            abstract: "Show each alert the node offers as a desktop notification (or run a command), accept it, " +
+                "and mark it done when closed.",
             discussion: """
                 The reference alert client. For each offer (AlertReady), and at start for the alert \
                 the node offers now: shows it, then accepts it. An alert already in progress at \
@@ -285,15 +288,15 @@ extension Alerts {
                 help: ArgumentHelp("The notification server's bus: session, system, or a D-Bus address.", valueName: "bus"))
         var notificationsBus: String = "session"
 
-        @Option(name: .customLong("exec"), help: ArgumentHelp("Run this command (with /bin/sh -c) for each alert instead of a notification.",
-                                                              valueName: "cmd"))
+        @Option(name: .customLong("exec"), help: ArgumentHelp(
+            "Run this command (with /bin/sh -c) for each alert instead of a notification.", valueName: "cmd"))
         var command: String?
 
         @Flag(name: .long, help: "Say each alert's text to speech (or title) with espeak-ng.")
         var speak = false
 
-        @Option(name: .customLong("speak-to"), help: ArgumentHelp("With speech, write a WAV file per alert into this directory instead of playing it (implies --speak).",
-                                                                  valueName: "dir"))
+        @Option(name: .customLong("speak-to"), help: ArgumentHelp(
+            "With speech, write a WAV file per alert into this directory instead of playing it (implies --speak).", valueName: "dir"))
         var speakTo: String?
 
         func validate() throws {

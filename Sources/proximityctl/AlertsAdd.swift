@@ -43,7 +43,8 @@ extension Alerts {
         @Argument(help: ArgumentHelp("The alert's identifier: 1 to 255 bytes, no control characters.", valueName: "id"))
         var identifier: String
 
-        @Option(name: .customLong("json"), help: ArgumentHelp("A JSON object of AddAlert's keys, or - for standard input.", valueName: "file"))
+        @Option(name: .customLong("json"),
+                help: ArgumentHelp("A JSON object of AddAlert's keys, or - for standard input.", valueName: "file"))
         var jsonFile: String?
 
         // MARK: Content
@@ -53,7 +54,8 @@ extension Alerts {
         @Option(name: .customLong("text-to-speech"), help: ArgumentHelp("TextToSpeech: what a consumer says.", valueName: "text"))
         var textToSpeech: String?
         @Option(help: ArgumentHelp("Thumbnail: an image's URL or file path.", valueName: "image")) var thumbnail: String?
-        @Option(help: ArgumentHelp("Action: popup (default), webview, any string of at most 255 bytes.", valueName: "action")) var action: String?
+        @Option(help: ArgumentHelp("Action: popup (default), webview, any string of at most 255 bytes.", valueName: "action"))
+        var action: String?
         @Option(help: ArgumentHelp("URL: a web page.", valueName: "url")) var url: String?
         @Option(help: ArgumentHelp("URI: an app page.", valueName: "uri")) var uri: String?
         @Option(help: ArgumentHelp("Extra: one field (repeat it; at most 64).", valueName: "key=value")) var extra: [String] = []
@@ -67,25 +69,29 @@ extension Alerts {
         @Option(help: ArgumentHelp("Strategy: time, or a key a client registers (default: the range strategy).", valueName: "key"))
         var strategy: String?
         @Option(name: .customLong("max-time-before-reset"),
-                help: ArgumentHelp("MaxTimeBeforeReset: seconds after the condition stopped holding before done goes back to waiting (default 60).",
+                help: ArgumentHelp("MaxTimeBeforeReset: seconds after the condition stopped holding before done goes back to " +
+                                   "waiting (default 60).",
                                    valueName: "seconds"))
         var maxTimeBeforeReset: String?
         @Option(help: ArgumentHelp("Cooldown: at most one accepted offer per target per this many seconds.", valueName: "seconds"))
         var cooldown: String?
-        @Option(name: .customLong("cap-count"), help: ArgumentHelp("CapCount: at most this many accepted offers per --cap-window.", valueName: "n"))
+        @Option(name: .customLong("cap-count"),
+                help: ArgumentHelp("CapCount: at most this many accepted offers per --cap-window.", valueName: "n"))
         var capCount: String?
         @Option(name: .customLong("cap-window"), help: ArgumentHelp("CapWindow: the cap's sliding window.", valueName: "seconds"))
         var capWindow: String?
         @Option(help: ArgumentHelp("Days of the schedule: mon-fri,sun, all.", valueName: "days")) var days: String?
         @Option(help: ArgumentHelp("Start of the schedule, the node's local time.", valueName: "HH:MM")) var start: String?
         @Option(help: ArgumentHelp("End of the schedule (before --start: past midnight).", valueName: "HH:MM")) var end: String?
-        @Option(help: ArgumentHelp("Outside the schedule a ready target is held (hold, default) or marked done (drop).", valueName: "hold|drop"))
+        @Option(help: ArgumentHelp("Outside the schedule a ready target is held (hold, default) or marked done (drop).",
+                                   valueName: "hold|drop"))
         var outside: String?
 
         // MARK: Targets
 
         @Flag(name: .customLong("every-peer"), help: "Match every peer (an empty Match).") var everyPeer = false
-        @Option(name: .customLong("match-kind"), help: ArgumentHelp("Match Kind: node, ibeacon, altbeacon or eddystone.", valueName: "kind"))
+        @Option(name: .customLong("match-kind"),
+                help: ArgumentHelp("Match Kind: node, ibeacon, altbeacon or eddystone.", valueName: "kind"))
         var matchKind: String?
         @Option(name: .customLong("match-identifier"), help: ArgumentHelp("Match Identifier: a peer's identifier.", valueName: "id"))
         var matchIdentifier: String?
@@ -101,15 +107,19 @@ extension Alerts {
         var matchID2: String?
         @Option(name: .customLong("match-id3"), help: ArgumentHelp("Match ID3 (0...65535; needs --match-id2).", valueName: "n"))
         var matchID3: String?
-        @Option(name: .customLong("match-namespace"), help: ArgumentHelp("Match Namespace: an Eddystone-UID's (20 hex digits).", valueName: "hex"))
+        @Option(name: .customLong("match-namespace"),
+                help: ArgumentHelp("Match Namespace: an Eddystone-UID's (20 hex digits).", valueName: "hex"))
         var matchNamespace: String?
-        @Option(name: .customLong("match-instance"), help: ArgumentHelp("Match Instance (12 hex digits; needs --match-namespace).", valueName: "hex"))
+        @Option(name: .customLong("match-instance"),
+                help: ArgumentHelp("Match Instance (12 hex digits; needs --match-namespace).", valueName: "hex"))
         var matchInstance: String?
         @Option(name: .customLong("match-url"), help: ArgumentHelp("Match URL: an Eddystone-URL, exactly.", valueName: "url"))
         var matchURL: String?
-        @Option(name: .customLong("match-url-domain"), help: ArgumentHelp("Match URLDomain: Eddystone-URLs of this domain or under it.", valueName: "domain"))
+        @Option(name: .customLong("match-url-domain"),
+                help: ArgumentHelp("Match URLDomain: Eddystone-URLs of this domain or under it.", valueName: "domain"))
         var matchURLDomain: String?
-        @Option(name: .customLong("match-address"), help: ArgumentHelp("Match Address: the address a peer was last heard with.", valueName: "AA:BB:CC:DD:EE:FF"))
+        @Option(name: .customLong("match-address"),
+                help: ArgumentHelp("Match Address: the address a peer was last heard with.", valueName: "AA:BB:CC:DD:EE:FF"))
         var matchAddress: String?
 
         /// The options' parts, in ``Alert/Key`` order.
@@ -146,7 +156,8 @@ extension Alerts {
                     data = FileHandle.standardInput.readDataToEndOfFile()
                 } else {
                     guard let contents = FileManager.default.contents(atPath: jsonFile) else {
-                        fail("cannot read \(jsonFile)\(FileManager.default.fileExists(atPath: jsonFile) ? "" : ": no such file")", status: 66)
+                        fail("cannot read \(jsonFile)\(FileManager.default.fileExists(atPath: jsonFile) ? "" : ": no such file")",
+                             status: 66)
                     }
                     data = contents
                 }

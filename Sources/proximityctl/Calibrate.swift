@@ -70,7 +70,8 @@ struct Calibrate: AsyncParsableCommand {
             }
             let box = SampleBox()
             let end = try await SampleSession.run(node, peers: [peer], seconds: seconds, started: {
-                Self.note("measuring \(peer) at \(RecordingFile.number(distance)) m for \(RecordingFile.number(seconds)) s (Ctrl-C ends early)")
+                Self.note("measuring \(peer) at \(RecordingFile.number(distance)) m for \(RecordingFile.number(seconds)) s " +
+                          "(Ctrl-C ends early)")
             }, handle: { batch in
                 for sample in batch.samples where sample.peer == peer {
                     box.add(sample.rssi, power: sample.measuredPower)
@@ -94,7 +95,8 @@ struct Calibrate: AsyncParsableCommand {
             let power = Int16(exact.rounded())
             let range = NodePowerFrame.powerRange
             guard range.contains(power) else {
-                throw CalibrationError("the measured power works out at \(Self.dbm(exact)) dBm, outside \(range.lowerBound)…\(range.upperBound): is --distance right?")
+                throw CalibrationError("the measured power works out at \(Self.dbm(exact)) dBm, " +
+                    "outside \(range.lowerBound)…\(range.upperBound): is --distance right?")
             }
             print("""
                 \(peer) at \(RecordingFile.number(distance)) m: \(values.count) samples

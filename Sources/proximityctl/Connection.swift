@@ -25,7 +25,8 @@ struct NodeOptions: ParsableArguments {
     var session = false
 
     @Option(name: [.customShort("H"), .customLong("host")],
-            help: ArgumentHelp("The node on another box: its system bus over ssh, as busctl -H (ssh -xT [-p PORT] [USER@]HOST systemd-stdio-bridge).",
+            help: ArgumentHelp("The node on another box: its system bus over ssh, as busctl -H " +
+                               "(ssh -xT [-p PORT] [USER@]HOST systemd-stdio-bridge).",
                                valueName: "[user@]host[:port]"))
     var host: String?
 

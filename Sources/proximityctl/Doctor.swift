@@ -4,7 +4,8 @@ import ProximityDiagnostics
 /// `proximityctl doctor`: the checks are ProximityDiagnostics' ``Doctor``; this prints them.
 struct Doctor: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check this box: kernel Bluetooth, controllers, bluetoothd, BlueZ's privacy, the adapter, advertising, proximityd and its policy.",
+        abstract: "Check this box: kernel Bluetooth, controllers, bluetoothd, BlueZ's privacy, the adapter, advertising, " +
+            "proximityd and its policy.",
         discussion: """
             Prints one line per check: "ok", "warn" or "FAIL", what was found, and for each problem \
             how to fix it. Exit status: 0 when nothing failed, 1 when a check failed, 64 for a bad \
@@ -27,7 +28,8 @@ struct Doctor: AsyncParsableCommand {
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
 
-    @Option(name: .customLong("bluez-config"), help: ArgumentHelp("bluetoothd's configuration file, whose Privacy setting is checked.", valueName: "file"))
+    @Option(name: .customLong("bluez-config"),
+            help: ArgumentHelp("bluetoothd's configuration file, whose Privacy setting is checked.", valueName: "file"))
     var bluezConfig: String = BlueZMainConf.defaultPath
 
     func validate() throws {
@@ -38,7 +40,8 @@ struct Doctor: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let report = await ProximityDiagnostics.Doctor(bus: node.address, busName: node.name, adapter: adapter, bluezConfig: bluezConfig).run()
+        let report = await ProximityDiagnostics.Doctor(bus: node.address, busName: node.name, adapter: adapter,
+                                                       bluezConfig: bluezConfig).run()
         print(json ? try report.json() : report.text, terminator: json ? "\n" : "")
         if report.failed { throw ExitCode(1) }
     }

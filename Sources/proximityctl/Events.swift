@@ -70,7 +70,8 @@ struct Events: AsyncParsableCommand {
 
     func line(_ entry: LogEntryValue) -> String {
         if json {
-            let object: [String: Any] = ["seq": entry.seq, "time": entry.time, "source": entry.source, "type": entry.type, "data": entry.data]
+            let object: [String: Any] = ["seq": entry.seq, "time": entry.time, "source": entry.source, "type": entry.type,
+                                         "data": entry.data]
             return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
                 .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         }

@@ -107,7 +107,8 @@ struct FleetCommand: AsyncParsableCommand {
                 try await Task.sleep(for: .seconds(timeout))
                 if let reason = unreachable.reason.withLock({ $0 }) { return "cannot reach the broker at \(broker): \(reason)" }
                 if view == .calibration {
-                    return "no calibration on \(topic) within \(timeout) s (is proximity-fleet running with --plan, and do the plan's nodes hear each other?)"
+                    return "no calibration on \(topic) within \(timeout) s " +
+                        "(is proximity-fleet running with --plan, and do the plan's nodes hear each other?)"
                 }
                 return "no table on \(topic) within \(timeout) s (is proximity-fleet running, with --prefix \(topic.dropLast(6))?)"
             }
@@ -162,7 +163,8 @@ enum FleetCalibrationText {
         let time = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: c.time))
         func pad(_ s: String, _ w: Int) -> String { s + String(repeating: " ", count: max(0, w - s.count)) }
         func dB(_ v: Double?) -> String { v.map { String(format: "%+.1f", $0) } ?? "-" }
-        var lines = [String(format: "proximity-fleet calibration — path-loss exponent %.2f — residual %.1f dB RMS — %@", c.exponent, c.rms, time)]
+        var lines = [String(format: "proximity-fleet calibration — path-loss exponent %.2f — residual %.1f dB RMS — %@",
+                            c.exponent, c.rms, time)]
         let w = max(4, c.nodes.map(\.name.count).max() ?? 0)
         lines.append("\(pad("NODE", w))  RX OFFSET  TX POWER  RESIDUAL  DRIFT")
         for n in c.nodes {
@@ -177,7 +179,9 @@ enum FleetCalibrationText {
             lines.append(pad("", w) + "  " + names.map { pad($0, cell) }.joined(separator: " "))
             for rx in names {
                 let cells = names.map { tx -> String in
-                    guard let p = c.pairs.first(where: { $0.receiver == rx && $0.transmitter == tx }) else { return pad(rx == tx ? "" : "-", cell) }
+                    guard let p = c.pairs.first(where: { $0.receiver == rx && $0.transmitter == tx }) else {
+                        return pad(rx == tx ? "" : "-", cell)
+                    }
                     return pad(String(format: "%.1f", p.rssi) + (p.residual.map { String(format: " (%+.1f)", $0) } ?? ""), cell)
                 }
                 lines.append(pad(rx, w) + "  " + cells.joined(separator: " "))

@@ -39,14 +39,16 @@ extension IRKs {
 
         @OptionGroup var node: NodeOptions
 
-        @Argument(help: ArgumentHelp("The phone's name: 1 to 64 letters, digits, '-', '_' or '.'; its peer is irk:NAME.", valueName: "name"))
+        @Argument(help: ArgumentHelp("The phone's name: 1 to 64 letters, digits, '-', '_' or '.'; its peer is irk:NAME.",
+                                     valueName: "name"))
         var name: String
 
         @Option(help: ArgumentHelp("Seconds the box stays pairable for one phone: 10 to 600.", valueName: "seconds"))
         var window: Int = 120
 
         @Option(name: .customLong("shown-as"),
-                help: ArgumentHelp("The name the phone lists (default: \"proximityd\" and the node's name), at most 29 bytes shown.", valueName: "text"))
+                help: ArgumentHelp("The name the phone lists (default: \"proximityd\" and the node's name), at most 29 bytes shown.",
+                                   valueName: "text"))
         var shownAs: String?
 
         @Flag(name: .customLong("just-works"),
@@ -57,7 +59,8 @@ extension IRKs {
         var keepBond = false
 
         @Option(name: .customLong("also-on"),
-                help: ArgumentHelp("Add the key to the node on this box too, over ssh as -H (repeatable).", valueName: "[user@]host[:port]"))
+                help: ArgumentHelp("Add the key to the node on this box too, over ssh as -H (repeatable).",
+                                   valueName: "[user@]host[:port]"))
         var alsoOn: [String] = []
 
         @Option(name: .customLong("sighting-timeout"),
@@ -72,7 +75,8 @@ extension IRKs {
             guard (10...600).contains(window) else { throw ValidationError("--window must be 10 to 600 seconds, not \(window)") }
             guard (0...600).contains(sightingTimeout) else { throw ValidationError("--sighting-timeout must be 0 to 600 seconds") }
             if node.host != nil {
-                throw ValidationError("enroll pairs with this box's own adapter and reads bluetoothd's storage here: run it on the node's box, and use --also-on to add the key to other nodes")
+                throw ValidationError("enroll pairs with this box's own adapter and reads bluetoothd's storage here: " +
+                    "run it on the node's box, and use --also-on to add the key to other nodes")
             }
             if let shownAs, shownAs.isEmpty || LegacyAdvertisingPayload.truncatedLocalName(shownAs) == nil {
                 throw ValidationError("--shown-as needs a name to show")
@@ -126,7 +130,8 @@ extension IRKs {
             var failures = 0
             for host in alsoOn {
                 do {
-                    let remote = try await NodeProxy.connect(to: try BusAddress(parsing: try RemoteBus.address(host: host)), name: node.name)
+                    let remote = try await NodeProxy.connect(to: try BusAddress(parsing: try RemoteBus.address(host: host)),
+                                                             name: node.name)
                     defer { Task { await remote.close() } }
                     try await remote.addIRK(name, key: hex)
                     printNow("\(host): added")
@@ -136,7 +141,8 @@ extension IRKs {
                 }
             }
             if alsoOn.isEmpty {
-                printNow("On each other node: proximityctl irks add \(name) (the key from a file that only root reads), or run this again with --also-on HOST.")
+                printNow("On each other node: proximityctl irks add \(name) (the key from a file that only root reads), " +
+                         "or run this again with --also-on HOST.")
             }
             if sightingTimeout > 0 {
                 await waitForSighting(of: PeerID.irk(name).rawValue, started: started)
@@ -161,7 +167,8 @@ extension IRKs {
             }
             let elapsed = String(format: "%.1f", (ContinuousClock.now - started).seconds)
             if let seen {
-                printNow("\(identifier) seen \(elapsed) s after the command: \(seen.proximity), \(String(format: "%.1f", seen.distance)) m, \(seen.rssi) dBm")
+                printNow("\(identifier) seen \(elapsed) s after the command: \(seen.proximity), " +
+                         "\(String(format: "%.1f", seen.distance)) m, \(seen.rssi) dBm")
             } else {
                 printNow("\(identifier) not seen within \(sightingTimeout) s: is the phone's Bluetooth on, and the phone in range?")
             }
@@ -287,7 +294,8 @@ actor EnrollmentSession {
         }
         // Stored least significant byte first; a key is written most significant first.
         guard let bytes = stored.flatMap(Hex.bytes).map({ Array($0.reversed()) }) else {
-            throw Problem(message: "the phone gave no identity resolving key (\(path) has none): it does not use private addresses, or it did not bond", status: 75)
+            throw Problem(message: "the phone gave no identity resolving key (\(path) has none): it does not use private addresses, " +
+                          "or it did not bond", status: 75)
         }
         do { return try IdentityResolvingKey(bytes: bytes) } catch { throw Problem(message: "\(path): \(error)", status: 75) }
     }
@@ -299,7 +307,8 @@ actor EnrollmentSession {
         let adapter = Adapter(connection: connection, path: adapterPath)
         var remove = keep ? [] : [(bond.device, bond.address)]
         if let mirror {
-            for other in await mirror.devices(on: adapterPath) where other.paired && other.path != bond.device && !alreadyPaired.contains(other.path) {
+            for other in await mirror.devices(on: adapterPath)
+                where other.paired && other.path != bond.device && !alreadyPaired.contains(other.path) {
                 FileHandle.standardError.write(Data("proximityctl: warning: another device (\(other.name ?? other.address)) paired in the window; its bond is removed and its key not used\n".utf8))
                 remove.append((other.path, other.address))
             }

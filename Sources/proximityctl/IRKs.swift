@@ -49,7 +49,8 @@ extension IRKs {
         func run() async throws {
             let irks = await node.withNode("cannot read the node's IRKs") { try await $0.properties().irks }
             if json { return print(try jsonText(irks)) }
-            print(textTable(["NAME", "PEER", "SOURCE"], irks.sorted { $0.key < $1.key }.map { [$0.key, PeerID.irk($0.key).rawValue, $0.value] }),
+            print(textTable(["NAME", "PEER", "SOURCE"],
+                            irks.sorted { $0.key < $1.key }.map { [$0.key, PeerID.irk($0.key).rawValue, $0.value] }),
                   terminator: "")
             if irks.isEmpty { print("(no IRKs)") }
         }
@@ -75,7 +76,8 @@ extension IRKs {
 
         @OptionGroup var node: NodeOptions
 
-        @Argument(help: ArgumentHelp("The device's name: 1 to 64 letters, digits, '-', '_' or '.'; its peer is irk:NAME.", valueName: "name"))
+        @Argument(help: ArgumentHelp("The device's name: 1 to 64 letters, digits, '-', '_' or '.'; its peer is irk:NAME.",
+                                     valueName: "name"))
         var name: String
 
         @Option(name: .customLong("key-file"), help: ArgumentHelp("A file holding the key (else standard input).", valueName: "file"))
@@ -86,7 +88,9 @@ extension IRKs {
             let source = keyFile ?? "standard input"
             let data: Data
             if let keyFile {
-                guard let contents = FileManager.default.contents(atPath: keyFile) else { fail("--key-file: cannot read \(keyFile)", status: 64) }
+                guard let contents = FileManager.default.contents(atPath: keyFile) else {
+                    fail("--key-file: cannot read \(keyFile)", status: 64)
+                }
                 data = contents
             } else {
                 // One line (typed or pasted at a terminal, or piped). At a terminal the key is not

@@ -25,9 +25,11 @@ struct DesktopNotifications: Sendable {
         var description: String {
             switch self {
             case .cannotConnect(let bus, let error):
-                "cannot connect to the \(bus) bus for notifications: \(error.message) (give another with --notifications-bus, or use --exec)"
+                "cannot connect to the \(bus) bus for notifications: \(error.message) " +
+                    "(give another with --notifications-bus, or use --exec)"
             case .noServer(let bus):
-                "no notification server on the \(bus) bus (\(DesktopNotifications.name) has no owner): start one (dunst, a desktop's own), give its bus with --notifications-bus, or use --exec"
+                "no notification server on the \(bus) bus (\(DesktopNotifications.name) has no owner): " +
+                    "start one (dunst, a desktop's own), give its bus with --notifications-bus, or use --exec"
             case .cannotAsk(let bus, let error):
                 "cannot ask the \(bus) bus for its notification server: \(error)"
             }

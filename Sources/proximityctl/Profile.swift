@@ -129,7 +129,8 @@ struct Track: AsyncParsableCommand {
 
     func validate() throws {
         guard Self.number(prox) != nil else {
-            throw ValidationError("prox must be immediate, near, far or unknown, or 0 (unknown), 1 (immediate), 2 (near) or 3 (far), not \(prox.debugDescription)")
+            throw ValidationError("prox must be immediate, near, far or unknown, or 0 (unknown), 1 (immediate), 2 (near) or 3 (far), " +
+                "not \(prox.debugDescription)")
         }
         for item in data where !item.contains("=") { throw ValidationError("context data must be KEY=VALUE, not \(item.debugDescription)") }
     }

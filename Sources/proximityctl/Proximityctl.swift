@@ -34,8 +34,9 @@ struct Proximityctl: AsyncParsableCommand {
                 What regions can do.
             """,
         version: ProximitydVersion.string,
-        subcommands: [Status.self, Peers.self, Watch.self, Names.self, IRKs.self, Regions.self, Alerts.self, ProfileCommand.self, Track.self, Clear.self, Rules.self,
-                      Events.self, Record.self, Calibrate.self, FleetCommand.self, FleetKeyCommand.self, Doctor.self]
+        subcommands: [Status.self, Peers.self, Watch.self, Names.self, IRKs.self, Regions.self, Alerts.self, ProfileCommand.self,
+                      Track.self, Clear.self, Rules.self, Events.self, Record.self, Calibrate.self, FleetCommand.self,
+                      FleetKeyCommand.self, Doctor.self]
     )
 
     /// The node's options may come before the subcommand: ``NodeOptionPlacement``. Errors in the

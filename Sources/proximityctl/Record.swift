@@ -38,7 +38,9 @@ struct Record: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The CSV file to write (replaced if it exists), or - for standard output.", valueName: "file"))
     var out: String
 
-    @Option(name: .long, help: ArgumentHelp("Stop after this many seconds, and the report that carries their last samples (default: until SIGINT or SIGTERM).", valueName: "seconds"))
+    @Option(name: .long, help: ArgumentHelp(
+        "Stop after this many seconds, and the report that carries their last samples (default: until SIGINT or SIGTERM).",
+        valueName: "seconds"))
     var seconds: Double?
 
     func validate() throws {
@@ -71,7 +73,8 @@ struct Record: AsyncParsableCommand {
         }
         let (end, file) = outcome
         file.close()
-        let summary = "\(file.samples) sample\(file.samples == 1 ? "" : "s") and \(file.reports) report row\(file.reports == 1 ? "" : "s") written"
+        let summary = "\(file.samples) sample\(file.samples == 1 ? "" : "s") and " +
+            "\(file.reports) report row\(file.reports == 1 ? "" : "s") written"
         switch end {
         case .interrupted(let s): Self.note("\(s == SIGINT ? "SIGINT" : "SIGTERM"): stopped; \(summary)")
         case .timeUp: Self.note("stopped after \(RecordingFile.number(seconds ?? 0)) s; \(summary)")

@@ -262,7 +262,8 @@ extension Regions {
                 if let problem = Region.problem(identifier: identifier) { fail(problem, status: 64) }
             }
             let (only, json, ranging) = (Set(identifiers), follow.json, ranging)
-            await node.follow("cannot follow the regions", count: follow.count, subscribe: { try await $0.regionSignals() }) { signal, time in
+            await node.follow("cannot follow the regions", count: follow.count,
+                              subscribe: { try await $0.regionSignals() }) { signal, time in
                 guard only.isEmpty || only.contains(signal.region) else { return nil }
                 if case .ranged = signal.kind, !ranging { return nil }
                 return json ? RegionText.jsonLine(signal, time: time) : RegionText.humanLine(signal, time: time)

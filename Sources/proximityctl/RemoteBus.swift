@@ -27,7 +27,9 @@ enum RemoteBus {
         }
         let name: Substring, after: Substring
         if rest.hasPrefix("[") {
-            guard let close = rest.firstIndex(of: "]") else { throw HostError(description: "\(host.debugDescription): no ] after the [ of an IPv6 address") }
+            guard let close = rest.firstIndex(of: "]") else {
+                throw HostError(description: "\(host.debugDescription): no ] after the [ of an IPv6 address")
+            }
             name = rest[rest.index(after: rest.startIndex)..<close]
             after = rest[rest.index(after: close)...]
         } else {

@@ -83,7 +83,8 @@ struct Rules: AsyncParsableCommand {
             } else if !rule.trimmingCharacters(in: .whitespaces).hasPrefix("{") {
                 // Not JSON: a file.
                 guard let contents = FileManager.default.contents(atPath: rule) else {
-                    fail("cannot read \(rule)\(FileManager.default.fileExists(atPath: rule) ? "" : ": no such file") (RULE is JSON, a file, or -)", status: 66)
+                    fail("cannot read \(rule)\(FileManager.default.fileExists(atPath: rule) ? "" : ": no such file") " +
+                         "(RULE is JSON, a file, or -)", status: 66)
                 }
                 text = String(decoding: contents, as: UTF8.self)
             } else {
@@ -128,7 +129,9 @@ struct Rules: AsyncParsableCommand {
         @Argument(help: "The rule's identifier.") var identifier: String
 
         func run() async throws {
-            let (holds, lines) = await node.withNode("cannot test rule \(identifier.debugDescription)") { try await $0.testRule(identifier) }
+            let (holds, lines) = await node.withNode("cannot test rule \(identifier.debugDescription)") {
+                try await $0.testRule(identifier)
+            }
             print("\(identifier): the condition \(holds ? "holds" : "does not hold")")
             for line in lines { print("  " + line) }
             if !holds { throw ExitCode(1) }

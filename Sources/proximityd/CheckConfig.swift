@@ -47,7 +47,8 @@ struct CheckConfig: ParsableCommand {
             Self.fail(error.problems, status: Self.dataError)
         }
         func count(_ n: Int, _ thing: String) -> String { "\(n) \(thing)\(n == 1 ? "" : "s")" }
-        print("\(file): ok (\(count(config.regions.count, "region")), \(count(config.alerts.count, "alert")), \(count(config.rules.count, "rule")))")
+        print("\(file): ok (\(count(config.regions.count, "region")), \(count(config.alerts.count, "alert")), " +
+              "\(count(config.rules.count, "rule")))")
     }
 
     /// Prints each line on standard error and exits with `status`.

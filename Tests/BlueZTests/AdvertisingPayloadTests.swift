@@ -69,7 +69,7 @@ import Testing
         // bluez-sim, parsing as BlueZ does, accepts it, sized the same, even on a discoverable
         // adapter (3 bytes of flags).
         let spec = try AdvertisementSpec.parse(plan.properties, adapterDiscoverable: true)
-        #expect(spec.payloadLength == plan.payload.length)
+        #expect(spec.payload.length == plan.payload.length)
         if c.identity {
             let data = try #require(plan.properties["ServiceData"]?.dictEntries?.first)
             #expect(data.value.unwrapped.bytes == Array(withUnsafeBytes(of: Self.identity.uuid) { Array($0) }))
@@ -87,7 +87,7 @@ import Testing
             .init(.uint16(0xFFFF), .variant(.bytes([0x50, 0x58, 0x01, 0xBA]))),
         ]))
         let spec = try AdvertisementSpec.parse(plan.properties, adapterDiscoverable: true)
-        #expect(spec.payloadLength == plan.payload.length && spec.manufacturerData == power)
+        #expect(spec.payload.length == plan.payload.length && spec.manufacturerData == power)
 
         // Seven bytes need 18 + 11 = 29: over the 28 of a discoverable adapter, within 31 otherwise.
         let big: [UInt16: [UInt8]] = [0xFFFF: Array(repeating: 1, count: 7)]
@@ -95,7 +95,7 @@ import Testing
         #expect(!dropped.carriesManufacturerData && dropped.properties["ManufacturerData"] == nil && dropped.payload.length == 18)
         let kept = try Advertisement.plan(.init(serviceUUID: generalUUID, manufacturerData: big), adapterDiscoverable: false)
         #expect(kept.carriesManufacturerData && kept.payload.length == 29)
-        #expect(try AdvertisementSpec.parse(kept.properties, adapterDiscoverable: false).payloadLength == 29)
+        #expect(try AdvertisementSpec.parse(kept.properties, adapterDiscoverable: false).payload.length == 29)
 
         // The manufacturer data goes first: with a 16-bit service (4) it takes 8, and the identity
         // (20) no longer fits the 28.
@@ -162,8 +162,8 @@ import Testing
             let spec = try? AdvertisementSpec.parse(c.properties, adapterDiscoverable: discoverable)
             #expect((spec != nil) == c.payload.fits(adapterDiscoverable: discoverable), "discoverable \(discoverable)")
             if let spec {
-                #expect(spec.payloadLength == c.payload.length)
-                #expect(spec.maxPayloadLength(adapterDiscoverable: discoverable) == c.payload.maxLength(adapterDiscoverable: discoverable))
+                #expect(spec.payload.length == c.payload.length)
+                #expect(spec.payload.maxLength(adapterDiscoverable: discoverable) == c.payload.maxLength(adapterDiscoverable: discoverable))
             }
         }
     }

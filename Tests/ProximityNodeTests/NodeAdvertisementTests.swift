@@ -103,8 +103,8 @@ import Testing
             // BlueZ's rules, as bluez-sim applies them: accepted, the same size, and what a
             // scanner receives reads back as the power.
             let spec = try AdvertisementSpec.parse(plan.properties, adapterDiscoverable: true)
-            #expect(spec.payloadLength == plan.payload.length)
-            #expect(spec.payloadLength + 3 <= AdvertisementSpec.maxLength)
+            #expect(spec.payload.length == plan.payload.length)
+            #expect(spec.payload.length + 3 <= AdvertisementSpec.maxLength)
             let report = spec.report(adapterAlias: "alpha", adapterDiscoverable: true)
             #expect(NodePowerFrame.measuredPower(in: report.manufacturerData) == power)
             #expect(report.serviceUUIDs == [NodeConfiguration.defaultServiceUUID.lowercased])

@@ -1,3 +1,4 @@
+import BlueZ
 import DBusKit
 
 /// A client's `org.bluez.LEAdvertisement1`, parsed the way BlueZ 5.66's `src/advertising.c`
@@ -34,7 +35,7 @@ struct AdvertisementSpec: Sendable, Hashable {
     var maxInterval: UInt32 = 0
 
     /// The legacy advertising payload limit.
-    static let maxLength = 31
+    static let maxLength = LegacyAdvertisingPayload.maxLength
     static let knownIncludes = ["tx-power", "appearance", "local-name"]
     /// AD types `bt_ad_add_data` refuses because BlueZ fills them from other properties.
     static let rejectedDataTypes: Set<UInt8> = [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0d,
@@ -156,38 +157,16 @@ struct AdvertisementSpec: Sendable, Hashable {
         if spec.flags != nil && spec.type == .broadcast { throw parseError }  // "Broadcast cannot set flags"
         if spec.timeout > 0 && spec.timeout < spec.discoverableTimeout { throw parseError }
         if spec.minInterval > spec.maxInterval { throw parseError }
-        guard spec.payloadLength <= spec.maxPayloadLength(adapterDiscoverable: adapterDiscoverable) else { throw parseError }
+        guard spec.payload.fits(adapterDiscoverable: adapterDiscoverable) else { throw parseError }
         return spec
     }
 
-    /// Bytes of advertising data BlueZ generates (`bt_ad_length` after `generate_adv_data`). The
-    /// local name goes to the scan response, so it does not count.
-    var payloadLength: Int {
-        func uuidLists(_ list: [BluetoothUUID]) -> Int {
-            var total = 0
-            for size in [2, 4, 16] {
-                let n = list.filter { $0.wireSize == size }.count
-                if n > 0 { total += 2 + n * size }
-            }
-            return total
-        }
-        var length = uuidLists(serviceUUIDs) + uuidLists(solicitUUIDs)
-        for (_, d) in manufacturerData { length += 2 + 2 + d.count }
-        for (u, d) in serviceData { length += 2 + u.wireSize + d.count }
-        for (_, d) in data { length += 2 + d.count }
-        if flags != nil { length += 3 }
-        if appearance != nil || includes.contains("appearance") { length += 4 }
-        return length
-    }
-
-    /// `calc_max_adv_len`: 31 less what the kernel adds (TX power, discoverable flags,
-    /// appearance).
-    func maxPayloadLength(adapterDiscoverable: Bool) -> Int {
-        var max = Self.maxLength
-        if includes.contains("tx-power") { max -= 3 }
-        if type == .peripheral && adapterDiscoverable && flags == nil { max -= 3 }
-        if includes.contains("appearance") { max -= 4 }
-        return max
+    /// The payload as BlueZ sizes it: the one rule, ``LegacyAdvertisingPayload`` (the BlueZ
+    /// client's, which sizes the node's own advertisement with it).
+    var payload: LegacyAdvertisingPayload {
+        LegacyAdvertisingPayload(peripheral: type == .peripheral, serviceUUIDs: serviceUUIDs, solicitUUIDs: solicitUUIDs,
+                                 manufacturerData: manufacturerData, serviceData: serviceData, data: data, setsFlags: flags != nil,
+                                 appearance: appearance != nil, includes: includes)
     }
 
     /// What a scanner receives, given the adapter's current alias and `Discoverable`.

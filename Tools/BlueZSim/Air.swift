@@ -1,3 +1,4 @@
+import BlueZ
 import DBusKit
 import Foundation
 import Logging
@@ -401,7 +402,8 @@ public actor Air {
                 rng: linkRNG[key] ?? SeededGenerator(seed: seed).derived("link:" + key),
                 realistic: realistic.isOff ? nil
                     : realisticLinks[key] ?? realistic.link(seed: seed, stream: "realistic:" + key, from: transmitter, to: name),
-                burst: radio.parameters.burstLossRate > 0 ? linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name) : nil)
+                burst: radio.parameters.burstLossRate > 0
+                    ? linkBursts[pair] ?? radio.burstProcess(seed: seed, from: transmitter, to: name) : nil)
             let sample = radio.receive(from: position, at: listenerPosition, time: time, measuredPower: measuredPower, txOffset: txOffset,
                                        link: &state)
             linkRNG[key] = state.rng
@@ -447,7 +449,8 @@ public actor Air {
     /// A box that hears advertisements now: its merged discovery and position. (No copy of the
     /// box outlives this call, so `found` mutates the device table in place.)
     private func listening(_ name: String, notAt address: String, at time: SimTime) -> (MergedDiscovery, Position)? {
-        guard let b = boxes[name], b.tree != nil, b.plugged, !b.deaf, b.adapter.powered, b.adapter.isDiscovering, b.spec.address != address else {
+        guard let b = boxes[name], b.tree != nil, b.plugged, !b.deaf, b.adapter.powered, b.adapter.isDiscovering,
+              b.spec.address != address else {
             return nil
         }
         return (b.adapter.merged, b.trajectory.position(at: time))

@@ -160,7 +160,8 @@ extension Air {
         if beacons[spec.name] != nil || boxes[spec.name] != nil {
             throw .invalidArguments("the name \"\(spec.name)\" is taken")
         }
-        if boxes.values.contains(where: { $0.spec.address == spec.address }) || beacons.values.contains(where: { $0.address == spec.address }) {
+        if boxes.values.contains(where: { $0.spec.address == spec.address })
+            || beacons.values.contains(where: { $0.address == spec.address }) {
             throw .invalidArguments("the address \(spec.address) is taken")
         }
         beacons[spec.name] = Beacon(spec, seed: seed, defaultInterval: radio.parameters.advertisingInterval, now: clock.now)
@@ -206,7 +207,8 @@ extension Air {
                 guard t >= 0, t <= 600 else { throw .invalidArguments("ConnectTimeout must be 0...600 s") }
                 s.connectTimeout = t
             default:
-                throw .invalidArguments("unknown setting \"\(key)\"; expected one of: \(ControlService.configurationKeys.joined(separator: ", "))")
+                throw .invalidArguments("unknown setting \"\(key)\"; " +
+                    "expected one of: \(ControlService.configurationKeys.joined(separator: ", "))")
             }
         }
         do {
@@ -274,7 +276,9 @@ extension Air {
                       "connection_attempts": stats.connectionAttempts,
                       "injected_connection_failures": stats.injectedConnectionFailures],
         ]
-        guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else { return "{}" }
+        guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return "{}"
+        }
         return String(decoding: data, as: UTF8.self)
     }
 }

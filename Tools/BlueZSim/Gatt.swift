@@ -1,3 +1,4 @@
+import BlueZ
 import DBusKit
 
 /// A GATT application a client registered with `GattManager1.RegisterApplication`, read from its
@@ -146,7 +147,8 @@ struct RemoteGattLayout: Sendable {
                         "UUID": .string(c.uuid), "Service": .objectPath(servicePath), "Flags": .strings(c.flags), "MTU": .uint16(mtu),
                     ]
                     if c.notifies { values["Notifying"] = .boolean(false) }
-                    pending.append((chrcPath, .characteristic, values, RemoteAttribute(kind: .characteristic, owner: app.owner, appObject: c.path)))
+                    pending.append((chrcPath, .characteristic, values,
+                                    RemoteAttribute(kind: .characteristic, owner: app.owner, appObject: c.path)))
                     if c.notifies {
                         // The Client Characteristic Configuration descriptor BlueZ adds.
                         handle &+= 1

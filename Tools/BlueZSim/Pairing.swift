@@ -227,7 +227,8 @@ extension Air {
                                                            member: request.member, [devicePath], timeout: Self.agentTimeout)
                 guard reply.first?.integer.map({ UInt32($0) }) == passkey else {
                     dropLink()
-                    throw ControlError.pairing("the passkey \(boxName)'s agent typed is not the one the phone showed (Authentication Failed)")
+                    throw ControlError.pairing("the passkey \(boxName)'s agent typed is not the one the phone showed " +
+                        "(Authentication Failed)")
                 }
             }
         } catch let error as ControlError {

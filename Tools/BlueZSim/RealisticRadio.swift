@@ -62,7 +62,8 @@ public struct RealisticRadio: Sendable, Hashable {
         }
         try check(fieldDecorrelation.isFinite && fieldDecorrelation >= 0.01, "field_decorrelation",
                   "must be 0.01 or more metres, not \(ScenarioError.show(fieldDecorrelation))")
-        try check(temporalTau.isFinite && temporalTau >= 0.001, "temporal_tau", "must be 0.001 or more seconds, not \(ScenarioError.show(temporalTau))")
+        try check(temporalTau.isFinite && temporalTau >= 0.001, "temporal_tau",
+                  "must be 0.001 or more seconds, not \(ScenarioError.show(temporalTau))")
         try check((0...1).contains(outlierRate), "outlier_rate", "must be a probability in 0...1, not \(ScenarioError.show(outlierRate))")
     }
 
@@ -109,7 +110,8 @@ public struct ShadowingField: Sendable, Hashable {
     private func smooth(_ t: Double) -> Double { t * t * (3 - 2 * t) }
 
     private func gridValue(_ i: Int64, _ j: Int64) -> Double {
-        var rng = SeededGenerator(seed: seed ^ (UInt64(bitPattern: i) &* 0x9E37_79B9_7F4A_7C15) ^ (UInt64(bitPattern: j) &* 0xC2B2_AE3D_27D4_EB4F))
+        var rng = SeededGenerator(seed: seed ^ (UInt64(bitPattern: i) &* 0x9E37_79B9_7F4A_7C15)
+                                      ^ (UInt64(bitPattern: j) &* 0xC2B2_AE3D_27D4_EB4F))
         return rng.gaussian(mean: 0, sigma: 1)
     }
 }
@@ -186,7 +188,8 @@ extension RealisticRadio {
     /// run's seed, its device offsets the transmitter's and the listener's, its field theirs.
     public func link(seed: UInt64, stream: String, from transmitter: String, to listener: String) -> RealisticLink {
         RealisticLink(radio: self, using: SeededGenerator(seed: seed).derived(stream),
-                      deviceOffset: deviceOffset(seed: seed, device: transmitter, role: "tx") + deviceOffset(seed: seed, device: listener, role: "rx"),
+                      deviceOffset: deviceOffset(seed: seed, device: transmitter, role: "tx")
+                          + deviceOffset(seed: seed, device: listener, role: "rx"),
                       field: field(seed: seed, from: transmitter, to: listener))
     }
 }

@@ -336,7 +336,8 @@ public struct BeaconSpec: Sendable, Hashable {
     static func validate(advertisingInterval: Double?) throws(ScenarioError) {
         if let interval = advertisingInterval, !RadioParameters.advertisingIntervalRange.contains(interval) {
             throw ScenarioError(path: "advertising_interval",
-                                message: "must be 0.02...10.24 s (Bluetooth's advertising interval range), not \(ScenarioError.show(interval))")
+                                message: "must be 0.02...10.24 s (Bluetooth's advertising interval range), " +
+                                    "not \(ScenarioError.show(interval))")
         }
     }
 
@@ -476,7 +477,8 @@ private struct ScenarioDecoder {
         return result
     }
 
-    private func required(_ object: [String: ScenarioTree], _ key: String, in path: String, _ parent: ScenarioTree) throws(ScenarioError) -> ScenarioTree {
+    private func required(_ object: [String: ScenarioTree], _ key: String, in path: String,
+                          _ parent: ScenarioTree) throws(ScenarioError) -> ScenarioTree {
         guard let value = object[key] else {
             throw error(Self.join(path, key), "missing", parent)
         }
@@ -665,7 +667,8 @@ private struct ScenarioDecoder {
             throw self.error(Self.join(path, "irk"), error.description, irkTree)
         }
         let trajectory = try trajectory(fields, path, tree)
-        return PrivateDeviceSpec(name: name, irk: irk, rotation: try optionalNumber(fields, "rotation", path) ?? PrivateDeviceSpec.defaultRotation,
+        return PrivateDeviceSpec(name: name, irk: irk,
+                                 rotation: try optionalNumber(fields, "rotation", path) ?? PrivateDeviceSpec.defaultRotation,
                                  trajectory: trajectory, advertisingInterval: try optionalNumber(fields, "advertising_interval", path),
                                  txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
@@ -678,7 +681,8 @@ private struct ScenarioDecoder {
         return address
     }
 
-    private mutating func frame(_ kind: String, _ tree: ScenarioTree, _ path: String, radio: RadioParameters) throws(ScenarioError) -> BeaconFrame {
+    private mutating func frame(_ kind: String, _ tree: ScenarioTree, _ path: String,
+                                radio: RadioParameters) throws(ScenarioError) -> BeaconFrame {
         // Calibration defaults to the scenario's measured power, so an uncalibrated beacon ranges
         // like a box.
         let defaultPower = Int8(radio.measuredPower.rounded())
@@ -707,7 +711,8 @@ private struct ScenarioDecoder {
                 referenceRSSI: try power(fields, "reference_rssi", default: defaultPower))
         case "decoy":
             let fields = try object(tree, path, keys: ["uuid", "measured_power"])
-            return .decoy(serviceUUID: try uuid(try required(fields, "uuid", in: path, tree), Self.join(path, "uuid")).uuidString.lowercased(),
+            return .decoy(serviceUUID: try uuid(try required(fields, "uuid", in: path, tree),
+                                                Self.join(path, "uuid")).uuidString.lowercased(),
                           measuredPower: try power(fields, "measured_power", default: defaultPower))
         case "eddystone_uid":
             let fields = try object(tree, path, keys: ["namespace", "instance", "tx_power"])
@@ -729,7 +734,8 @@ private struct ScenarioDecoder {
     }
 
     /// `position` (a fixed point) or `waypoints`, exactly one of them.
-    private mutating func trajectory(_ fields: [String: ScenarioTree], _ path: String, _ parent: ScenarioTree) throws(ScenarioError) -> Trajectory {
+    private mutating func trajectory(_ fields: [String: ScenarioTree], _ path: String,
+                                     _ parent: ScenarioTree) throws(ScenarioError) -> Trajectory {
         switch (fields["position"], fields["waypoints"]) {
         case (let position?, nil):
             return Trajectory(fixed: try self.position(position, Self.join(path, "position")))
@@ -741,7 +747,8 @@ private struct ScenarioDecoder {
                 let point = try object(item, itemPath, keys: ["t", "at"])
                 let time = try number(try required(point, "t", in: itemPath, item), Self.join(itemPath, "t"))
                 guard time >= 0 else {
-                    throw error(Self.join(itemPath, "t"), "must be 0 or more seconds since the start, not \(ScenarioError.show(time))", point["t"] ?? item)
+                    throw error(Self.join(itemPath, "t"), "must be 0 or more seconds since the start, not \(ScenarioError.show(time))",
+                                point["t"] ?? item)
                 }
                 let at = try position(try required(point, "at", in: itemPath, item), Self.join(itemPath, "at"))
                 waypoints.append(Waypoint(time: time, position: at))

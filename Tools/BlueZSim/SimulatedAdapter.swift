@@ -1,37 +1,5 @@
+import BlueZ
 import DBusKit
-
-/// A UUID as BlueZ parses one (`bt_string_to_uuid`): 4 hex digits (16-bit), 8 (32-bit) or the full
-/// 36-character form (128-bit). `full` is the 128-bit lowercase string BlueZ shows in properties;
-/// `wireSize` is how many bytes it takes in an advertisement, which follows the form given: BlueZ
-/// does not shorten a full-form SIG UUID.
-struct BluetoothUUID: Hashable, Sendable {
-    var full: String
-    var wireSize: Int
-
-    static let baseSuffix = "-0000-1000-8000-00805f9b34fb"
-
-    init?(_ text: String) {
-        var t = text.lowercased()
-        if t.hasPrefix("0x") { t = String(t.dropFirst(2)) }
-        let hex = t.allSatisfy { $0.isHexDigit && $0.isASCII }
-        switch t.count {
-        case 4 where hex:
-            full = "0000" + t + Self.baseSuffix
-            wireSize = 2
-        case 8 where hex:
-            full = t + Self.baseSuffix
-            wireSize = 4
-        case 36:
-            let parts = t.split(separator: "-", omittingEmptySubsequences: false)
-            guard parts.map(\.count) == [8, 4, 4, 4, 12],
-                  parts.allSatisfy({ $0.allSatisfy { $0.isHexDigit && $0.isASCII } }) else { return nil }
-            full = t
-            wireSize = 16
-        default:
-            return nil
-        }
-    }
-}
 
 /// One client's `SetDiscoveryFilter` (BlueZ `struct discovery_filter`).
 struct DiscoveryFilter: Sendable, Hashable {

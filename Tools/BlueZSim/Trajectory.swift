@@ -39,7 +39,8 @@ public struct Trajectory: Sendable, Hashable {
             if i > 0, waypoint.time <= waypoints[i - 1].time {
                 throw ScenarioError(
                     path: "waypoints[\(i)].t",
-                    message: "times must strictly increase: \(ScenarioError.show(waypoint.time)) s is not after waypoints[\(i - 1)].t = \(ScenarioError.show(waypoints[i - 1].time)) s")
+                    message: "times must strictly increase: \(ScenarioError.show(waypoint.time)) s is not after " +
+                        "waypoints[\(i - 1)].t = \(ScenarioError.show(waypoints[i - 1].time)) s")
             }
         }
         self.waypoints = waypoints

@@ -35,7 +35,8 @@ public func receptions(of transmitter: String, along trajectory: Trajectory, by 
             realistic: realistic.isOff ? nil
                 : realistic.link(seed: installation, stream: "realistic \(realisticLabel)\(transmitter)->\(listener.name)",
                                  from: transmitter, to: listener.name),
-            burst: radio.parameters.burstLossRate > 0 ? radio.burstProcess(using: rng.derived("burst \(transmitter)->\(listener.name)")) : nil)
+            burst: radio.parameters.burstLossRate > 0
+                ? radio.burstProcess(using: rng.derived("burst \(transmitter)->\(listener.name)")) : nil)
     }
     var samples = Array(repeating: [Sample](), count: listeners.count)
     for i in samples.indices { samples[i].reserveCapacity(Int(duration / interval) + 1) }

@@ -31,9 +31,11 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Seconds of warm-up before counting (the node identifies nothing, but fills its table).") var warmUp = 1.0
     @Option(help: "Phones instead of beacons: the node knows the IRKs of this many of them (0: beacons).") var irks = 0
     @Option(help: "With --irks: seconds between a phone's address changes (1...3600).") var rotation = 900.0
-    @Option(help: ArgumentHelp("The node publishes to this MQTT broker (its mqtt: section, Home Assistant discovery off).", valueName: "mqtt://host:port"))
+    @Option(help: ArgumentHelp("The node publishes to this MQTT broker (its mqtt: section, Home Assistant discovery off).",
+                               valueName: "mqtt://host:port"))
     var mqtt: String?
-    @Option(help: "With --mqtt: the node's mqtt.hearings (true: it publishes what it heard of each peer in each second).") var hearings = true
+    @Option(help: "With --mqtt: the node's mqtt.hearings (true: it publishes what it heard of each peer in each second).")
+    var hearings = true
 
     func validate() throws {
         guard (1...5000).contains(devices) else { throw ValidationError("--devices must be 1...5000") }
@@ -65,7 +67,8 @@ struct Bench: AsyncParsableCommand {
                                 measuredPower: -59),
                 trajectory: Trajectory(fixed: position), advertisingInterval: interval))
         }
-        var scenario = Scenario(seed: 7, boxes: [BoxSpec(name: "bench", address: "AA:00:00:00:00:01", trajectory: Trajectory(fixed: Position(x: 0, y: 0)))],
+        var scenario = Scenario(seed: 7, boxes: [BoxSpec(name: "bench", address: "AA:00:00:00:00:01",
+                                                         trajectory: Trajectory(fixed: Position(x: 0, y: 0)))],
                                 beacons: beacons)
         scenario.privateDevices = phones
         try await withSimBoxes(scenario) { boxes in try await measure(boxes, keys: phones.prefix(irks)) }
@@ -78,14 +81,16 @@ struct Bench: AsyncParsableCommand {
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-bench-\(getpid())")
         defer { try? FileManager.default.removeItem(at: state) }
         if let proximityd {
-            var arguments = ["run", "--bus", bus, "--state-dir", state.path, "--name", "bench", "--max-peers", "\(maxPeers)", "--log-level", "warning"]
+            var arguments = ["run", "--bus", bus, "--state-dir", state.path, "--name", "bench", "--max-peers", "\(maxPeers)",
+                             "--log-level", "warning"]
             if !keys.isEmpty || mqtt != nil {
                 // The phones' IRKs and the broker, in a config file that is its owner's alone.
                 try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
                 let config = state.appendingPathComponent("bench.yaml")
                 var text = keys.isEmpty ? "" : "irks:\n" + keys.map { "  \($0.name): \(Hex.text($0.irk.bytes))\n" }.joined()
                 if let mqtt { text += "mqtt:\n  broker: \(mqtt)\n  discovery: false\n  hearings: \(hearings)\n" }
-                guard FileManager.default.createFile(atPath: config.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                guard FileManager.default.createFile(atPath: config.path, contents: Data(text.utf8),
+                                                     attributes: [.posixPermissions: 0o600]) else {
                     throw ValidationError("cannot write \(config.path)")
                 }
                 arguments += ["--config", config.path]

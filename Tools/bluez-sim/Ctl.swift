@@ -39,7 +39,8 @@ struct ControlOptions: ParsableArguments {
 struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Control a running simulator (org.proximityd.BlueZSim on any box bus).",
-        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Pair.self, Fault.self, Unplug.self, Replug.self, Failures.self, SetValue.self])
+        subcommands: [Status.self, Move.self, SetAddress.self, Power.self, RestartBluetoothd.self, BeaconCommand.self, Pair.self,
+                      Fault.self, Unplug.self, Replug.self, Failures.self, SetValue.self])
 
     // Declared here too, so `--bus` may come before the subcommand (`ctl --bus ADDR move …`).
     @OptionGroup var options: ControlOptions

@@ -24,8 +24,9 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Write each box's bus address to DIR/NAME.address and all of them to DIR/boxes.json.")
     var runtimeDir: String?
 
-    @Option(help: ArgumentHelp("Keep each box's bonds under DIR/NAME/, as bluetoothd keeps them under /var/lib/bluetooth (else in memory only).",
-                               valueName: "dir"))
+    @Option(help: ArgumentHelp(
+        "Keep each box's bonds under DIR/NAME/, as bluetoothd keeps them under /var/lib/bluetooth (else in memory only).",
+        valueName: "dir"))
     var storage: String?
 
     @Option(help: "trace, debug, info, notice, warning, error or critical.")

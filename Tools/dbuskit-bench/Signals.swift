@@ -176,7 +176,8 @@ struct Signals: AsyncParsableCommand {
         var verdict: Verdict
     }
 
-    static let payloadDescription = "PropertiesChanged sa{sv}as: org.bluez.Device1, {RSSI: <n>, ManufacturerData: <a{qv} {0x004c: <ay[23]>}>}, []"
+    static let payloadDescription = "PropertiesChanged sa{sv}as: org.bluez.Device1, " +
+        "{RSSI: <n>, ManufacturerData: <a{qv} {0x004c: <ay[23]>}>}, []"
 
     // MARK: - Running
 
@@ -352,7 +353,8 @@ struct Signals: AsyncParsableCommand {
                 ?? group(mode, "dbus-fast")?.result(.dbusFast) ?? group(mode, "dbus-python")?.result(.dbusPython)
             let rate = ours.signalsPerSecond
             let meetsTarget = rate >= target && ours.verified
-            let targetText = "target \(target.grouped): \(meetsTarget ? "met" : "missed")\(ours.verified ? "" : ", signals lost or mis-decoded")"
+            let targetText = "target \(target.grouped): " +
+                "\(meetsTarget ? "met" : "missed")\(ours.verified ? "" : ", signals lost or mis-decoded")"
             guard let theirs else {
                 let line = "DBusKit decoded \(rate.grouped) signals/s (\(basis); \(targetText)): FAIL; no Python client was measured"
                 return Verdict(pass: false, basis: basis, dbuskitSignalsPerSecond: rate, target: target, line: line)

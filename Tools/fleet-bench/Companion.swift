@@ -13,7 +13,8 @@ import ProximityCore
 /// (5, 2), each waypoint pair cut into 30 steps (61 and 121 points).
 ///
 /// The harness solves each point on its own, one reading per node; the fleet tracks, so the
-/// points need a time, and a start: the device stands 10 s at the first point, not scored. Two paces: `1 Hz`, each point a second and one reading per node per
+/// points need a time, and a start: the device stands 10 s at the first point, not scored. Two
+/// paces: `1 Hz`, each point a second and one reading per node per
 /// second (a tag advertising once a second, walking at about 0.1 m/s); `walking`, the same path at
 /// 1 m/s with ten readings per node a second (the points scored are then the seconds). Every
 /// estimator reads the same samples through the nodes' own tables and hearings of each second
@@ -49,8 +50,8 @@ struct CompanionScenario {
     static let tracks = [
         Track(name: "diagonal_walk", points: [PlanPoint(x: 0.5, y: 0.5), PlanPoint(x: 3, y: 2), PlanPoint(x: 5.5, y: 3.5)],
               published: (0.60, 1.33, 0.066)),
-        Track(name: "living_to_bedroom", points: [PlanPoint(x: 1, y: 2), PlanPoint(x: 3, y: 2), PlanPoint(x: 3.9, y: 2), PlanPoint(x: 4.1, y: 2),
-                                                  PlanPoint(x: 5, y: 2)],
+        Track(name: "living_to_bedroom", points: [PlanPoint(x: 1, y: 2), PlanPoint(x: 3, y: 2), PlanPoint(x: 3.9, y: 2),
+                                                  PlanPoint(x: 4.1, y: 2), PlanPoint(x: 5, y: 2)],
               published: (0.60, 1.61, 0.223)),
     ]
 
@@ -100,7 +101,8 @@ struct CompanionScenario {
             return PlanPoint(x: a.x + (b.x - a.x) * f, y: a.y + (b.y - a.y) * f, z: a.z)
         }
         func reading(_ p: PlanPoint, _ node: FloorPlan.Node) -> Double {
-            let d = max(0.1, ((p.x - node.position.x) * (p.x - node.position.x) + (p.y - node.position.y) * (p.y - node.position.y)).squareRoot())
+            let d = max(0.1, ((p.x - node.position.x) * (p.x - node.position.x)
+                              + (p.y - node.position.y) * (p.y - node.position.y)).squareRoot())
             var rssi = measuredPower - 10 * exponent * log10(d) + rng.gaussian(mean: 0, sigma: sigma)
             if rng.uniform(0 ... 1) < burstShare { rssi -= burst }
             return rssi
@@ -108,10 +110,14 @@ struct CompanionScenario {
         switch pace {
         case .hertz:
             for s in 0 ..< Int(settle) {
-                for node in plan.nodes { samples.append(TraceSample(time: Double(s) + 0.5, node: node.name, device: "tag", rssi: reading(points[0], node))) }
+                for node in plan.nodes {
+                    samples.append(TraceSample(time: Double(s) + 0.5, node: node.name, device: "tag", rssi: reading(points[0], node)))
+                }
             }
             for (i, p) in points.enumerated() {
-                for node in plan.nodes { samples.append(TraceSample(time: times[i], node: node.name, device: "tag", rssi: reading(p, node))) }
+                for node in plan.nodes {
+                    samples.append(TraceSample(time: times[i], node: node.name, device: "tag", rssi: reading(p, node)))
+                }
             }
         case .walking:
             var t = 0.05
@@ -155,16 +161,20 @@ struct CompanionScenario {
                         }
                         score.merge(own)
                     }
-                    out[track.name, default: [:]][pace, default: [:]][spec.name] = (score, rooms == 0 ? .nan : Double(misid) / Double(rooms))
+                    out[track.name, default: [:]][pace, default: [:]][spec.name] =
+                        (score, rooms == 0 ? .nan : Double(misid) / Double(rooms))
                 }
             }
         }
         return out
     }
 
-    static func render(_ results: [String: [Pace: [String: (score: PositionScore, misid: Double)]]], specs: [PositionerSpec], seeds: Int) -> (String, [PositionsReport.Goal]) {
-        var out = "\nESPresense Companion's accuracy scenario (baseline_4node_6x4m: 6 × 4 m, two rooms, four ceiling-corner nodes; σ 2.5 dB, 10 % bursts of −6 dB), \(seeds) noise draws\n"
-        out += Table.padRight("track", 19) + Table.padRight("pace", 15) + Table.padRight("estimator", 24) + Table.pad("median m", 9) + Table.pad("p95 m", 7)
+    static func render(_ results: [String: [Pace: [String: (score: PositionScore, misid: Double)]]], specs: [PositionerSpec],
+                       seeds: Int) -> (String, [PositionsReport.Goal]) {
+        var out = "\nESPresense Companion's accuracy scenario (baseline_4node_6x4m: 6 × 4 m, two rooms, four ceiling-corner nodes; " +
+            "σ 2.5 dB, 10 % bursts of −6 dB), \(seeds) noise draws\n"
+        out += Table.padRight("track", 19) + Table.padRight("pace", 15) + Table.padRight("estimator", 24) + Table.pad("median m", 9)
+            + Table.pad("p95 m", 7)
             + Table.pad("mis-id", 8) + Table.pad("wrong", 7) + Table.pad("unknown", 8) + "\n"
         var goals: [PositionsReport.Goal] = []
         for track in tracks {
@@ -183,11 +193,14 @@ struct CompanionScenario {
                     let p = track.published
                     goals.append(PositionsReport.Goal(
                         met: fleet.score.median < p.median && fleet.score.p95 < p.p95 && fleet.misid < p.misid,
-                        line: "Companion \(track.name), \(pace.rawValue): median \(format(fleet.score.median, 2)) m (< \(format(p.median, 2))), p95 \(format(fleet.score.p95, 2)) m (< \(format(p.p95, 2))), room mis-id \(format(fleet.misid * 100, 1)) % (< \(format(p.misid * 100, 1)) %)"))
+                        line: "Companion \(track.name), \(pace.rawValue): median \(format(fleet.score.median, 2)) m " +
+                            "(< \(format(p.median, 2))), p95 \(format(fleet.score.p95, 2)) m (< \(format(p.p95, 2))), " +
+                            "room mis-id \(format(fleet.misid * 100, 1)) % (< \(format(p.misid * 100, 1)) %)"))
                 }
             }
         }
-        out += "mis-id: seconds not in the true room, unknown included (the harness's measure); wrong: in the other room; unknown: in none.\n"
+        out += "mis-id: seconds not in the true room, unknown included (the harness's measure); wrong: in the other room; " +
+            "unknown: in none.\n"
         return (out, goals)
     }
 }

@@ -21,7 +21,8 @@ struct FleetBench: ParsableCommand {
     var seedBase: UInt64 = 1
 
     @Option(name: .customLong("radio"), help: ArgumentHelp(
-        "Which radio model: simple (--sigma, --loss), realistic (bluez-sim's realistic preset, its own σ and losses), calibrated (realistic, each node calibrated for the device at 1 m). Repeat for several.",
+        "Which radio model: simple (--sigma, --loss), realistic (bluez-sim's realistic preset, its own σ and losses), " +
+            "calibrated (realistic, each node calibrated for the device at 1 m). Repeat for several.",
         valueName: "model"))
     var radioKinds: [RadioCondition.Kind] = [.simple, .realistic]
 
@@ -62,11 +63,14 @@ struct FleetBench: ParsableCommand {
     var json = false
 
     @Option(name: .customLong("fleet"), help: ArgumentHelp(
-        "The fleet rule's parameters, key=value[,key=value…]: margin, evidence, stale, away, settle, home, reports, window. Repeat for variants (shown as reference rows); the first replaces the defaults. For tuning.",
+        "The fleet rule's parameters, key=value[,key=value…]: margin, evidence, stale, away, settle, home, reports, window. " +
+            "Repeat for variants (shown as reference rows); the first replaces the defaults. For tuning.",
         visibility: .hidden))
     var fleetOverrides: [String] = []
 
-    @Option(help: ArgumentHelp("Print, for every stand and street trace, the home statistics of a W-second median (for tuning the home distance).", visibility: .hidden))
+    @Option(help: ArgumentHelp(
+        "Print, for every stand and street trace, the home statistics of a W-second median (for tuning the home distance).",
+        visibility: .hidden))
     var dumpHome: Double?
 
     @Flag(help: ArgumentHelp("Print every bounce of the fleet's rule with the reports around it.", visibility: .hidden))
@@ -85,11 +89,13 @@ struct FleetBench: ParsableCommand {
     var plans: [PositionsPlanName] = PositionsPlanName.allCases
 
     @Option(name: .customLong("position-radio"), help: ArgumentHelp(
-        "Positions: radio conditions as model:interval (realistic:0.1, realistic:1, simple:0.1 by default; simple uses --sigma and --loss). Repeat for several.",
+        "Positions: radio conditions as model:interval (realistic:0.1, realistic:1, simple:0.1 by default; " +
+            "simple uses --sigma and --loss). Repeat for several.",
         valueName: "model:seconds"))
     var positionRadios: [String] = ["realistic:0.1", "realistic:1", "simple:0.1"]
 
-    @Option(help: "Positions: what the positioning knows of the offsets (uncalibrated, oracle, oracle-nodes, self-calibrated). Repeat for several.")
+    @Option(help:
+        "Positions: what the positioning knows of the offsets (uncalibrated, oracle, oracle-nodes, self-calibrated). Repeat for several.")
     var offsets: [PositionsOffsetsArgument] = [.uncalibrated, .oracle, .oracleNodes, .selfCalibrated]
 
     @Option(help: "Positions: noise draws of ESPresense Companion's accuracy scenario (0: not run).")
@@ -102,17 +108,23 @@ struct FleetBench: ParsableCommand {
     var planExponent: Double?
 
     @Option(name: .customLong("grid"), help: ArgumentHelp(
-        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, outside, margin, evidence, hold, minimum, confident, keep, smoothing. Repeat for variants (reference rows); the first replaces the defaults. For tuning.",
+        "Positions: the grid filter's parameters, key=value[,key=value…]: sigma, device, temper, speed, move, huber, recovery, " +
+            "outside, margin, evidence, hold, minimum, confident, keep, smoothing. Repeat for variants (reference rows); " +
+            "the first replaces the defaults. For tuning.",
         visibility: .hidden))
     var gridOverrides: [String] = []
 
-    @Option(help: ArgumentHelp("Positions: the ESPresense-style baseline's weight by rank (its width as a share of the node count; tuned on seeds 1001+).", visibility: .hidden))
+    @Option(help: ArgumentHelp(
+        "Positions: the ESPresense-style baseline's weight by rank (its width as a share of the node count; tuned on seeds 1001+).",
+        visibility: .hidden))
     var rankSigma = positionsRankSigma
 
     @Option(help: ArgumentHelp("Positions: the weighted centroid's power of 1/d (tuned on seeds 1001+).", visibility: .hidden))
     var centroidPower = positionsCentroidPower
 
-    @Option(help: ArgumentHelp("Positions: print every estimate of this estimator (fleet, espresense, …) on the first seed. Repeat for several.", visibility: .hidden))
+    @Option(help: ArgumentHelp(
+        "Positions: print every estimate of this estimator (fleet, espresense, …) on the first seed. Repeat for several.",
+        visibility: .hidden))
     var dumpPositions: [String] = []
 
     @Flag(help: ArgumentHelp("Positions: progress on standard error.", visibility: .hidden))
@@ -143,11 +155,15 @@ struct FleetBench: ParsableCommand {
         guard reportInterval.isFinite, ReportThrottle.Configuration.heartbeatRange.contains(reportInterval) else {
             throw ValidationError("--report-interval must be in 0...3600 s")
         }
-        guard mqttRoom.allSatisfy({ $0.isFinite && $0 >= 0 }) else { throw ValidationError("--mqtt-room must be a number of seconds, 0 or more") }
+        guard mqttRoom.allSatisfy({ $0.isFinite && $0 >= 0 }) else {
+            throw ValidationError("--mqtt-room must be a number of seconds, 0 or more")
+        }
         for o in fleetOverrides { _ = try Self.fleetConfiguration(o) }
         for o in gridOverrides { _ = try gridConfiguration(o) }
         _ = try positionConditions()
-        guard positionSeeds > 0, positionMinutes >= 1 else { throw ValidationError("--position-seeds must be positive and --position-minutes 1 or more") }
+        guard positionSeeds > 0, positionMinutes >= 1 else {
+            throw ValidationError("--position-seeds must be positive and --position-minutes 1 or more")
+        }
     }
 
     static func fleetConfiguration(_ text: String) throws -> RoomDecider.Configuration {
@@ -187,7 +203,9 @@ struct FleetBench: ParsableCommand {
             specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s", role: .reference, compatibility: true) {
                 MQTTRoomSensor(timeout: timeout)
             })
-            specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s, native", role: .reference) { MQTTRoomSensor(timeout: timeout) })
+            specs.append(RuleSpec(name: "mqtt_room, timeout \(format(timeout, 0)) s, native", role: .reference) {
+                MQTTRoomSensor(timeout: timeout)
+            })
         }
         for c in variants.dropFirst() {
             let d = RoomDecider.Configuration()
@@ -218,14 +236,16 @@ struct FleetBench: ParsableCommand {
         var conditions: [RadioCondition] = []
         for kind in radioKinds {
             for interval in interval {
-                conditions.append(RadioCondition(sigma: kind == .simple ? sigma : RadioParameters.realistic.shadowingSigma, exponent: exponent,
-                                                 interval: interval, loss: loss, measuredPower: measuredPower, kind: kind))
+                conditions.append(RadioCondition(sigma: kind == .simple ? sigma : RadioParameters.realistic.shadowingSigma,
+                                                 exponent: exponent, interval: interval, loss: loss, measuredPower: measuredPower,
+                                                 kind: kind))
             }
         }
         for condition in conditions {
             let (tallies, reports, ranged) = evaluate(condition: condition, seeds: seedList, layouts: layouts, specs: specs,
                                                       standScored: standMinutes * 60, streetScored: streetMinutes * 60,
-                                                      streetBound: streetBound, throttle: ReportThrottle.Configuration(heartbeat: reportInterval),
+                                                      streetBound: streetBound,
+                                                      throttle: ReportThrottle.Configuration(heartbeat: reportInterval),
                                                       dumpBounces: dumpBounces, dumpHome: dumpHome)
             let summaries = zip(specs, tallies).map { Summary(spec: $0, tally: $1, layouts: layouts, streetBound: streetBound) }
             let result = ConditionResult(
@@ -243,14 +263,18 @@ struct FleetBench: ParsableCommand {
         if json {
             try printJSON(results)
         } else {
-            print("goals (the fleet's rule with its defaults: no bounce at 10/25/40 %; fewer bounces at the midpoints than every baseline; median lag over all moves no slower than Bermuda's):")
+            print("goals (the fleet's rule with its defaults: no bounce at 10/25/40 %; fewer bounces at the midpoints than every " +
+                  "baseline; median lag over all moves no slower than Bermuda's):")
             for r in results {
-                print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) " + (r.goals.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
+                print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) "
+                      + (r.goals.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
             }
             if results.contains(where: { $0.streetGoal != nil }) {
-                print("street goal (the fleet's rule: a device 13–16 m from the nearest boxes never goes into a room, and is not_home within the away time + \(format(streetGraceBeyondAway, 0)) s of reaching the street, in every trace):")
+                print("street goal (the fleet's rule: a device 13–16 m from the nearest boxes never goes into a room, and is not_home " +
+                      "within the away time + \(format(streetGraceBeyondAway, 0)) s of reaching the street, in every trace):")
                 for r in results {
-                    print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) " + (r.streetGoal.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
+                    print("  \(Table.padRight(r.condition.label(namingSimple: true), 46)) "
+                          + (r.streetGoal.map { ($0.met ? "MET: " : "NOT MET: ") + $0.line } ?? "n/a"))
                 }
             }
             let cpu = Double(clock() - started) / Double(CLOCKS_PER_SEC)

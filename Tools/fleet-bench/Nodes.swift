@@ -27,7 +27,8 @@ func publishedReports(_ trace: Trace, measuredPower: Double, throttle configurat
     for (i, box) in trace.layout.boxes.enumerated() {
         var power = measuredPower
         if let (radio, seed) = calibration {
-            power += radio.deviceOffset(seed: seed, device: Trace.device, role: "tx") + radio.deviceOffset(seed: seed, device: box.name, role: "rx")
+            power += radio.deviceOffset(seed: seed, device: Trace.device, role: "tx")
+                + radio.deviceOffset(seed: seed, device: box.name, role: "rx")
         }
         // The node's table, as ranging-bench runs it (ProximityBenchmarking's adapter).
         var node = NodePipeline(measuredPower: power, peer: PeerID(Trace.device))

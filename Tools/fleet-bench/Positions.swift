@@ -67,7 +67,8 @@ func selfCalibratedModel(plan: FloorPlan, seed: UInt64, radio: RadioModel, minut
                 k += 1
             }
             for (transmitter, h) in node.hearings(at: t, seconds: true).published {
-                calibration.hear(receiver: receiver, transmitter: transmitter, rssi: h.rssi, stated: h.measuredPower, samples: h.samples, at: t)
+                calibration.hear(receiver: receiver, transmitter: transmitter, rssi: h.rssi, stated: h.measuredPower,
+                                 samples: h.samples, at: t)
             }
         }
     }
@@ -135,15 +136,18 @@ struct PositionsRun {
                         let duration = minutes * 60
                         let trajectory = p.path(kind: kind, duration: duration, rng: &pathRng)
                         let nodes = p.plan.nodes.map { (name: $0.name, position: Position($0.position)) }
-                        let heard = receptions(of: device, along: trajectory, by: nodes, duration: duration, radio: radio, installation: seed,
-                                               realisticLabel: "positions \(p.name) ", rng: root.derived("positions \(p.name) \(kind.rawValue) \(condition.interval)"))
+                        let heard = receptions(of: device, along: trajectory, by: nodes, duration: duration, radio: radio,
+                                               installation: seed, realisticLabel: "positions \(p.name) ",
+                                               rng: root.derived("positions \(p.name) \(kind.rawValue) \(condition.interval)"))
                         var samples: [TraceSample] = []
                         for (i, list) in heard.enumerated() {
                             for s in list { samples.append(TraceSample(time: s.t, node: nodes[i].name, device: device, rssi: s.rssi)) }
                         }
                         let tx = realistic.isOff ? 0 : realistic.deviceOffset(seed: seed, device: device, role: "tx")
                         var rx: [String: Double] = [:]
-                        for n in p.plan.nodes { rx[n.name] = realistic.isOff ? 0 : -realistic.deviceOffset(seed: seed, device: n.name, role: "rx") }
+                        for n in p.plan.nodes {
+                            rx[n.name] = realistic.isOff ? 0 : -realistic.deviceOffset(seed: seed, device: n.name, role: "rx")
+                        }
                         for mode in offsets {
                             var configuration = PositionReplay.Configuration()
                             configuration.seconds = seconds
@@ -164,10 +168,12 @@ struct PositionsRun {
                             for spec in specs {
                                 let plan = p.plan
                                 let grid = grids[spec.outsideWeight ?? GridPositioner.Configuration().outsideWeight]!
-                                let rows = PositionReplay.play(samples, plan: plan, configuration: configuration) { [known, deviceKnown] _ in
+                                let rows = PositionReplay.play(samples, plan: plan,
+                                                               configuration: configuration) { [known, deviceKnown] _ in
                                     spec.make(plan, grid, known, deviceKnown)
                                 }
-                                var cell = results[p.name, default: [:]][condition.label(namingSimple: true), default: [:]][mode, default: [:]][spec.name] ?? PositionsCell()
+                                var cell = results[p.name, default: [:]][condition.label(namingSimple: true),
+                                                                         default: [:]][mode, default: [:]][spec.name] ?? PositionsCell()
                                 var own = PositionScore()
                                 var lateness = LatenessScore(maxLag: 10)
                                 for row in rows where row.time >= warmup {
@@ -175,7 +181,9 @@ struct PositionsRun {
                                     if dump.contains(spec.name), seed == seeds.first {
                                         let e = row.estimate
                                         let room = { (r: Int?) in r.map { plan.rooms[$0].name } ?? "-" }
-                                        print("dump \(p.name) \(condition.interval) \(mode.rawValue) \(spec.name) \(row.device) t=\(format(row.time, 0)) truth \(format(truth.x, 1)),\(format(truth.y, 1)) \(room(plan.room(x: truth.x, y: truth.y, floor: 0)))"
+                                        print("dump \(p.name) \(condition.interval) \(mode.rawValue) \(spec.name) \(row.device) "
+                                              + "t=\(format(row.time, 0)) truth \(format(truth.x, 1)),\(format(truth.y, 1)) "
+                                              + "\(room(plan.room(x: truth.x, y: truth.y, floor: 0)))"
                                               + " est \(e.map { format($0.position.x, 1) + "," + format($0.position.y, 1) + " ±" + format($0.uncertainty, 1) } ?? "-") \(room(e?.room)) err \(e.map { format($0.position.distance2D(to: truth), 1) } ?? "-")")
                                     }
                                     own.add(device: row.device, estimate: row.estimate, truth: truth, plan: plan)
@@ -186,11 +194,15 @@ struct PositionsRun {
                                 cell.score.merge(own)
                                 cell.seedMedians.append(own.median)
                                 if let lag = lateness.bestLag { cell.lags.append(Double(lag)) }
-                                results[p.name, default: [:]][condition.label(namingSimple: true), default: [:]][mode, default: [:]][spec.name] = cell
+                                results[p.name, default: [:]][condition.label(namingSimple: true),
+                                                              default: [:]][mode, default: [:]][spec.name] = cell
                             }
                         }
                     }
-                    if progress { FileHandle.standardError.write(Data("positions: \(p.name) \(condition.label(namingSimple: true)) seed \(seed) done\n".utf8)) }
+                    if progress {
+                        FileHandle.standardError.write(
+                            Data("positions: \(p.name) \(condition.label(namingSimple: true)) seed \(seed) done\n".utf8))
+                    }
                 }
             }
         }
@@ -305,7 +317,8 @@ extension FleetBench {
     func positionConditions() throws -> [RadioCondition] {
         try positionRadios.map { text in
             let parts = text.split(separator: ":").map(String.init)
-            guard parts.count == 2, let kind = RadioCondition.Kind(rawValue: parts[0]), kind != .calibrated, let interval = Double(parts[1]),
+            guard parts.count == 2, let kind = RadioCondition.Kind(rawValue: parts[0]), kind != .calibrated,
+                  let interval = Double(parts[1]),
                   RadioParameters.advertisingIntervalRange.contains(interval) else {
                 throw ValidationError("--position-radio wants simple|realistic:SECONDS (0.02...10.24), not \(text)")
             }
@@ -333,7 +346,10 @@ extension FleetBench {
             companionGoals = goals
         }
         let results = run.evaluate(progress: progress)
-        print("Positions, from the nodes' \(inputs == .seconds ? "hearings of each second" : "peer reports"): seeds \(run.seeds.first!)–\(run.seeds.last!); simulated path-loss exponent \(format(exponent, 1)), the plans' \(format(planExponent ?? exponent, 1)); espresense rank σ \(format(rankSigma, 2)), centroid 1/d^\(format(centroidPower, 1))")
+        print("Positions, from the nodes' \(inputs == .seconds ? "hearings of each second" : "peer reports"): " +
+              "seeds \(run.seeds.first!)–\(run.seeds.last!); simulated path-loss exponent \(format(exponent, 1)), " +
+              "the plans' \(format(planExponent ?? exponent, 1)); espresense rank σ \(format(rankSigma, 2)), " +
+              "centroid 1/d^\(format(centroidPower, 1))")
         print(PositionsReport.render(run, results))
         print("goals (the fleet uncalibrated; issue 30, item 7, and issue 24, item 7):")
         for g in companionGoals + PositionsReport.goals(run, results) {

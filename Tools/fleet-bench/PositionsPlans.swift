@@ -17,7 +17,8 @@ struct PositionsPlan: Sendable {
     static let deviceHeight = 1.0
 
     static func rect(_ name: String, _ x0: Double, _ y0: Double, _ x1: Double, _ y1: Double) -> FloorPlan.Room {
-        .init(name: name, floor: 0, polygon: [PlanPoint(x: x0, y: y0), PlanPoint(x: x1, y: y0), PlanPoint(x: x1, y: y1), PlanPoint(x: x0, y: y1)])
+        .init(name: name, floor: 0,
+              polygon: [PlanPoint(x: x0, y: y0), PlanPoint(x: x1, y: y0), PlanPoint(x: x1, y: y1), PlanPoint(x: x0, y: y1)])
     }
 
     static func node(_ name: String, _ x: Double, _ y: Double, _ z: Double) -> FloorPlan.Node {
@@ -31,7 +32,8 @@ struct PositionsPlan: Sendable {
     /// off the rooms' centres, as people put them.
     static func house(exponent: Double) -> PositionsPlan {
         let plan = FloorPlan(
-            nodes: [node("living", 1.0, 3.5, 1.2), node("kitchen", 11.2, 0.8, 1.5), node("bedroom", 1.5, 8.4, 1.8), node("study", 10.5, 7.0, 1.2)],
+            nodes: [node("living", 1.0, 3.5, 1.2), node("kitchen", 11.2, 0.8, 1.5), node("bedroom", 1.5, 8.4, 1.8),
+                    node("study", 10.5, 7.0, 1.2)],
             rooms: [rect("living", 0, 0, 6, 5), rect("kitchen", 6, 0, 12, 5), rect("bedroom", 0, 5, 5, 9), rect("hall", 5, 5, 7, 9),
                     rect("study", 7, 5, 12, 9)],
             pathLossExponent: exponent)
@@ -60,8 +62,10 @@ struct PositionsPlan: Sendable {
         let open = p.room(named: "open-plan"), corridor = p.room(named: "corridor")
         p.doors = [(open, p.room(named: "meeting-1"), PlanPoint(x: 14, y: 3)), (open, p.room(named: "meeting-2"), PlanPoint(x: 14, y: 9)),
                    (open, corridor, PlanPoint(x: 4, y: 12)), (open, corridor, PlanPoint(x: 11, y: 12)),
-                   (corridor, p.room(named: "kitchen"), PlanPoint(x: 3, y: 14)), (corridor, p.room(named: "office-a"), PlanPoint(x: 8, y: 14)),
-                   (corridor, p.room(named: "office-b"), PlanPoint(x: 12, y: 14)), (corridor, p.room(named: "office-c"), PlanPoint(x: 17, y: 14))]
+                   (corridor, p.room(named: "kitchen"), PlanPoint(x: 3, y: 14)),
+                   (corridor, p.room(named: "office-a"), PlanPoint(x: 8, y: 14)),
+                   (corridor, p.room(named: "office-b"), PlanPoint(x: 12, y: 14)),
+                   (corridor, p.room(named: "office-c"), PlanPoint(x: 17, y: 14))]
         return p
     }
 

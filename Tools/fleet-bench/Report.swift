@@ -169,7 +169,8 @@ struct Goals: Codable, Sendable {
         func mark(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
         func s(_ x: Double?) -> String { x.map { format($0, 1) } ?? "n/a" }
         return "off-midpoint bounces \(offMidpointBounces) (\(mark(zeroOffMidpoint))); "
-            + "midpoint \(format(midpointPerHour, 2))/h vs \(fewestBaseline) \(format(fewestBaselinePerHour, 2))/h (\(mark(fewestAtMidpoint))); "
+            + "midpoint \(format(midpointPerHour, 2))/h vs \(fewestBaseline) \(format(fewestBaselinePerHour, 2))/h "
+            + "(\(mark(fewestAtMidpoint))); "
             + "median lag \(s(lagMedian)) s vs bermuda \(s(bermudaLagMedian)) s (\(mark(lagNoSlowerThanBermuda)))"
     }
 }
@@ -238,7 +239,8 @@ struct FleetConfigurationJSON: Codable, Sendable {
 
 extension Table {
     static func render(_ r: ConditionResult) -> String {
-        var out = "== \(r.condition.label(namingSimple: true)); seeds \(seedRange(r.seeds)); layouts: \(r.layouts.joined(separator: ", "))\n"
+        var out = "== \(r.condition.label(namingSimple: true)); seeds \(seedRange(r.seeds)); " +
+            "layouts: \(r.layouts.joined(separator: ", "))\n"
         let hours = (r.summaries.first?.points ?? []).map { "\($0.point) \(format($0.hours, 0)) h" }.joined(separator: ", ")
         out += "   standing after a \(format(TraceSet.warmup, 0)) s warm-up, all layouts: \(hours); "
             + "reports per ranged second \(format(r.reportsPerRangedSecond, 3))\n"
@@ -273,9 +275,11 @@ extension Table {
                 + pad("not_home med", 13) + pad("p90", 7) + pad("max", 7) + pad("never", 6) + pad("late", 5) + pad("room%", 7) + "\n"
             for s in r.summaries {
                 for x in s.street {
-                    out += "   " + padRight(s.rule, 24) + padRight("  " + x.scenario, 15) + pad("\(x.traces)", 7) + cell(x.bouncesPerHour, 2, width: 10)
+                    out += "   " + padRight(s.rule, 24) + padRight("  " + x.scenario, 15) + pad("\(x.traces)", 7)
+                        + cell(x.bouncesPerHour, 2, width: 10)
                         + pad("\(x.bounces)", 5) + cell(x.notHomeMedian, 1, width: 13) + cell(x.notHomeP90, 1, width: 7)
-                        + cell(x.notHomeMax, 1, width: 7) + pad("\(x.misses)", 6) + pad("\(x.overBound)", 5) + cell(x.lateRoomPercent, 1, width: 7) + "\n"
+                        + cell(x.notHomeMax, 1, width: 7) + pad("\(x.misses)", 6) + pad("\(x.overBound)", 5)
+                        + cell(x.lateRoomPercent, 1, width: 7) + "\n"
                 }
             }
         }

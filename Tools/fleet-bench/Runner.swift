@@ -216,7 +216,8 @@ func traces(layout: Layout, seed: UInt64, radio: RadioModel, standScored: Double
 
 /// One condition over all seeds and layouts: every rule on the same report streams.
 func evaluate(condition: RadioCondition, seeds: [UInt64], layouts: [Layout], specs: [RuleSpec], standScored: Double,
-              streetScored: Double, streetBound: Double, throttle: ReportThrottle.Configuration, dumpBounces: Bool = false, dumpHome: Double? = nil) -> (tallies: [Tally], reports: Int, ranged: Int) {
+              streetScored: Double, streetBound: Double, throttle: ReportThrottle.Configuration, dumpBounces: Bool = false,
+              dumpHome: Double? = nil) -> (tallies: [Tally], reports: Int, ranged: Int) {
     let radio = condition.model
     var tallies = Array(repeating: Tally(), count: specs.count)
     var reportCount = 0, rangedCount = 0
@@ -229,31 +230,36 @@ func evaluate(condition: RadioCondition, seeds: [UInt64], layouts: [Layout], spe
                 let (reports, ranged) = publishedReports(trace, measuredPower: condition.measuredPower, throttle: throttle,
                                                          calibration: calibration, rng: rng)
                 let compatibility = specs.contains(where: \.compatibility)
-                    ? publishedReports(trace, measuredPower: condition.measuredPower, throttle: throttle, calibration: calibration, rng: rng,
-                                       compatibility: true).reports
+                    ? publishedReports(trace, measuredPower: condition.measuredPower, throttle: throttle, calibration: calibration,
+                                       rng: rng, compatibility: true).reports
                     : []
                 reportCount += reports.count
                 rangedCount += ranged
                 if let w = dumpHome, trace.kind == .stand || trace.kind == .street {
-                    print("home \(condition.label(namingSimple: true)) | \(seed) \(layout.name) \(trace.kind.rawValue) \(trace.point) " + homeStatistics(reports, trace: trace, window: w))
+                    print("home \(condition.label(namingSimple: true)) | \(seed) \(layout.name) \(trace.kind.rawValue) \(trace.point) "
+                          + homeStatistics(reports, trace: trace, window: w))
                 }
                 var tickRng = rng.derived("fleet tick")
                 let phase = tickRng.uniform(0...fleetTickInterval)
                 for (k, spec) in specs.enumerated() {
                     var rule = spec.make()
-                    let changes = decide(spec.compatibility ? compatibility : reports, duration: trace.duration, rule: &rule, tickPhase: phase)
+                    let changes = decide(spec.compatibility ? compatibility : reports, duration: trace.duration, rule: &rule,
+                                         tickPhase: phase)
                     score(trace, changes, into: &tallies[k], streetBound: streetBound)
                     if dumpBounces, k == 0, trace.kind == .street {
                         print("seed \(seed) \(layout.name) street \(trace.point) (street at \(format(trace.streetStart, 1))): "
-                              + changes.dropFirst().map { "\(format($0.t, 1)) \($0.room ?? "-") \($0.reason?.rawValue ?? "")" }.joined(separator: "; "))
+                              + changes.dropFirst().map { "\(format($0.t, 1)) \($0.room ?? "-") \($0.reason?.rawValue ?? "")" }
+                                  .joined(separator: "; "))
                     }
                     if dumpBounces, k == 0, trace.kind == .stand {
                         if changes.contains(where: { $0.t > TraceSet.warmup }) {
                             print("seed \(seed) \(layout.name) \(trace.point) changes: "
-                                  + changes.dropFirst().map { "\(format($0.t, 1)) \($0.room ?? "-") \($0.reason?.rawValue ?? "")" }.joined(separator: "; "))
+                                  + changes.dropFirst().map { "\(format($0.t, 1)) \($0.room ?? "-") \($0.reason?.rawValue ?? "")" }
+                                      .joined(separator: "; "))
                         }
                         for c in changes where c.t > TraceSet.warmup {
-                            print("seed \(seed) \(layout.name) \(trace.point): \(format(c.t, 1)) -> \(c.room ?? "not_home") (\(c.reason?.rawValue ?? ""))")
+                            print("seed \(seed) \(layout.name) \(trace.point): \(format(c.t, 1)) -> \(c.room ?? "not_home") " +
+                                  "(\(c.reason?.rawValue ?? ""))")
                             for r in reports where r.t > c.t - 90 && r.t <= c.t + 30 {
                                 print("    \(format(r.t, 1)) \(r.node) \(format(r.distance, 2))")
                             }
@@ -285,7 +291,8 @@ func homeStatistics(_ reports: [Report], trace: Trace, window: Double) -> String
     switch trace.kind {
     case .street:
         let xs = m.filter { $0.t >= trace.streetStart + window }.map(\.m)
-        return "min \(format(xs.min() ?? .infinity, 2)) p05 \(format(percentile(xs, 0.05) ?? 0, 2)) med \(format(percentile(xs, 0.5) ?? 0, 2))"
+        return "min \(format(xs.min() ?? .infinity, 2)) p05 \(format(percentile(xs, 0.05) ?? 0, 2)) " +
+            "med \(format(percentile(xs, 0.5) ?? 0, 2))"
     default:
         let xs = m.filter { $0.t >= TraceSet.warmup }.map(\.m)
         let top = m.filter { $0.t >= TraceSet.warmup + window }.map(\.m).max() ?? 0

@@ -98,7 +98,8 @@ struct Trace: Sendable {
 
     static let device = "device"
 
-    /// Fills `samples` from the radio model, one link per box (``receptions(of:along:by:duration:silentFrom:radio:installation:realisticLabel:rng:)``,
+    /// Fills `samples` from the radio model, one link per box
+    /// (``receptions(of:along:by:duration:silentFrom:radio:installation:realisticLabel:rng:)``,
     /// the air's sampling): advertising events on one schedule, the device's, each lost or
     /// received per link. `installation` seeds what is fixed in a home (the device's and the box's
     /// offsets, each link's field and its realistic stream, named after the trace): the same for
@@ -148,7 +149,8 @@ enum TraceSet {
             waypoints.append(Waypoint(time: t, position: destination))
             moves.append(Move(start: start, reference: start + length / 2 / walkSpeed, target: target, origin: origin, end: t))
         }
-        return Trace(kind: .walk, label: "walk", layout: layout, duration: t, trajectory: try! Trajectory(waypoints: waypoints), moves: moves)
+        return Trace(kind: .walk, label: "walk", layout: layout, duration: t, trajectory: try! Trajectory(waypoints: waypoints),
+                     moves: moves)
     }
 
     /// The street scenario: from room A (standing 10 % of the way to B for `roomTime`, then walking
@@ -203,7 +205,7 @@ enum TraceSet {
             t += hold + (target == b ? rng.uniform(0...1) : 0)
         }
         moves[0].end = moves[1].start
-        return Trace(kind: .teleport, label: "teleport", layout: layout, duration: moves[1].end, trajectory: try! Trajectory(waypoints: waypoints),
-                     moves: moves)
+        return Trace(kind: .teleport, label: "teleport", layout: layout, duration: moves[1].end,
+                     trajectory: try! Trajectory(waypoints: waypoints), moves: moves)
     }
 }

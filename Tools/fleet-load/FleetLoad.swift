@@ -82,14 +82,16 @@ struct FleetLoad: AsyncParsableCommand {
         if positions {
             var rows = [PositionsLoad.measure(nodes: positionNodes, devices: positionDevices, seconds: positionSeconds, window: nil)]
             if wholeFloor {
-                rows.append(PositionsLoad.measure(nodes: positionNodes, devices: max(1, positionDevices / 10), seconds: positionSeconds, window: 1_000))
+                rows.append(PositionsLoad.measure(nodes: positionNodes, devices: max(1, positionDevices / 10), seconds: positionSeconds,
+                                                  window: 1_000))
             }
             if json {
                 try printJSONRows(rows)
             } else {
                 print(PositionsLoad.header)
                 for r in rows { print(PositionsLoad.render(r)) }
-                print("one core: the estimator's CPU a second of fleet time for all the devices; tick batch: the CPU time of one tick's estimates, the most a report waits after the tick for its position.")
+                print("one core: the estimator's CPU a second of fleet time for all the devices; tick batch: the CPU time of one " +
+                      "tick's estimates, the most a report waits after the tick for its position.")
             }
             return
         }
@@ -195,7 +197,9 @@ struct FleetLoad: AsyncParsableCommand {
             try await Task.sleep(for: .seconds(1))
             let answered = arrivals.times
             let latencies = probes.compactMap { id, t in answered[id].map { $0 - t } }.sorted()
-            func pct(_ p: Double) -> Double? { latencies.isEmpty ? nil : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+            func pct(_ p: Double) -> Double? {
+                latencies.isEmpty ? nil : latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))]
+            }
             return Row(nodes: n, devices: devices, offered: offered, sent: Double(sent) / (warmUp + seconds),
                        cpu: ((cpuEnd ?? 0) - (cpuStart ?? 0)) / seconds, rssMiB: Self.peakRSS(fleet.pid) / 1024,
                        latencyP50: pct(0.5), latencyP99: pct(0.99), latencyMax: latencies.last, probes: probes.count,

@@ -34,15 +34,18 @@ enum PositionsLoad {
         let rows = (n + columns - 1) / columns
         var nodes: [FloorPlan.Node] = []
         for i in 0 ..< n {
-            nodes.append(.init(name: "node\(i)", position: PlanPoint(x: 5 + Double(i % columns) * 10, y: 3.5 + Double(i / columns) * 7, z: 3)))
+            nodes.append(.init(name: "node\(i)", position: PlanPoint(x: 5 + Double(i % columns) * 10, y: 3.5 + Double(i / columns) * 7,
+                                                                     z: 3)))
         }
         let width = Double(columns) * 10, depth = Double(rows) * 7
         var rooms: [FloorPlan.Room] = []
         for zx in 0 ..< 5 {
             for zy in 0 ..< 2 {
-                let x0 = width * Double(zx) / 5, x1 = width * Double(zx + 1) / 5, y0 = depth * Double(zy) / 2, y1 = depth * Double(zy + 1) / 2
+                let x0 = width * Double(zx) / 5, x1 = width * Double(zx + 1) / 5,
+                    y0 = depth * Double(zy) / 2, y1 = depth * Double(zy + 1) / 2
                 rooms.append(.init(name: "zone-\(zx)\(zy)", floor: 0,
-                                   polygon: [PlanPoint(x: x0, y: y0), PlanPoint(x: x1, y: y0), PlanPoint(x: x1, y: y1), PlanPoint(x: x0, y: y1)]))
+                                   polygon: [PlanPoint(x: x0, y: y0), PlanPoint(x: x1, y: y0), PlanPoint(x: x1, y: y1),
+                                             PlanPoint(x: x0, y: y1)]))
             }
         }
         return FloorPlan(nodes: nodes, rooms: rooms, pathLossExponent: 2.0)
@@ -74,7 +77,9 @@ enum PositionsLoad {
         let b = plan.bounds(floor: 0, margin: 0)
         var random = Random(state: 7)
         var positioners = (0 ..< devices).map { _ in GridPositioner(grid: grid, model: model, configuration: configuration) }
-        var where_ = (0 ..< devices).map { _ in PlanPoint(x: b.minX + random.next() * (b.maxX - b.minX), y: b.minY + random.next() * (b.maxY - b.minY), z: 1) }
+        var where_ = (0 ..< devices).map { _ in
+            PlanPoint(x: b.minX + random.next() * (b.maxX - b.minX), y: b.minY + random.next() * (b.maxY - b.minY), z: 1)
+        }
         let offsets = (0 ..< devices).map { _ in 6 * random.gaussian() }
         var perEstimate: [Double] = []
         var batches: [Double] = []
@@ -114,18 +119,21 @@ enum PositionsLoad {
         batches.sort()
         func q(_ a: [Double], _ p: Double) -> Double { a[min(a.count - 1, Int(Double(a.count) * p))] }
         return Row(nodes: nodes, devices: devices, cells: grid.count, cellSize: grid.cell,
-                   window: window.map { $0 >= 1_000 ? "whole floor" : "\(Int($0)) m" } ?? "\(Int(GridPositioner.Configuration().window)) m (default)",
+                   window: window.map { $0 >= 1_000 ? "whole floor" : "\(Int($0)) m" }
+                       ?? "\(Int(GridPositioner.Configuration().window)) m (default)",
                    heardBy: Double(heard) / Double(max(1, estimates)),
                    microsecondsPerEstimateP50: q(perEstimate, 0.5) * 1e6, microsecondsPerEstimateP99: q(perEstimate, 0.99) * 1e6,
                    coreShare: batches.reduce(0, +) / Double(batches.count), batchP50: q(batches, 0.5), batchMax: batches.last!,
                    medianError: errors.isEmpty ? .nan : q(errors.sorted(), 0.5))
     }
 
-    static let header = "nodes  devices  cells (size)     window            heard by  µs/estimate p50    p99   one core  tick batch p50    max  median error"
+    static let header = "nodes  devices  cells (size)     window            heard by  µs/estimate p50    p99   one core  " +
+        "tick batch p50    max  median error"
 
     static func render(_ r: Row) -> String {
         String(format: "%5d  %7d  %6d (%.2f m)  %@  %8.1f  %15.0f  %5.0f  %8.1f%%  %11.0f ms  %5.0f ms  %10.2f m",
                r.nodes, r.devices, r.cells, r.cellSize, r.window.padding(toLength: 16, withPad: " ", startingAt: 0) as NSString, r.heardBy,
-               r.microsecondsPerEstimateP50, r.microsecondsPerEstimateP99, r.coreShare * 100, r.batchP50 * 1000, r.batchMax * 1000, r.medianError)
+               r.microsecondsPerEstimateP50, r.microsecondsPerEstimateP99, r.coreShare * 100, r.batchP50 * 1000, r.batchMax * 1000,
+               r.medianError)
     }
 }

@@ -32,7 +32,8 @@ struct RangingBench: ParsableCommand {
     var loss = 0.1
 
     @Option(name: .customLong("radio"), help: ArgumentHelp(
-        "Which radio model: simple (each --sigma, with --loss) and realistic (bluez-sim's realistic preset, its own σ and losses). Repeat for several.",
+        "Which radio model: simple (each --sigma, with --loss) and realistic (bluez-sim's realistic preset, its own σ and losses). " +
+            "Repeat for several.",
         valueName: "model"))
     var radioKinds: [RadioKind] = [.simple, .realistic]
 
@@ -46,15 +47,19 @@ struct RangingBench: ParsableCommand {
     var json = false
 
     @Option(name: .customLong("node"), help: ArgumentHelp(
-        "Override one node parameter, key=value: q, r, outlier, adapt, h, k, mq, mt (the Kalman filter's), margin, dwell, staleGaps, minStale, share, memory, clear. For tuning; without it the node is RangingConfiguration().",
+        "Override one node parameter, key=value: q, r, outlier, adapt, h, k, mq, mt (the Kalman filter's), margin, dwell, staleGaps, " +
+            "minStale, share, memory, clear. For tuning; without it the node is RangingConfiguration().",
         visibility: .hidden))
     var nodeOverrides: [String] = []
 
-    @Option(help: ArgumentHelp("Print the ticks of one trace kind (walk, steps, boundary, departure) for the first seed and σ, then stop.", visibility: .hidden))
+    @Option(help: ArgumentHelp(
+        "Print the ticks of one trace kind (walk, steps, boundary, departure) for the first seed and σ, then stop.",
+        visibility: .hidden))
     var dump: TraceKind?
 
     @Option(parsing: .upToNextOption, help: ArgumentHelp(
-        "Run every pipeline on these recordings (proximityctl record's CSV; docs/ranging.md, \"Record and replay\") instead of simulated traces.",
+        "Run every pipeline on these recordings (proximityctl record's CSV; docs/ranging.md, \"Record and replay\") " +
+            "instead of simulated traces.",
         valueName: "file.csv"))
     var replay: [String] = []
 
@@ -95,7 +100,9 @@ struct RangingBench: ParsableCommand {
                 }
             }
             specs += [
-                node("node/plain kalman") { KalmanRSSIFilter(processNoisePerSecond: 4, measurementNoise: 16, noiseAdaptation: 0, changeThreshold: .infinity) },
+                node("node/plain kalman") {
+                    KalmanRSSIFilter(processNoisePerSecond: 4, measurementNoise: 16, noiseAdaptation: 0, changeThreshold: .infinity)
+                },
                 node("node/mean of 10") { MeanOfLastFilter(count: 10) },
                 node("node/trimmed 20 s") { TrimmedRunningAverageFilter(window: 20) },
                 node("node/ra kalman") { RoomAssistantKalmanFilter() },
@@ -150,8 +157,8 @@ struct RangingBench: ParsableCommand {
         var results: [ConditionResult] = []
         let specs = specs
         if let dump {
-            let condition = RadioCondition(sigma: sigma[0], exponent: exponent[0], interval: interval[0], loss: loss, measuredPower: measuredPower,
-                                           kind: radioKinds[0].kind)
+            let condition = RadioCondition(sigma: sigma[0], exponent: exponent[0], interval: interval[0], loss: loss,
+                                           measuredPower: measuredPower, kind: radioKinds[0].kind)
             print(dumpTrace(dump, condition: condition, seed: seedBase, specs: specs))
             return
         }
@@ -192,23 +199,27 @@ struct RangingBench: ParsableCommand {
 
     /// One line per condition: met, or which requirement against which baseline is not.
     func overall(_ results: [ConditionResult]) -> String {
-        var out = "verdict (default node against each baseline: distance error, zone accuracy, flaps on its own boundaries, median lag, median departure):\n"
+        var out = "verdict (default node against each baseline: distance error, zone accuracy, flaps on its own boundaries, " +
+            "median lag, median departure):\n"
         for r in results {
             var misses: [String] = []
             for v in r.verdicts {
                 if v.distanceError == false { misses.append("distance vs \(v.baseline)") }
                 if !v.zoneAccuracy {
-                    misses.append("zones vs \(v.baseline) (\(format(v.zoneAccuracyDifference, 2)) ± \(format(v.zoneAccuracyDifferenceHalfWidth, 2)) pt)")
+                    misses.append("zones vs \(v.baseline) (\(format(v.zoneAccuracyDifference, 2)) ± " +
+                                  "\(format(v.zoneAccuracyDifferenceHalfWidth, 2)) pt)")
                 }
                 if !v.flapsOwn { misses.append("flaps vs \(v.baseline)") }
                 if !v.lag { misses.append("lag vs \(v.baseline)") }
                 if v.departure == false { misses.append("departure vs \(v.baseline)") }
             }
-            out += "  \(Table.padRight(r.condition.label(), 44)) " + (misses.isEmpty ? "MET" : "not met: " + misses.joined(separator: ", ")) + "\n"
+            out += "  \(Table.padRight(r.condition.label(), 44)) "
+                + (misses.isEmpty ? "MET" : "not met: " + misses.joined(separator: ", ")) + "\n"
         }
         let realistic = results.filter { $0.condition.kind == .realistic }
         if !realistic.isEmpty {
-            out += "goals on the realistic preset (zones ≥ best baseline + 3 pt; own-boundary flaps ≤ ¼ of the fewest of a baseline; unknown while present < 2 %; median departure ≤ the old stale rule's):\n"
+            out += "goals on the realistic preset (zones ≥ best baseline + 3 pt; own-boundary flaps ≤ ¼ of the fewest of a baseline; " +
+                "unknown while present < 2 %; median departure ≤ the old stale rule's):\n"
             for r in realistic { out += "  \(Table.padRight(r.condition.label(), 44)) " + Goals(r).line + "\n" }
         }
         return out

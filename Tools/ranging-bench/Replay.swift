@@ -125,7 +125,8 @@ struct Recording: Sendable {
                 }
                 let missing = required.filter { found[$0] == nil }
                 guard missing.isEmpty else {
-                    throw problem("the header needs the columns \(required.joined(separator: ",")); missing: \(missing.joined(separator: ", "))")
+                    throw problem("the header needs the columns \(required.joined(separator: ",")); " +
+                                  "missing: \(missing.joined(separator: ", "))")
                 }
                 columns = found
                 continue
@@ -296,7 +297,8 @@ enum Replay {
         var zoneRows: [ReplayZoneRow] = []
         var notes: [String] = []
         if let n = recording.pathLossExponent, n != 2 {
-            notes.append("the live node used a path-loss exponent of \(n); the replayed node uses RangingConfiguration()'s 2, so their zones can differ")
+            notes.append("the live node used a path-loss exponent of \(n); the replayed node uses RangingConfiguration()'s 2, " +
+                         "so their zones can differ")
         }
         if let c = recording.clearInterval, c != RangingConfiguration().clearInterval {
             notes.append("the live node cleared peers after \(c) s; the replayed node after \(RangingConfiguration().clearInterval) s")

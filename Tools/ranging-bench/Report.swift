@@ -148,7 +148,8 @@ extension Table {
             out += "\n"
         }
         let c = result.altBeaconIOSClearTimerDeparture
-        out += "   departure, altbeacon-ios 0.2 clear timer (10 s, free-running): median \(c.median.map { format($0, 1) } ?? "n/a") s, max \(c.max.map { format($0, 1) } ?? "n/a") s\n"
+        out += "   departure, altbeacon-ios 0.2 clear timer (10 s, free-running): median \(c.median.map { format($0, 1) } ?? "n/a") s, " +
+            "max \(c.max.map { format($0, 1) } ?? "n/a") s\n"
         for s in result.summaries where s.role != .filterOnly {
             let own = s.ownBoundaries.map { format($0, 2) }.joined(separator: ", ")
             out += "   \(padRight(s.pipeline, 19)) own boundaries [\(own)] m" + (s.departureRule.map { "; departure: \($0)" } ?? "") + "\n"
@@ -156,7 +157,8 @@ extension Table {
         for v in result.verdicts {
             func mark(_ b: Bool?) -> String { b.map { $0 ? "yes" : "NO" } ?? "n/a" }
             out += "   node vs \(padRight(v.baseline, 19)): distance \(mark(v.distanceError)), zones \(mark(v.zoneAccuracy)) "
-                + "(\(v.zoneAccuracyDifference >= 0 ? "+" : "")\(format(v.zoneAccuracyDifference, 2)) ± \(format(v.zoneAccuracyDifferenceHalfWidth, 2)) pt), "
+                + "(\(v.zoneAccuracyDifference >= 0 ? "+" : "")\(format(v.zoneAccuracyDifference, 2)) ± "
+                + "\(format(v.zoneAccuracyDifferenceHalfWidth, 2)) pt), "
                 + "flaps own \(mark(v.flapsOwn)) (nominal \(mark(v.flapsNominal))), lag \(mark(v.lag)), departure \(mark(v.departure))"
                 + " => \(v.met ? "MET" : "NOT MET")\n"
         }
@@ -187,7 +189,8 @@ struct Goals {
         func mark(_ ok: Bool) -> String { ok ? "met" : "MISSED" }
         let gain = zones.node - zones.best
         var parts = [
-            "zones \(format(zones.node, 1)) vs \(zones.name) \(format(zones.best, 1)) (\(gain >= 0 ? "+" : "")\(format(gain, 1)) pt: \(mark(gain >= 3)))",
+            "zones \(format(zones.node, 1)) vs \(zones.name) \(format(zones.best, 1)) " +
+                "(\(gain >= 0 ? "+" : "")\(format(gain, 1)) pt: \(mark(gain >= 3)))",
             "flaps \(format(flaps.node, 2))/min vs \(flaps.name) \(format(flaps.best, 2)) (\(mark(flaps.node <= flaps.best / 4)))",
             "unknown \(format(unknown, 2)) % (\(mark(unknown < 2)))",
         ]

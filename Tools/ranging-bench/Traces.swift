@@ -32,7 +32,8 @@ struct Trace: Sendable {
         trajectory.position(at: t).distance(to: Self.listener)
     }
 
-    /// Fills `samples` from the simulator's radio model (``receptions(of:along:by:duration:silentFrom:radio:installation:realisticLabel:rng:)``,
+    /// Fills `samples` from the simulator's radio model
+    /// (``receptions(of:along:by:duration:silentFrom:radio:installation:realisticLabel:rng:)``,
     /// the air's sampling): what the listener at the origin hears of the walker until it falls
     /// silent. Virtual time only. On the realistic preset the walker's and the listener's device
     /// offsets and the link's field come from `rng`'s seed too.

@@ -1,39 +1,18 @@
+import BlueZSim
 import Foundation
 
-/// The benchmark's only source of randomness: xoshiro256** with its state filled from a 64-bit seed
-/// by SplitMix64. The helpers are written out (instead of `Int.random(in:using:)`) so that a seed
-/// gives the same workload on every machine and every Swift version.
-struct Generator: RandomNumberGenerator {
-    private var s0, s1, s2, s3: UInt64
+/// The benchmark's only source of randomness: the simulator's ``SeededGenerator`` (xoshiro256**
+/// with its state filled from a 64-bit seed by SplitMix64), one stream per part of the workload,
+/// and the draws the workload makes, written out (instead of `Int.random(in:using:)`) so that a
+/// seed gives the same workload on every machine and every Swift version.
+typealias Generator = SeededGenerator
 
+extension SeededGenerator {
     /// The stream for `seed`, made independent of the other streams of the same seed by `stream`
     /// (the regions, the peers and their movements each draw from their own, so changing
     /// `--regions` does not change the peers).
-    init(seed: UInt64, stream: UInt64 = 0) {
-        var state = seed ^ (stream &* 0xD1B5_4A32_D192_ED03)
-        func splitMix() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        s0 = splitMix()
-        s1 = splitMix()
-        s2 = splitMix()
-        s3 = splitMix()
-    }
-
-    mutating func next() -> UInt64 {
-        let result = ((s1 &* 5) << 7 | (s1 &* 5) >> 57) &* 9
-        let t = s1 << 17
-        s2 ^= s0
-        s3 ^= s1
-        s1 ^= s2
-        s0 ^= s3
-        s2 ^= t
-        s3 = s3 << 45 | s3 >> 19
-        return result
+    init(seed: UInt64, stream: UInt64) {
+        self.init(seed: seed ^ (stream &* 0xD1B5_4A32_D192_ED03))
     }
 
     /// An integer in `0..<n` (Lemire's multiply-high; the tiny bias does not matter here).
@@ -41,11 +20,6 @@ struct Generator: RandomNumberGenerator {
         precondition(n > 0)
         return Int(next().multipliedFullWidth(by: UInt64(n)).high)
     }
-
-    /// A number in `0..<1`.
-    mutating func unit() -> Double { Double(next() >> 11) * 0x1p-53 }
-
-    mutating func chance(_ p: Double) -> Bool { unit() < p }
 
     mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
 

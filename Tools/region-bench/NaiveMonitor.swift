@@ -102,12 +102,14 @@ extension NaiveMonitor.Outcome {
     /// The first difference from `other`, in words, or nil when they are the same.
     func difference(from other: Self, _ name: String, _ otherName: String) -> String? {
         if events != other.events {
-            let i = zip(events, other.events).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(events.count, other.events.count)
+            let i = zip(events, other.events).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(events.count, other.events.count)
             func at(_ e: [RegionEvent]) -> String { i < e.count ? "\(e[i])" : "no more events" }
             return "event \(i): \(name) \(at(events)), \(otherName) \(at(other.events)) (\(events.count) and \(other.events.count) events)"
         }
         if ranging != other.ranging {
-            let i = zip(ranging, other.ranging).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(ranging.count, other.ranging.count)
+            let i = zip(ranging, other.ranging).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                ?? min(ranging.count, other.ranging.count)
             func at(_ r: [NaiveMonitor.Ranging]) -> String {
                 i < r.count ? "\(r[i].region) with \(r[i].peers.map(\.identifier.rawValue))" : "no more regions"
             }

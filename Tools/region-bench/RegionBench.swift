@@ -43,7 +43,8 @@ struct RegionBench: ParsableCommand {
     @Option(help: ArgumentHelp("The regions: \(Mix.help).", valueName: "mix"))
     var mix: Mix = .realistic
 
-    @Flag(inversion: .prefixedNo, help: "Run the naive monitor in the same run and cross-check it (--no-baseline: the monitor alone, e.g. under perf).")
+    @Flag(inversion: .prefixedNo,
+          help: "Run the naive monitor in the same run and cross-check it (--no-baseline: the monitor alone, e.g. under perf).")
     var baseline = true
 
     @Flag(help: "Print the results as one JSON object.")
@@ -149,7 +150,9 @@ struct RegionBench: ParsableCommand {
                     throw Failure("cross-check failed: the monitor lost region \(entry.region.identifier)")
                 }
                 guard status.state == entry.state, status.lastSeen == entry.lastSeen else {
-                    throw Failure("cross-check failed: region \(entry.region.identifier) is \(status.state) (last seen \(String(describing: status.lastSeen))) in the monitor, \(entry.state) (last seen \(String(describing: entry.lastSeen))) in the naive monitor")
+                    throw Failure("cross-check failed: region \(entry.region.identifier) is \(status.state) " +
+                        "(last seen \(String(describing: status.lastSeen))) in the monitor, \(entry.state) " +
+                        "(last seen \(String(describing: entry.lastSeen))) in the naive monitor")
                 }
             }
             crossCheck = "identical events and ranging in all \(warmUp + reports) reports, identical states of all \(regions) regions"

@@ -156,7 +156,8 @@ extension BenchResult {
                 + (s >= 1 ? "(\(Fmt.number(s, 1))× faster)\n" : "(\(Fmt.number(1 / s, 1))× slower)\n")
         }
 
-        out += "\n" + Fmt.left("memory, growth", 44) + Fmt.right("RSS", 10) + Fmt.right("heap", 10) + Fmt.right("per region (RSS / heap)", 26) + "\n"
+        out += "\n" + Fmt.left("memory, growth", 44) + Fmt.right("RSS", 10) + Fmt.right("heap", 10)
+            + Fmt.right("per region (RSS / heap)", 26) + "\n"
         func growth(_ name: String, _ g: MemoryGrowth, perRegion: Bool) -> String {
             var line = Fmt.left(name, 44) + Fmt.right(Fmt.bytes(g.rss), 10) + Fmt.right(g.heap.map(Fmt.bytes) ?? "n/a", 10)
             if perRegion {

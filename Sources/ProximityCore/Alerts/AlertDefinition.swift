@@ -156,7 +156,9 @@ extension Alert {
                 guard m.count <= maxExtraFields else { throw fail(key, "has more than \(maxExtraFields) fields") }
                 for (name, field) in m {
                     if let problem = identifierProblem(name, called: "a field name") { throw fail(key, problem) }
-                    guard field.utf8.count <= maxTextLength else { throw fail(key, "field \(name.debugDescription) is longer than \(maxTextLength) bytes") }
+                    guard field.utf8.count <= maxTextLength else {
+                        throw fail(key, "field \(name.debugDescription) is longer than \(maxTextLength) bytes")
+                    }
                 }
                 content.extra = m
             case .range:
@@ -167,7 +169,9 @@ extension Alert {
                 parameters.range = zone
             case .comparison:
                 let s = try text(key, value, max: 64)
-                guard let comparison = RangeComparison(rawValue: s) else { throw fail(key, "must be \(key.expected), not \(s.debugDescription)") }
+                guard let comparison = RangeComparison(rawValue: s) else {
+                    throw fail(key, "must be \(key.expected), not \(s.debugDescription)")
+                }
                 parameters.comparison = comparison
             case .strategy:
                 let s = try text(key, value, max: 255)
@@ -188,11 +192,15 @@ extension Alert {
                 do { days = try AlertSchedule.parseDays(spec) } catch { throw fail(key, error.problem) }
             case .start, .end:
                 let s = try text(key, value, max: 64)
-                guard let minute = AlertSchedule.parseTime(s) else { throw fail(key, "must be \(key.expected) (00:00 to 24:00), not \(s.debugDescription)") }
+                guard let minute = AlertSchedule.parseTime(s) else {
+                    throw fail(key, "must be \(key.expected) (00:00 to 24:00), not \(s.debugDescription)")
+                }
                 if key == .start { start = minute } else { end = minute }
             case .outside:
                 let s = try text(key, value, max: 64)
-                guard let o = AlertSchedule.Outside(rawValue: s) else { throw fail(key, "must be \(key.expected), not \(s.debugDescription)") }
+                guard let o = AlertSchedule.Outside(rawValue: s) else {
+                    throw fail(key, "must be \(key.expected), not \(s.debugDescription)")
+                }
                 outside = o
             case .match:
                 guard case .matcher(let m) = value else { throw fail(key, "must be \(key.expected), not \(value.summary)") }
@@ -207,7 +215,9 @@ extension Alert {
                 do { targets = try RegionMatcher.parse(matcherParts) } catch { throw fail(key, "\(error)") }
             }
         }
-        guard let targets else { throw fail(.match, "is missing: an alert needs a matcher for its targets (use an empty one for every peer)") }
+        guard let targets else {
+            throw fail(.match, "is missing: an alert needs a matcher for its targets (use an empty one for every peer)")
+        }
         switch (capCount, capWindow) {
         case (nil, nil): break
         case (let n?, let w?): parameters.cap = AlertCap(count: Int(n), window: w)
@@ -228,8 +238,10 @@ extension Alert {
         var out: [(Key, Value)] = []
         let defaults = AlertContent()
         for (key, value, base) in [(Key.title, content.title, defaults.title), (.description, content.description, defaults.description),
-                                   (.textToSpeech, content.textToSpeech, defaults.textToSpeech), (.thumbnail, content.thumbnail, defaults.thumbnail),
-                                   (.action, content.action, defaults.action), (.url, content.url, defaults.url), (.uri, content.uri, defaults.uri)]
+                                   (.textToSpeech, content.textToSpeech, defaults.textToSpeech),
+                                   (.thumbnail, content.thumbnail, defaults.thumbnail),
+                                   (.action, content.action, defaults.action), (.url, content.url, defaults.url),
+                                   (.uri, content.uri, defaults.uri)]
             where value != base {
             out.append((key, .text(value)))
         }
@@ -290,7 +302,9 @@ extension AlertSchedule {
         var days = Set<Int>()
         func day(_ s: Substring) throws(DaysError) -> Int {
             let full = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-            guard let i = dayNames.firstIndex(of: String(s)) ?? full.firstIndex(of: String(s)) else { throw DaysError(problem: "\(String(s).debugDescription) is not a day of the week (mon, tue, wed, thu, fri, sat, sun)") }
+            guard let i = dayNames.firstIndex(of: String(s)) ?? full.firstIndex(of: String(s)) else {
+                throw DaysError(problem: "\(String(s).debugDescription) is not a day of the week (mon, tue, wed, thu, fri, sat, sun)")
+            }
             return i + 1
         }
         for item in t.split(separator: ",", omittingEmptySubsequences: false) {

@@ -171,7 +171,8 @@ public struct AlertEngine: Sendable {
             evaluate(key, &target, strategy, alert.parameters, at: t, &events)
             // Forgotten once nothing is kept for it: gone for a while, waiting, its condition not
             // holding.
-            if !target.detected, t - target.lastDetected > Self.forgetAfter, target.actionStatus == .waitingForAction, !target.conditionValid, current != key,
+            if !target.detected, t - target.lastDetected > Self.forgetAfter, target.actionStatus == .waitingForAction,
+               !target.conditionValid, current != key,
                target.graceUntil.map({ t >= $0 }) ?? true {
                 targets[key] = nil
                 events.append(.target(key, exists: false))
@@ -209,7 +210,8 @@ public struct AlertEngine: Sendable {
     /// its target left or its condition failed, drops what its schedule drops, and offers the next.
     private mutating func settle(at t: Timestamp, _ events: inout [AlertEvent]) {
         if let current, let target = targets[current], target.graceUntil.map({ t >= $0 }) ?? true {
-            let reason: RemovalReason? = !target.detected ? .notDetected : !target.conditionValid && !target.forced ? .conditionNotValid : nil
+            let reason: RemovalReason? = !target.detected ? .notDetected
+                : !target.conditionValid && !target.forced ? .conditionNotValid : nil
             if let reason {
                 events.append(.removed(current, reason: reason))
                 self.current = nil
@@ -332,7 +334,8 @@ public struct AlertEngine: Sendable {
 
     /// Forces a target's status, as the seed allows. Forcing the current one away from its state
     /// takes its offer or action back.
-    public mutating func setStatus(_ key: AlertTargetKey, _ status: ActionStatus, at t: Timestamp) throws(AlertCommandError) -> [AlertEvent] {
+    public mutating func setStatus(_ key: AlertTargetKey, _ status: ActionStatus,
+                                   at t: Timestamp) throws(AlertCommandError) -> [AlertEvent] {
         guard let target = targets[key] else { throw .unknownTarget(key) }
         now = max(now, t)
         guard target.actionStatus != status else { return [] }
@@ -374,7 +377,8 @@ public struct AlertEngine: Sendable {
         public var acceptedAt: [AlertTargetKey: Timestamp] = [:]
         /// Each capped alert's accepted offers.
         public var accepted: [String: [Timestamp]] = [:]
-        public init(targets: [AlertTargetKey: Target] = [:], acceptedAt: [AlertTargetKey: Timestamp] = [:], accepted: [String: [Timestamp]] = [:]) {
+        public init(targets: [AlertTargetKey: Target] = [:], acceptedAt: [AlertTargetKey: Timestamp] = [:],
+                    accepted: [String: [Timestamp]] = [:]) {
             self.targets = targets
             self.acceptedAt = acceptedAt
             self.accepted = accepted

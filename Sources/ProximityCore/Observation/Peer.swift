@@ -68,7 +68,8 @@ extension PeerID {
         if let problem = identifierProblem(text, called: "the peer identifier") { return problem }
         guard !isWellFormed(text) else { return nil }
         return "\(text.debugDescription) is not a peer identifier: a node's UUID, ibeacon:UUID:MAJOR:MINOR, "
-            + "altbeacon:MFG:ID1:ID2:ID3, eddystone:NAMESPACE:INSTANCE, eddystone-url:URL or irk:NAME, in lowercase, as GetRanging lists them"
+            + "altbeacon:MFG:ID1:ID2:ID3, eddystone:NAMESPACE:INSTANCE, eddystone-url:URL or irk:NAME, in lowercase, "
+            + "as GetRanging lists them"
     }
 
     /// `text` with its UUIDs and hex digits in lowercase (an Eddystone-URL's URL as given), so a

@@ -97,7 +97,8 @@ public enum Calibration {
         public var residuals: [Double]
 
         public static func == (a: Fit, b: Fit) -> Bool {
-            a.rxOffsets == b.rxOffsets && a.txPowers == b.txPowers && a.exponent == b.exponent && a.rms == b.rms && a.residuals == b.residuals
+            a.rxOffsets == b.rxOffsets && a.txPowers == b.txPowers && a.exponent == b.exponent && a.rms == b.rms
+                && a.residuals == b.residuals
                 && a.exponentAtBound == b.exponentAtBound && a.holdoutRMS == b.holdoutRMS
         }
 
@@ -150,7 +151,8 @@ public enum Calibration {
         let nIndex = receivers.count + transmitters.count
         let dim = nIndex + 1
         // Each row: r = θ[c_i] + θ[T_j] − θ[n]·L.
-        let rows = usable.map { (c: ri[$0.receiver]!, t: ti[$0.transmitter]!, l: 10 * Foundation.log10(max($0.distance, PathLossModel.minimumDistance)),
+        let rows = usable.map { (c: ri[$0.receiver]!, t: ti[$0.transmitter]!,
+                                 l: 10 * Foundation.log10(max($0.distance, PathLossModel.minimumDistance)),
                                  r: $0.rssi, w: priors.precision(samples: $0.weight)) }
         var stated = [Double](repeating: 0, count: transmitters.count)
         var statedCount = [Double](repeating: 0, count: transmitters.count)

@@ -75,7 +75,9 @@ public struct FleetCalibration: Sendable {
     /// `receiver` heard `transmitter` (both nodes of the plan; anything else is ignored) at `rssi`
     /// (dBm, smoothed), `samples` samples behind it.
     public mutating func hear(receiver: String, transmitter: String, rssi: Double, stated: Double, samples: Int = 1, at t: Double) {
-        guard receiver != transmitter, rssi.isFinite, let r = plan.node(named: receiver), let x = plan.node(named: transmitter) else { return }
+        guard receiver != transmitter, rssi.isFinite, let r = plan.node(named: receiver), let x = plan.node(named: transmitter) else {
+            return
+        }
         let key = receiver + "\u{0}" + transmitter
         let w = Double(max(1, samples))
         if var pair = pairs[key] {
@@ -88,7 +90,8 @@ public struct FleetCalibration: Sendable {
             pair.hearings += 1
             pairs[key] = pair
         } else {
-            pairs[key] = Pair(receiver: receiver, transmitter: transmitter, distance: max(PathLossModel.minimumDistance, r.position.distance(to: x.position)),
+            pairs[key] = Pair(receiver: receiver, transmitter: transmitter,
+                              distance: max(PathLossModel.minimumDistance, r.position.distance(to: x.position)),
                               rssi: rssi, stated: stated, weight: w, lastHeard: t, residual: nil)
         }
     }
@@ -121,8 +124,11 @@ public struct FleetCalibration: Sendable {
         let residuals = plan.nodes.compactMap { fit.nodeResiduals[$0.name]?.median }.sorted()
         let othersExplained = residuals.isEmpty || residuals[residuals.count / 2] <= configuration.residualLimit
         for node in plan.nodes {
-            var state = NodeState(rxOffset: fit.rxOffsets[node.name], txPower: fit.txPowers[node.name], residual: fit.nodeResiduals[node.name]?.median)
-            if baseline[node.name] == nil, good, state.rxOffset != nil || state.txPower != nil { baseline[node.name] = (state.rxOffset, state.txPower) }
+            var state = NodeState(rxOffset: fit.rxOffsets[node.name], txPower: fit.txPowers[node.name],
+                                  residual: fit.nodeResiduals[node.name]?.median)
+            if baseline[node.name] == nil, good, state.rxOffset != nil || state.txPower != nil {
+                baseline[node.name] = (state.rxOffset, state.txPower)
+            }
             var reasons: [String] = []
             if let base = baseline[node.name] {
                 if let now = state.rxOffset, let then = base.rx, abs(now - then) > configuration.driftLimit {

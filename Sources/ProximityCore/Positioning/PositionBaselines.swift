@@ -123,7 +123,8 @@ public struct NearestNodePositioner: Positioner {
     public mutating func estimate(_ hearings: [NodeHearing], at t: Double) -> PositionEstimate? {
         let model = model
         func distance(_ h: NodeHearing) -> Double { model?.distance(h) ?? h.distance }
-        guard let h = hearings.filter({ plan.node(named: $0.node) != nil && distance($0).isFinite }).min(by: { distance($0) < distance($1) }),
+        guard let h = hearings.filter({ plan.node(named: $0.node) != nil && distance($0).isFinite })
+                  .min(by: { distance($0) < distance($1) }),
               let node = plan.node(named: h.node) else { return nil }
         let floor = plan.floor(atHeight: node.position.z)
         return PositionEstimate(position: node.position, floor: floor, uncertainty: .nan,

@@ -73,8 +73,9 @@ public struct PositionReplay: Sendable {
             positioners[sample.device] = makePositioner(sample.device)
             devices.append(sample.device)
         }
-        var node = nodes.removeValue(forKey: sample.node) ?? NodeReporter(name: sample.node, ranging: configuration.ranging, throttle: configuration.throttle,
-                                                                            hearings: configuration.seconds)
+        var node = nodes.removeValue(forKey: sample.node)
+            ?? NodeReporter(name: sample.node, ranging: configuration.ranging, throttle: configuration.throttle,
+                            hearings: configuration.seconds)
         node.hear(sample.device, rssi: sample.rssi, at: sample.time, measuredPower: configuration.measuredPower)
         nodes[sample.node] = node
     }
@@ -149,7 +150,8 @@ public struct NodeReporter: Sendable {
     private var table: FoundDevicesTable
     private var publishing: PeerPublishing
 
-    public init(name: String, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init(), hearings: Bool = false) {
+    public init(name: String, ranging: RangingConfiguration = .init(), throttle: ReportThrottle.Configuration = .init(),
+                hearings: Bool = false) {
         self.name = name
         table = FoundDevicesTable(configuration: ranging)
         table.collectsSeconds = hearings
@@ -173,22 +175,25 @@ public struct NodeReporter: Sendable {
 
     /// The report at `t` as the positioning reads it: the hearings published now (with
     /// `seconds`, each peer's second instead of its published report), and the devices said gone.
-    public mutating func hearings(at t: Double, seconds: Bool = false) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
+    public mutating func hearings(at t: Double,
+                                  seconds: Bool = false) -> (published: [(device: String, hearing: NodeHearing)], gone: [String]) {
         var published: [(String, NodeHearing)] = [], gone: [String] = []
         let (peers, publications) = report(at: t)
         if seconds {
             for p in peers {
                 guard let h = p.heard else { continue }
-                published.append((p.identifier.rawValue, NodeHearing(node: name, rssi: h.rssi, spread: h.spread, samples: h.count,
-                                                                     measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
+                published.append((p.identifier.rawValue,
+                                  NodeHearing(node: name, rssi: h.rssi, spread: h.spread, samples: h.count,
+                                              measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
             }
         }
         for publication in publications {
             switch publication {
             case .report(let p):
                 guard !seconds else { continue }
-                published.append((p.identifier.rawValue, NodeHearing(node: name, rssi: p.smoothedRSSI, spread: p.spread, samples: p.samples,
-                                                                     measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
+                published.append((p.identifier.rawValue,
+                                  NodeHearing(node: name, rssi: p.smoothedRSSI, spread: p.spread, samples: p.samples,
+                                              measuredPower: Double(p.measuredPower), distance: p.distance, time: t)))
             case .gone(let id): gone.append(id.rawValue)
             case .compatibility: break
             }
@@ -284,7 +289,9 @@ public struct PositionScore: Sendable, Hashable {
     public var p90: Double { quantile(0.9) }
     public var p95: Double { quantile(0.95) }
     public var mean: Double { errors.isEmpty ? .nan : errors.reduce(0, +) / Double(errors.count) }
-    public func within(_ metres: Double) -> Double { errors.isEmpty ? .nan : Double(errors.filter { $0 <= metres }.count) / Double(errors.count) }
+    public func within(_ metres: Double) -> Double {
+        errors.isEmpty ? .nan : Double(errors.filter { $0 <= metres }.count) / Double(errors.count)
+    }
     public var roomAccuracy: Double { roomTotal == 0 ? .nan : Double(roomHits) / Double(roomTotal) }
     public var wrongRoom: Double { roomTotal == 0 ? .nan : Double(roomWrong) / Double(roomTotal) }
     public var unknownRoom: Double { roomTotal == 0 ? .nan : Double(roomUnknown) / Double(roomTotal) }

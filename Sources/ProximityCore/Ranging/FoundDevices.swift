@@ -213,7 +213,8 @@ public struct FoundDevicesTable: Sendable {
             peer = existing
         } else {
             if peers.count >= configuration.maxPeers {
-                let distance = configuration.distanceModel.distance(rssi: rssi, measuredPower: measuredPower ?? configuration.defaultMeasuredPower)
+                let distance = configuration.distanceModel.distance(rssi: rssi,
+                                                                    measuredPower: measuredPower ?? configuration.defaultMeasuredPower)
                 guard makeRoom(forDistance: distance, at: t) else {
                     dropped += 1
                     return nil

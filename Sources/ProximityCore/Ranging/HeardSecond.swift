@@ -30,7 +30,8 @@ public struct HeardSecond: Sendable, Hashable {
         let sorted = samples.sorted()
         let median = Self.median(sorted)
         let deviations = sorted.map { abs($0 - median) }.sorted()
-        self.init(count: max(count, samples.count), rssi: Double(median), spread: sorted.count < 2 ? 0 : 1.4826 * Double(Self.median(deviations)))
+        self.init(count: max(count, samples.count), rssi: Double(median),
+                  spread: sorted.count < 2 ? 0 : 1.4826 * Double(Self.median(deviations)))
     }
 
     private static func median(_ sorted: [Float]) -> Float {

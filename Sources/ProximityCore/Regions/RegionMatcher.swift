@@ -171,7 +171,8 @@ public struct RegionMatcher: Sendable, Hashable {
             try set(key, .number(Double(n)))
         case (.seconds, .number(let seconds)):
             guard seconds.isFinite, Self.exitPeriodRange.contains(seconds) else {
-                throw MatcherError(key, "must be a number of seconds in \(Int(Self.exitPeriodRange.lowerBound))...\(Int(Self.exitPeriodRange.upperBound)), not \(seconds)")
+                throw MatcherError(key, "must be a number of seconds in " +
+                    "\(Int(Self.exitPeriodRange.lowerBound))...\(Int(Self.exitPeriodRange.upperBound)), not \(seconds)")
             }
             exitPeriod = seconds
         case (.boolean, .boolean(let b)):
@@ -185,7 +186,8 @@ public struct RegionMatcher: Sendable, Hashable {
         switch key {
         case .kind:
             guard let k = PeerKind(rawValue: text) else {
-                throw MatcherError(key, "must be one of \(PeerKind.allCases.map(\.rawValue).joined(separator: ", ")), not \(text.debugDescription)")
+                throw MatcherError(key,
+                    "must be one of \(PeerKind.allCases.map(\.rawValue).joined(separator: ", ")), not \(text.debugDescription)")
             }
             kind = k
         case .identifier:
@@ -252,7 +254,8 @@ public struct RegionMatcher: Sendable, Hashable {
             throw MatcherError(families[1].1!, "cannot go with \(families[0].1!.rawValue): a peer is one kind of beacon")
         }
         if namespace != nil, url != nil || urlDomain != nil {
-            throw MatcherError(url != nil ? .url : .urlDomain, "cannot go with Namespace: Eddystone-UID and Eddystone-URL are different frames")
+            throw MatcherError(url != nil ? .url : .urlDomain,
+                               "cannot go with Namespace: Eddystone-UID and Eddystone-URL are different frames")
         }
         if let kind, let family = families.first, family.0 != kind {
             throw MatcherError(.kind, "is \(kind.rawValue), but \(family.1!.rawValue) is \(family.0.rawValue)")

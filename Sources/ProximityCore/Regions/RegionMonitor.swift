@@ -284,7 +284,8 @@ public struct RegionMonitor: Sendable {
     public mutating func update(_ peers: [PeerSnapshot], at t: Timestamp) -> RegionUpdate {
         // Peers nearest first: each region's present peers come out in ranging order.
         let order = peers.indices.sorted {
-            (peers[$0].proximity, peers[$0].distance, peers[$0].identifier) < (peers[$1].proximity, peers[$1].distance, peers[$1].identifier)
+            (peers[$0].proximity, peers[$0].distance, peers[$0].identifier)
+                < (peers[$1].proximity, peers[$1].distance, peers[$1].identifier)
         }
         var present: [Int: [Int32]] = [:]
         let defaultExitPeriod = configuration.defaultExitPeriod
@@ -292,7 +293,8 @@ public struct RegionMonitor: Sendable {
             func consider(_ bucket: [Int]?, _ p: Int, _ peer: PeerSnapshot, _ keys: RegionMatcher.PeerKeys) {
                 guard let bucket else { return }
                 for slot in bucket {
-                    guard t - peer.lastSeen < entries[slot]!.status.region.matcher.exitPeriod ?? defaultExitPeriod, entries[slot]!.status.region.matcher.admits(peer.proximity),
+                    guard t - peer.lastSeen < entries[slot]!.status.region.matcher.exitPeriod ?? defaultExitPeriod,
+                          entries[slot]!.status.region.matcher.admits(peer.proximity),
                           entries[slot]!.status.region.matcher.matches(peer, keys) else { continue }
                     present[slot, default: []].append(Int32(p))
                 }

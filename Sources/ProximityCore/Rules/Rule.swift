@@ -105,7 +105,8 @@ public indirect enum RuleCondition: Sendable, Hashable {
             let list = op.takesValues ? " " + values.map(\.debugDescription).joined(separator: " or ") : ""
             // A prox number in a test of zones, with the zone it stands for.
             let zones = op == .within || values.contains { Proximity(rawValue: $0) != nil }
-            let zone = zones ? lookup(key).flatMap { Proximity(rawValue: $0) == nil ? RuleOperator.zone($0) : nil }.map { ", \($0.rawValue)" } ?? "" : ""
+            let zone = zones ? lookup(key).flatMap { Proximity(rawValue: $0) == nil ? RuleOperator.zone($0) : nil }
+                .map { ", \($0.rawValue)" } ?? "" : ""
             return ["\(pad)\(verdict)  \(key) \(op.rawValue)\(list)  (\(key) is \(actual)\(zone))"]
         case .all(let conditions):
             return ["\(pad)\(verdict)  all of:"] + conditions.flatMap { $0.explain(lookup, depth: depth + 1) }

@@ -121,7 +121,9 @@ extension Rule {
     /// Builds a rule from its tree, checking everything; throws the first problem with its path.
     public static func parse(identifier: String, _ value: RuleValue) throws(RuleDefinitionError) -> Rule {
         if let problem = problem(identifier: identifier) { throw RuleDefinitionError(["identifier"], problem) }
-        guard case .map(let entries, let order) = value else { throw RuleDefinitionError([], "a rule must be a mapping of \(keys.joined(separator: ", ")), not \(value.summary)") }
+        guard case .map(let entries, let order) = value else {
+            throw RuleDefinitionError([], "a rule must be a mapping of \(keys.joined(separator: ", ")), not \(value.summary)")
+        }
         for key in order where !keys.contains(key) && key != "identifier" {
             throw RuleDefinitionError([key], "unknown key (known: \(keys.joined(separator: ", ")))")
         }
@@ -136,7 +138,8 @@ extension Rule {
             triggers = []
             for (i, item) in items.enumerated() {
                 guard case .text(let s) = item, let trigger = RuleTrigger(rawValue: s) else {
-                    throw RuleDefinitionError(["on", "[\(i)]"], "must be one of \(RuleTrigger.allCases.map(\.rawValue).joined(separator: ", ")), not \(item.summary)")
+                    throw RuleDefinitionError(["on", "[\(i)]"],
+                        "must be one of \(RuleTrigger.allCases.map(\.rawValue).joined(separator: ", ")), not \(item.summary)")
                 }
                 triggers.insert(trigger)
             }
@@ -151,7 +154,8 @@ extension Rule {
         switch entries["cooldown"] {
         case nil: cooldown = nil
         case .number(let d)? where d > 0 && d <= 2_592_000: cooldown = d
-        case let other?: throw RuleDefinitionError(["cooldown"], "must be a number of seconds from 0 (excluded) to 2592000, not \(other.summary)")
+        case let other?:
+            throw RuleDefinitionError(["cooldown"], "must be a number of seconds from 0 (excluded) to 2592000, not \(other.summary)")
         }
         if let f = entries["frequency"] {
             switch f {
@@ -194,17 +198,22 @@ extension Rule {
         }
         if let problem = Profile.problem(key: key) { throw RuleDefinitionError(path + ["key"], problem) }
         guard case .text(let opText)? = entries["op"], let op = RuleOperator(rawValue: opText) else {
-            throw RuleDefinitionError(path + ["op"], "must be one of \(RuleOperator.allCases.map(\.rawValue).joined(separator: ", "))\(entries["op"].map { ", not \($0.summary)" } ?? "")")
+            throw RuleDefinitionError(path + ["op"], "must be one of " +
+                "\(RuleOperator.allCases.map(\.rawValue).joined(separator: ", "))\(entries["op"].map { ", not \($0.summary)" } ?? "")")
         }
         var values: [String] = []
         if entries["value"] != nil && entries["values"] != nil { throw RuleDefinitionError(path, "give value or values, not both") }
         if let v = entries["value"] {
-            guard let text = v.scalarText else { throw RuleDefinitionError(path + ["value"], "must be a string, a number or a boolean, not \(v.summary)") }
+            guard let text = v.scalarText else {
+                throw RuleDefinitionError(path + ["value"], "must be a string, a number or a boolean, not \(v.summary)")
+            }
             values = [text]
         } else if let v = entries["values"] {
             guard case .list(let items) = v else { throw RuleDefinitionError(path + ["values"], "must be a list, not \(v.summary)") }
             for (i, item) in items.enumerated() {
-                guard let text = item.scalarText else { throw RuleDefinitionError(path + ["values", "[\(i)]"], "must be a string, a number or a boolean, not \(item.summary)") }
+                guard let text = item.scalarText else {
+                    throw RuleDefinitionError(path + ["values", "[\(i)]"], "must be a string, a number or a boolean, not \(item.summary)")
+                }
                 values.append(text)
             }
         }
@@ -221,7 +230,9 @@ extension Rule {
     }
 
     static func parseActions(_ value: RuleValue) throws(RuleDefinitionError) -> [RuleAction] {
-        guard case .list(let items) = value, !items.isEmpty else { throw RuleDefinitionError(["do"], "must be a non-empty list of actions") }
+        guard case .list(let items) = value, !items.isEmpty else {
+            throw RuleDefinitionError(["do"], "must be a non-empty list of actions")
+        }
         var actions: [RuleAction] = []
         for (i, item) in items.enumerated() {
             let path = ["do", "[\(i)]"]
@@ -230,10 +241,14 @@ extension Rule {
             }
             let body = entries[name]!
             func texts() throws(RuleDefinitionError) -> [String: String] {
-                guard case .map(let m, let keys) = body else { throw RuleDefinitionError(path + [name], "must be a mapping of names to text, not \(body.summary)") }
+                guard case .map(let m, let keys) = body else {
+                    throw RuleDefinitionError(path + [name], "must be a mapping of names to text, not \(body.summary)")
+                }
                 var out: [String: String] = [:]
                 for k in keys {
-                    guard let text = m[k]!.scalarText else { throw RuleDefinitionError(path + [name, k], "must be text, not \(m[k]!.summary)") }
+                    guard let text = m[k]!.scalarText else {
+                        throw RuleDefinitionError(path + [name, k], "must be text, not \(m[k]!.summary)")
+                    }
                     out[k] = text
                 }
                 return out

@@ -30,7 +30,9 @@ extension ConfigDecoder {
     /// used), and the alert (nil when anything of it is wrong). Every problem is reported.
     mutating func decodeAlert(_ item: ConfigNode, path: String) -> (identifier: (String, ConfigPosition)?, alert: Alert?) {
         guard let entries = mapping(item, path: path, keys: ConfigFile.alertKeys,
-                                    expected: "a mapping with identifier:, match: and the alert's keys such as title:") else { return (nil, nil) }
+                                    expected: "a mapping with identifier:, match: and the alert's keys such as title:") else {
+            return (nil, nil)
+        }
         var identifier: (String, ConfigPosition)?
         var valid = true
         var parts: [(Alert.Key, Alert.Value)] = []

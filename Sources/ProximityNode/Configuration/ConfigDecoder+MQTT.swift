@@ -81,7 +81,8 @@ extension ConfigDecoder {
         }
         if settings.role == .mobile, !settings.compatibility.isEmpty,
            let compat = entries.first(where: { $0.key == "compat" }) {
-            report(compat.keyPosition, "mqtt.compat: a mobile node is never a room, and these forms would make it one: leave compat out, or set role: fixed")
+            report(compat.keyPosition, "mqtt.compat: a mobile node is never a room, and these forms would make it one: " +
+                   "leave compat out, or set role: fixed")
             valid = false
         }
         if !settings.broker.tls, settings.caFile != nil || settings.certificateFile != nil {
@@ -103,7 +104,8 @@ extension ConfigDecoder {
         var valid = true
         for (i, item) in items.enumerated() {
             guard let name = string(item), let mode = MQTTSettings.Compatibility(rawValue: name) else {
-                report(at: item, fallback: entry.keyPosition, "\(path)[\(i)]: must be one of \(YAMLKeys.alternatives(names)), not \(item.summary)")
+                report(at: item, fallback: entry.keyPosition,
+                       "\(path)[\(i)]: must be one of \(YAMLKeys.alternatives(names)), not \(item.summary)")
                 valid = false
                 continue
             }

@@ -21,7 +21,8 @@ extension ConfigDecoder {
     mutating func decodePreviousFleetKey(_ entry: ConfigEntry, now: Date = Date()) {
         guard !isNull(entry.value) else { return }
         guard let fields = mapping(entry.value, path: "previous-fleet-key", keys: ["file", "until"],
-                                   expected: "a mapping of file: (the previous key's file) and until: (when it stops being accepted)") else { return }
+                                   expected: "a mapping of file: (the previous key's file) and until: " +
+                                       "(when it stops being accepted)") else { return }
         var file: String?, until: Date?
         for field in fields {
             switch field.key {
@@ -38,7 +39,8 @@ extension ConfigDecoder {
                     }
                     guard date > now else { throw OptionProblem("\(t) is past: the rotation is over; remove previous-fleet-key:") }
                     guard date.timeIntervalSince(now) <= TrustSettings.maxGrace else {
-                        throw OptionProblem("\(t) is more than \(Int(TrustSettings.maxGrace / 86_400)) days away: a previous key is accepted for a week at most")
+                        throw OptionProblem("\(t) is more than \(Int(TrustSettings.maxGrace / 86_400)) days away: " +
+                            "a previous key is accepted for a week at most")
                     }
                     return date
                 }
@@ -64,7 +66,8 @@ extension ConfigDecoder {
     mutating func checkSecrets(file: String, mode: mode_t?) {
         trust.acceptUnverified = acceptUnverified ?? (trust.key == nil)
         if trust.key != nil, let mqtt, !mqtt.broker.tls, !mqtt.allowPlaintext, !mqtt.broker.isLoopback {
-            report(mqttBrokerPosition, "mqtt.broker: a node with a fleet key would publish where the fleet's members are, in clear, to \(mqtt.broker.host): use mqtts:// (docs/mqtt.md), or write allow-plaintext: true under mqtt: to accept that")
+            report(mqttBrokerPosition, "mqtt.broker: a node with a fleet key would publish where the fleet's members are, in clear, " +
+                   "to \(mqtt.broker.host): use mqtts:// (docs/mqtt.md), or write allow-plaintext: true under mqtt: to accept that")
         }
         if let path = mqtt?.passwordFile {
             do throws(SecretFileError) { _ = try SecretFile.password(path: path) } catch {
@@ -72,7 +75,9 @@ extension ConfigDecoder {
             }
         }
         if let mode, let at = inlineIRKsPosition, !trust.irks.isEmpty, mode & 0o077 != 0 {
-            report(at, "irks: \(file) is readable by group or others (mode \(String(mode, radix: 8))) and holds identity resolving keys: chmod 600 \(file) (owned by the user proximityd runs as), or move the keys to an IRK file of their own (irks: /etc/proximityd/irks.yaml, docs/security.md)")
+            report(at, "irks: \(file) is readable by group or others (mode \(String(mode, radix: 8))) and holds identity resolving keys: " +
+                   "chmod 600 \(file) (owned by the user proximityd runs as), or move the keys to an IRK file of their own " +
+                   "(irks: /etc/proximityd/irks.yaml, docs/security.md)")
         }
     }
 }

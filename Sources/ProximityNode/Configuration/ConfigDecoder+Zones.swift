@@ -7,7 +7,8 @@ extension ConfigDecoder {
     mutating func decodeZones(_ section: ConfigEntry) {
         let path = "zones"
         guard !isNull(section.value) else { return }
-        guard let entries = mapping(section.value, path: path, keys: ConfigFile.zonesKeys, expected: "a mapping of immediate and near") else {
+        guard let entries = mapping(section.value, path: path, keys: ConfigFile.zonesKeys,
+                                    expected: "a mapping of immediate and near") else {
             return
         }
         var next = zones

@@ -139,8 +139,11 @@ struct ConfigDecoder {
     /// An integer in `range` (`seconds`: a number of seconds, as the messages say).
     mutating func integer(_ entry: ConfigEntry, path: String, in range: ClosedRange<Int>, seconds: Bool = false) -> Int? {
         let bounds = "\(range.lowerBound)...\(range.upperBound)"
-        return integer(entry, seconds ? "an integer number of seconds in \(bounds)" : "an integer in \(bounds)", path: path) { n throws(OptionProblem) in
-            guard range.contains(n) else { throw OptionProblem(seconds ? "must be in \(bounds), not \(n)" : "must be an integer in \(bounds), not \(n)") }
+        return integer(entry, seconds ? "an integer number of seconds in \(bounds)" : "an integer in \(bounds)",
+                       path: path) { n throws(OptionProblem) in
+            guard range.contains(n) else {
+                throw OptionProblem(seconds ? "must be in \(bounds), not \(n)" : "must be an integer in \(bounds), not \(n)")
+            }
             return n
         }
     }

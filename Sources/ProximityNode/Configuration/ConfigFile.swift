@@ -30,8 +30,8 @@ public struct ConfigFile: Sendable, Hashable {
     /// The keys of `mqtt:` (`docs/mqtt.md`).
     public static let mqttKeys = [
         "broker", "ca-file", "cert-file", "key-file", "username", "password-file", "client-id", "prefix", "keepalive",
-        "report-interval", "report-moved", "hearings", "compat", "room", "role", "discovery", "discovery-prefix", "outbox-size", "reconnect-max",
-        "allow-plaintext",
+        "report-interval", "report-moved", "hearings", "compat", "room", "role", "discovery", "discovery-prefix", "outbox-size",
+        "reconnect-max", "allow-plaintext",
     ]
     /// The keys of `zones:`.
     public static let zonesKeys = ["immediate", "near"]
@@ -167,7 +167,8 @@ public struct ConfigFile: Sendable, Hashable {
         }
         if let previous = decoder.previousKeyFile, let old = key(previous.file, "previous-fleet-key.file", at: previous.position) {
             if decoder.fleetKeyFile == nil {
-                decoder.report(previous.position, "previous-fleet-key: needs fleet-key: (the new key); without one the node speaks the open protocol")
+                decoder.report(previous.position,
+                               "previous-fleet-key: needs fleet-key: (the new key); without one the node speaks the open protocol")
             } else if old == decoder.trust.key {
                 decoder.report(previous.position, "previous-fleet-key: \(previous.file) holds the same key as fleet-key:")
             } else {
@@ -182,8 +183,9 @@ public struct ConfigFile: Sendable, Hashable {
         guard problems.isEmpty else {
             throw ConfigurationError(problems: problems.map { $0.line(file: path) } + keyFileLines)
         }
-        var file = ConfigFile(path: path, options: decoder.options, names: decoder.names, zones: decoder.zones, regionMonitor: decoder.regionMonitor,
-                              regions: decoder.regions, alerts: decoder.alerts, tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
+        var file = ConfigFile(path: path, options: decoder.options, names: decoder.names, zones: decoder.zones,
+                              regionMonitor: decoder.regionMonitor, regions: decoder.regions, alerts: decoder.alerts,
+                              tracking: decoder.tracking, rules: decoder.rules, mqtt: decoder.mqtt)
         file.trust = decoder.trust
         return file
     }

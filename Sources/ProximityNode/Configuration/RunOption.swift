@@ -217,22 +217,26 @@ extension RunOption {
     /// Without it the value saved over D-Bus is used: the setting stays optional.
     public static let clearInterval = number(
         "clear-interval", valueName: "seconds", .reload, expected: "a number of seconds",
-        help: "Seconds a peer stays in the found-devices table unheard (0 < s <= 3600). Default: the value last set over D-Bus (ClearInterval), else 10.",
+        help: "Seconds a peer stays in the found-devices table unheard (0 < s <= 3600). " +
+            "Default: the value last set over D-Bus (ClearInterval), else 10.",
         \.clearInterval, \.clearInterval, check: RunOptions.checked(clearInterval:), apply: { seconds, _ in seconds })
 
     public static let measuredPower = integer(
         "measured-power", valueName: "dBm", .restart, takesNegativeValues: true, expected: "an integer (dBm)",
-        help: "This node's RSSI at 1 m in dBm (-127...20), advertised so that peer nodes range this node with it; also assumed for peer nodes that advertise none. Default: -59.",
+        help: "This node's RSSI at 1 m in dBm (-127...20), advertised so that peer nodes range this node with it; " +
+            "also assumed for peer nodes that advertise none. Default: -59.",
         \.measuredPower, \.measuredPower, check: RunOptions.checked(measuredPower:))
 
     public static let pathLossExponent = number(
         "path-loss-exponent", valueName: "n", .restart, expected: "a number",
-        help: "The distance model's path-loss exponent (1.5...6). Default: 2; keep it unless the site was measured over a wide range of distances, and calibrate measured powers instead (docs/ranging.md).",
+        help: "The distance model's path-loss exponent (1.5...6). Default: 2; keep it unless the site was measured over a wide range " +
+            "of distances, and calibrate measured powers instead (docs/ranging.md).",
         \.pathLossExponent, \.pathLossExponent, check: RunOptions.checked(pathLossExponent:))
 
     public static let rssiOffset = number(
         "rssi-offset", valueName: "dB", .reload, takesNegativeValues: true, expected: "a number (dB)",
-        help: "dB added to every RSSI sample this node receives, before ranging: positive for an adapter that reads low, negative for one that reads high (-40...40). SIGHUP applies a new value from the config file. Default: 0.",
+        help: "dB added to every RSSI sample this node receives, before ranging: positive for an adapter that reads low, " +
+            "negative for one that reads high (-40...40). SIGHUP applies a new value from the config file. Default: 0.",
         \.rssiOffset, \.rssiOffset, check: RunOptions.checked(rssiOffset:))
 
     public static let maxPeers = integer(

@@ -113,7 +113,8 @@ public struct RunOptions: Sendable, Hashable {
 
     public static func checked(pathLossExponent n: Double) throws(OptionProblem) -> Double {
         guard pathLossExponentRange.contains(n) else {
-            throw OptionProblem("\(show(n)) is not between \(show(pathLossExponentRange.lowerBound)) and \(show(pathLossExponentRange.upperBound))")
+            throw OptionProblem("\(show(n)) is not between \(show(pathLossExponentRange.lowerBound)) and " +
+                "\(show(pathLossExponentRange.upperBound))")
         }
         return n
     }
@@ -121,7 +122,8 @@ public struct RunOptions: Sendable, Hashable {
     public static func checked(rssiOffset dB: Double) throws(OptionProblem) -> Double {
         guard dB.isFinite else { throw OptionProblem("an offset must be a finite number of dB, not \(show(dB))") }
         guard rssiOffsetRange.contains(dB) else {
-            throw OptionProblem("an offset of \(show(dB)) dB is outside \(show(rssiOffsetRange.lowerBound))…\(show(rssiOffsetRange.upperBound))")
+            throw OptionProblem("an offset of \(show(dB)) dB is outside " +
+                "\(show(rssiOffsetRange.lowerBound))…\(show(rssiOffsetRange.upperBound))")
         }
         return dB
     }

@@ -136,7 +136,8 @@ public final class NodeDaemon: Service, Sendable {
                                         measuredPower: configuration.measuredPower,
                                         pathLossExponent: configuration.pathLossExponent, rssiOffset: configuration.rssiOffset,
                                         zoneDistances: ["immediate": configuration.zones.immediate, "near": configuration.zones.near],
-                                        peerNames: Dictionary(uniqueKeysWithValues: await engine.read { $0.peerNames }.map { ($0.key.rawValue, $0.value) }),
+                                        peerNames: Dictionary(uniqueKeysWithValues: await engine.read { $0.peerNames }
+                                            .map { ($0.key.rawValue, $0.value) }),
                                         irks: await engine.read { $0.irkSources })
         do {
             try await connection.addObjectManager(at: ProximityBus.rootPath)
@@ -166,7 +167,8 @@ public final class NodeDaemon: Service, Sendable {
             reply = try await connection.requestName(configuration.busName, flags: [.doNotQueue])
         } catch let error as DBusError where error.name == .accessDenied {
             await connection.close()
-            throw StartupError(.unavailable, "not allowed to own \(configuration.busName) on the \(describe(configuration.bus)) (run as root or as a member of group proximityd; see dbus/org.proximityd.conf): \(error.message)")
+            throw StartupError(.unavailable, "not allowed to own \(configuration.busName) on the \(describe(configuration.bus)) " +
+                "(run as root or as a member of group proximityd; see dbus/org.proximityd.conf): \(error.message)")
         } catch {
             await connection.close()
             throw StartupError(.unavailable, "cannot request \(configuration.busName) on the \(describe(configuration.bus)): \(error)")
@@ -274,7 +276,8 @@ struct PublisherService: Service {
 }
 
 func alreadyOwned(_ configuration: NodeConfiguration, _ owner: BusName?) -> String {
-    "\(configuration.busName) is already owned on the \(describe(configuration.bus))\(owner.map { " by \($0)" } ?? ""): is another proximityd running? (use --bus-name to run several nodes on one bus)"
+    "\(configuration.busName) is already owned on the \(describe(configuration.bus))\(owner.map { " by \($0)" } ?? ""): " +
+        "is another proximityd running? (use --bus-name to run several nodes on one bus)"
 }
 
 func describe(_ bus: BusAddress) -> String {

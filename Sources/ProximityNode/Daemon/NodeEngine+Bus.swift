@@ -10,7 +10,8 @@ extension NodeEngine {
                 state: StateDirectory, saved: NodeStep.Saved, eventLog: EventLog, clock: any NodeClock = SystemNodeClock(),
                 logger: Logger) {
         self.init(configuration: configuration, identity: identity,
-                  bluez: BlueZSide(connection: connection, mirror: mirror, configuration: configuration, identity: identity, logger: logger),
+                  bluez: BlueZSide(connection: connection, mirror: mirror, configuration: configuration, identity: identity,
+                                   logger: logger),
                   clients: BusClients(connection: connection), files: StateFiles(state: state, clock: clock, logger: logger),
                   saved: saved, eventLog: eventLog, clock: clock, logger: logger)
     }

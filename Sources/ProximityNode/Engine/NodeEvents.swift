@@ -58,7 +58,8 @@ public final class NodeEvents: Sendable {
 extension NodeEvent {
     /// What a whole event is the whole of: a newer event of the same kind replaces an older one.
     enum Kind: Hashable {
-        case report, peerIdentified, link, health, clearInterval, rssiOffset, zoneDistances, peerNames, irks, regionRanging, alerts, profile, recording
+        case report, peerIdentified, link, health, clearInterval, rssiOffset, zoneDistances, peerNames, irks, regionRanging, alerts,
+             profile, recording
     }
 
     var kind: Kind {

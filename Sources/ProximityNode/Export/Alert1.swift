@@ -33,7 +33,8 @@ extension BusExporter {
                     let content = changes.targets[key]?.offer(distance: distance) ?? [:]
                     try nodeObject?.emit(Manager1.alertReady, interface: Manager1.interface, [.objectPath(path), .variantMap(content)])
                 case .removed(let key, let reason):
-                    try nodeObject?.emit(Manager1.alertRemoved, interface: Manager1.interface, [.objectPath(Self.path(key)), .string(reason)])
+                    try nodeObject?.emit(Manager1.alertRemoved, interface: Manager1.interface,
+                                         [.objectPath(Self.path(key)), .string(reason)])
                 }
             } catch {
                 logger.error("cannot emit an alert signal", metadata: ["error": "\(error)"])
@@ -49,7 +50,8 @@ extension BusExporter {
         }
         if changes.strategies != shownStrategies {
             shownStrategies = changes.strategies
-            nodeObject?.set(Manager1.strategies, .array(element: .string, changes.strategies.map { .string($0) }), interface: Manager1.interface)
+            nodeObject?.set(Manager1.strategies, .array(element: .string, changes.strategies.map { .string($0) }),
+                            interface: Manager1.interface)
         }
         shown(changes.sequence)
     }

@@ -29,9 +29,12 @@ enum AlertManagerInterface {
                 try await commands.reply(.removeAlert(try checked(identifier)))
             },
             DBusMethod(Manager1.getAlerts, outputs: [DBusArgument("alerts", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, await commands.read { $0.alertTargetKeys }.map { .objectPath(ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue)) })]
+                [.array(element: .objectPath, await commands.read { $0.alertTargetKeys }
+                    .map { .objectPath(ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue)) })]
             },
-            DBusMethod(Manager1.getDefinitions, outputs: [DBusArgument("alerts", .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]) { _ in
+            DBusMethod(Manager1.getDefinitions,
+                       outputs: [DBusArgument("alerts",
+                                              .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]) { _ in
                 let definitions = await commands.read { $0.alertDefinitions }
                 return [.dictionary(key: .string, value: .dictionary(key: .string, value: .variant), definitions.map { alert, source in
                     var values = alert.busValues
@@ -108,7 +111,8 @@ enum AlertManagerInterface {
     private static func actionStatus(_ text: String) throws(DBusError) -> ActionStatus {
         guard let status = ActionStatus(rawValue: text) else {
             throw DBusError(Errors.invalidArguments,
-                            "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), not \(String(text.prefix(64)).debugDescription)")
+                            "status must be one of \(ActionStatus.allCases.map(\.rawValue).joined(separator: ", ")), " +
+                                "not \(String(text.prefix(64)).debugDescription)")
         }
         return status
     }
@@ -117,7 +121,8 @@ enum AlertManagerInterface {
     private static func target(alert: String, peer: String, _ commands: NodeCommands) async throws(DBusError) -> AlertTargetKey {
         let key = AlertTargetKey(alert: try checked(alert), peer: PeerID(peer))
         guard await commands.read({ $0.alertTargets[key] != nil }) else {
-            throw DBusError(Errors.doesNotExist, "alert \(alert.debugDescription) has no target \(String(peer.prefix(255)).debugDescription)")
+            throw DBusError(Errors.doesNotExist,
+                            "alert \(alert.debugDescription) has no target \(String(peer.prefix(255)).debugDescription)")
         }
         return key
     }
@@ -139,11 +144,13 @@ enum AlertManagerInterface {
             xml = try await connection.call(destination: owner, path: path, interface: .introspectable, member: "Introspect",
                                             timeout: BusClients.strategyTimeout).first?.string ?? ""
         } catch {
-            throw DBusError(Errors.notAStrategy, "\(path) of \(owner) cannot be introspected (\(error)); export an object with \(ProximityBus.AlertStrategy1.interface) there first")
+            throw DBusError(Errors.notAStrategy, "\(path) of \(owner) cannot be introspected (\(error)); " +
+                            "export an object with \(ProximityBus.AlertStrategy1.interface) there first")
         }
         guard StrategyIntrospection.declaresEvaluate(xml) else {
             throw DBusError(Errors.notAStrategy,
-                            "\(path) of \(owner) does not implement \(ProximityBus.AlertStrategy1.interface) with Evaluate(a{oa{sv}}) -> a{ob}")
+                            "\(path) of \(owner) does not implement \(ProximityBus.AlertStrategy1.interface) " +
+                                "with Evaluate(a{oa{sv}}) -> a{ob}")
         }
     }
 }
@@ -175,7 +182,11 @@ enum StrategyIntrospection {
                 inputs = []
                 outputs = []
             case "arg" where method != nil:
-                if attributes["direction"] == "out" { outputs.append(attributes["type"] ?? "") } else { inputs.append(attributes["type"] ?? "") }
+                if attributes["direction"] == "out" {
+                    outputs.append(attributes["type"] ?? "")
+                } else {
+                    inputs.append(attributes["type"] ?? "")
+                }
             default: break
             }
         }
@@ -184,7 +195,8 @@ enum StrategyIntrospection {
             switch name {
             case "method":
                 if method == ProximityBus.AlertStrategy1.evaluate.rawValue,
-                   inputs == [ProximityBus.AlertStrategy1.targetsType.description], outputs == [ProximityBus.AlertStrategy1.verdictsType.description] {
+                   inputs == [ProximityBus.AlertStrategy1.targetsType.description],
+                   outputs == [ProximityBus.AlertStrategy1.verdictsType.description] {
                     found = true
                 }
                 method = nil

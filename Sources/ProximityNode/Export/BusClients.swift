@@ -31,7 +31,8 @@ struct BusClients: Sendable {
             let reply = try await connection.call(destination: owner, path: path, interface: ProximityBus.AlertStrategy1.interface,
                                                   member: ProximityBus.AlertStrategy1.evaluate, [argument], timeout: Self.strategyTimeout)
             guard reply.count == 1, reply[0].type == ProximityBus.AlertStrategy1.verdictsType, let entries = reply[0].dictEntries else {
-                throw DBusError(ProximityBus.Errors.invalidArguments, "Evaluate answered '\(Signature(reply.map(\.type)))', expected 'a{ob}'")
+                throw DBusError(ProximityBus.Errors.invalidArguments,
+                                "Evaluate answered '\(Signature(reply.map(\.type)))', expected 'a{ob}'")
             }
             var verdicts: [AlertTargetKey: Bool] = [:]
             for entry in entries {

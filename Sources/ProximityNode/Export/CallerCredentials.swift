@@ -18,8 +18,8 @@ struct CallerCredentials: Sendable, Hashable {
     static func of(_ sender: BusName, on connection: DBusConnection) async throws(DBusError) -> CallerCredentials {
         let reply: [DBusValue]
         do {
-            reply = try await connection.call(destination: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "GetConnectionUnixUser",
-                                              [.string(sender.rawValue)], timeout: .seconds(5))
+            reply = try await connection.call(destination: .bus, path: "/org/freedesktop/DBus", interface: .bus,
+                                              member: "GetConnectionUnixUser", [.string(sender.rawValue)], timeout: .seconds(5))
         } catch {
             throw DBusError(ProximityBus.Errors.failed, "cannot tell who \(sender) is: \(error)")
         }

@@ -21,7 +21,8 @@ enum EventLogInterface {
             },
         ], signals: [
             DBusSignal(L1.logged, arguments: [DBusArgument("seq", .uint64), DBusArgument("time", .double), DBusArgument("source", .string),
-                                              DBusArgument("type", .string), DBusArgument("data", .dictionary(key: .string, value: .string))]),
+                                              DBusArgument("type", .string),
+                                              DBusArgument("data", .dictionary(key: .string, value: .string))]),
         ])
     }
 }

@@ -46,7 +46,9 @@ enum NodeInterface {
             DBusMethod(Node1.addIRK, DBusIn("name", String.self), DBusIn("key", String.self)) { _, name, hex in
                 if let problem = PeerID.irkNameProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
                 let key: IdentityResolvingKey
-                do throws(IRKError) { key = try IdentityResolvingKey(parsing: hex) } catch { throw DBusError(Errors.invalidArguments, error.description) }
+                do throws(IRKError) { key = try IdentityResolvingKey(parsing: hex) } catch {
+                    throw DBusError(Errors.invalidArguments, error.description)
+                }
                 try await commands.run(.addIRK(name, key: key))
                 return []
             },

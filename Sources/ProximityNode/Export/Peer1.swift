@@ -47,8 +47,8 @@ extension PeerSnapshot {
         return PeerProperties(
             identifier: identifier.rawValue, kind: kind.rawValue, address: address, name: name, rssi: rssi,
             smoothedRSSI: smoothedRSSI, measuredPower: measuredPower, distance: distance, proximity: proximity.rawValue,
-            firstSeen: firstSeen, lastSeen: lastSeen, verified: verified, major: major, minor: minor, namespace: namespace, instance: instance,
-            url: beacon?.url)
+            firstSeen: firstSeen, lastSeen: lastSeen, verified: verified, major: major, minor: minor, namespace: namespace,
+            instance: instance, url: beacon?.url)
     }
 }
 

@@ -29,11 +29,14 @@ enum ProfileInterface {
                     throw DBusError(Errors.invalidArguments, "prox must be 0 (unknown), 1 (immediate), 2 (near) or 3 (far), not \(prox)")
                 }
                 for (k, v) in entries.entries {
-                    if let problem = Profile.problem(key: k) ?? Profile.problem(value: v) { throw DBusError(Errors.invalidArguments, "data: \(problem)") }
+                    if let problem = Profile.problem(key: k) ?? Profile.problem(value: v) {
+                        throw DBusError(Errors.invalidArguments, "data: \(problem)")
+                    }
                 }
                 if let k = entries.repeatedKey { throw DBusError(Errors.invalidArguments, "data: \(k.debugDescription) is given twice") }
                 guard entries.entries.count <= 64 else { throw DBusError(Errors.invalidArguments, "data has more than 64 entries") }
-                return try await commands.reply(.trackBeacon(uuid: uuid, major: major, minor: minor, prox: Int(prox), data: entries.dictionary))
+                return try await commands.reply(.trackBeacon(uuid: uuid, major: major, minor: minor, prox: Int(prox),
+                                                             data: entries.dictionary))
             },
             DBusMethod(P1.clearCurrentBeacon) { _ in try await commands.reply(.clearCurrentBeacon) },
             DBusMethod(P1.addRule, DBusIn("identifier", String.self), DBusIn("rule", String.self)) { _, identifier, text in
@@ -61,7 +64,8 @@ enum ProfileInterface {
         ], signals: [
             DBusSignal(P1.tracked, arguments: [DBusArgument("contextdata", .dictionary(key: .string, value: .string))]),
             DBusSignal(P1.cleared),
-            DBusSignal(P1.ruleFired, arguments: [DBusArgument("rule", .string), DBusArgument("data", .dictionary(key: .string, value: .string))]),
+            DBusSignal(P1.ruleFired, arguments: [DBusArgument("rule", .string),
+                                                 DBusArgument("data", .dictionary(key: .string, value: .string))]),
         ])
     }
 
@@ -83,7 +87,8 @@ extension BusExporter {
                 switch signal {
                 case .tracked(let data): try nodeObject?.emit(P1.tracked, interface: P1.interface, [.stringMap(data)])
                 case .cleared: try nodeObject?.emit(P1.cleared, interface: P1.interface)
-                case .ruleFired(let rule, let data): try nodeObject?.emit(P1.ruleFired, interface: P1.interface, [.string(rule), .stringMap(data)])
+                case .ruleFired(let rule, let data):
+                    try nodeObject?.emit(P1.ruleFired, interface: P1.interface, [.string(rule), .stringMap(data)])
                 case .logged(let entry):
                     guard case .structure(let fields) = entry.value else { continue }
                     try nodeObject?.emit(ProximityBus.EventLog1.logged, interface: ProximityBus.EventLog1.interface, fields)

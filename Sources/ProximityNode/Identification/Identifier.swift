@@ -184,7 +184,9 @@ struct Identifier: Sendable {
     /// The peer's challenge for this link; nil when it has none (an open node: no challenge
     /// characteristic, or one that answers `NotSupported`).
     private func challenge(_ path: ObjectPath) async throws -> [UInt8]? {
-        guard let info = await mirror.characteristic(ProximityUUIDs.challengeCharacteristic, inService: serviceUUID, of: path) else { return nil }
+        guard let info = await mirror.characteristic(ProximityUUIDs.challengeCharacteristic, inService: serviceUUID, of: path) else {
+            return nil
+        }
         var characteristic = GattCharacteristic(connection: connection, info)
         characteristic.timeout = gattTimeout
         let bytes: [UInt8]
@@ -198,7 +200,8 @@ struct Identifier: Sendable {
             return nil
         }
         guard bytes.count == TrustedIdentification.challengeLength else {
-            throw IdentificationError(description: "the peer's challenge is \(bytes.count) bytes, not \(TrustedIdentification.challengeLength)")
+            throw IdentificationError(
+                description: "the peer's challenge is \(bytes.count) bytes, not \(TrustedIdentification.challengeLength)")
         }
         return bytes
     }
@@ -216,14 +219,17 @@ struct Identifier: Sendable {
         } catch let error as BlueZCallError where error.isTimeout {
             throw error
         } catch {
-            throw HelloRefused(error: IdentificationError(description: "the peer refused this node's hello: it is not of this fleet (another key) (\(error))"))
+            throw HelloRefused(error: IdentificationError(
+                description: "the peer refused this node's hello: it is not of this fleet (another key) (\(error))"))
         }
         let answer = try await readIdentityValue(path)
         guard let uuid = trust.openAnswer(answer, ownChallenge: own, challenge: challenge) else {
             throw IdentificationError(description: "the peer's answer does not prove membership of this fleet (another key, or a replay)")
         }
         // This node's own identity: its own messages relayed back to it.
-        guard uuid != identity else { throw IdentificationError(description: "the peer answered with this node's own identity (a relay back to it)") }
+        guard uuid != identity else {
+            throw IdentificationError(description: "the peer answered with this node's own identity (a relay back to it)")
+        }
         return uuid
     }
 }

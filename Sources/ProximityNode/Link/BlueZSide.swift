@@ -82,7 +82,8 @@ actor BlueZSide {
         let trusted = trust.isTrusted
         let tag = privacy ? nil : trust.key.flatMap { key in address.map { KeyedMemberTag(key).tag(for: $0) } }
         return AdvertisementContent(serviceUUID: configuration.serviceUUID.lowercased, localName: trusted ? nil : configuration.name,
-                                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower, memberTag: tag),
+                                    manufacturerData: NodePowerFrame.manufacturerData(measuredPower: configuration.measuredPower,
+                                                                                      memberTag: tag),
                                     identity: trusted ? nil : identity)
     }
 
@@ -114,12 +115,14 @@ actor BlueZSide {
         await old.unexport()
         advertisement = nil
         do {
-            let new = try await Advertisement.export(on: connection, content: content, callers: BlueZCallers(connection: connection), logger: logger)
+            let new = try await Advertisement.export(on: connection, content: content, callers: BlueZCallers(connection: connection),
+                                                     logger: logger)
             advertisement = new
             relayReleases(of: new)
             if wasRegistered { try await new.register(with: manager) }
             if announce {
-                logger.notice(trusted ? "the advertisement no longer carries the node's name or identity" : "the advertisement carries the node's name again",
+                logger.notice(trusted ? "the advertisement no longer carries the node's name or identity"
+                                      : "the advertisement carries the node's name again",
                               metadata: ["advertisement.name": "\(new.plan.localName ?? "none")"])
             }
         } catch {
@@ -150,7 +153,8 @@ actor BlueZSide {
             if advertisement?.plan.carriesManufacturerData == false {
                 logger.warning("the advertisement has no room for the measured power: peers will assume their own")
             }
-            application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, service: identityService, callers: callers)
+            application = try await GattApplication.export(on: connection, serviceUUID: serviceUUID, service: identityService,
+                                                           callers: callers)
         } catch {
             logger.error("cannot export the advertisement or the GATT application", metadata: ["error": "\(error)"])
         }
@@ -227,7 +231,8 @@ actor BlueZSide {
         case .deviceChanged(let info, let changed):
             guard info.adapter == adapterPath else { return nil }
             return Self.sighting(info, sample: changed.contains("RSSI"),
-                                 frameChanged: changed.contains("ManufacturerData") || changed.contains("ServiceData") || changed.contains("UUIDs"),
+                                 frameChanged: changed.contains("ManufacturerData") || changed.contains("ServiceData")
+                                     || changed.contains("UUIDs"),
                                  at: t)
         case .deviceRemoved: return nil
         }
@@ -242,7 +247,9 @@ actor BlueZSide {
 
     /// A peer that connected to this node wrote its identity to the hello characteristic.
     static func input(for hello: GattHello, adapter: ObjectPath) -> NodeInput? {
-        guard hello.device.rawValue.hasPrefix(adapter.rawValue + "/"), let address = DeviceInfo.address(fromPath: hello.device) else { return nil }
+        guard hello.device.rawValue.hasPrefix(adapter.rawValue + "/"), let address = DeviceInfo.address(fromPath: hello.device) else {
+            return nil
+        }
         return .introduced(hello.identity, address: address, verified: hello.verified, key: hello.key)
     }
 

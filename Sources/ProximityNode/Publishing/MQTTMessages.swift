@@ -82,7 +82,8 @@ struct MQTTMessages: Sendable {
             out.append(MQTTOutgoing(topic: espresenseTopic(id), payload: MQTTJSON.encode(report), qos: 0))
         }
         if settings.compatibility.contains(.mqttRoom) {
-            out.append(MQTTOutgoing(topic: mqttRoomTopic, payload: MQTTJSON.encode(MQTTRoomReport(id: id, name: shownName, distance: distance)),
+            out.append(MQTTOutgoing(topic: mqttRoomTopic,
+                                    payload: MQTTJSON.encode(MQTTRoomReport(id: id, name: shownName, distance: distance)),
                                     qos: 0))
         }
         return out

@@ -239,7 +239,8 @@ public actor MQTTPublisher {
                                metadata: ["reason": "\(reason)", "events.pending": "\(outbox?.count ?? 0)"])
                 lastProblem = nil
             } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
-                let hint = event.isTLSFailure ? " (check mqtt.ca-file: the CA that signed the broker's certificate, and the host in mqtt.broker)" : ""
+                let hint = event.isTLSFailure
+                    ? " (check mqtt.ca-file: the CA that signed the broker's certificate, and the host in mqtt.broker)" : ""
                 problem("cannot reach the MQTT broker at \(settings.broker): \(reason)\(hint); retrying with back-off", code: code)
             }
         }

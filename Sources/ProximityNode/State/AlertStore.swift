@@ -70,7 +70,8 @@ public struct AlertStore: Sendable {
             var parts: [(Alert.Key, Alert.Value)] = []
             for (name, value) in definition.parts.sorted(by: { $0.key < $1.key }) {
                 guard let key = Alert.Key(rawValue: name) else {
-                    throw StateError(kind: .corrupt, path: path, detail: "alert \(definition.identifier.debugDescription): unknown key \(name.debugDescription)")
+                    throw StateError(kind: .corrupt, path: path,
+                                     detail: "alert \(definition.identifier.debugDescription): unknown key \(name.debugDescription)")
                 }
                 // JSON does not say a matcher of text parts from a mapping: the key does.
                 if key == .match, case .map(let texts) = value {
@@ -88,7 +89,8 @@ public struct AlertStore: Sendable {
                 .init(status: target.status, invalidSince: target.invalidSince.map(clock.timestamp(fromEpoch:)))
         }
         for acceptance in file.cooldowns {
-            saved.engine.acceptedAt[AlertTargetKey(alert: acceptance.alert, peer: PeerID(acceptance.peer))] = clock.timestamp(fromEpoch: acceptance.at)
+            saved.engine.acceptedAt[AlertTargetKey(alert: acceptance.alert,
+                                                   peer: PeerID(acceptance.peer))] = clock.timestamp(fromEpoch: acceptance.at)
         }
         saved.engine.accepted = file.caps.mapValues { $0.map(clock.timestamp(fromEpoch:)) }
         return saved
@@ -102,7 +104,8 @@ public struct AlertStore: Sendable {
                 Definition(identifier: alert.identifier, parts: Dictionary(uniqueKeysWithValues: alert.parts.map { ($0.0.busName, $0.1) }))
             },
             targets: engine.targets.sorted { $0.key < $1.key }.map {
-                Target(alert: $0.key.alert, peer: $0.key.peer.rawValue, status: $0.value.status, invalidSince: $0.value.invalidSince.map(clock.epoch))
+                Target(alert: $0.key.alert, peer: $0.key.peer.rawValue, status: $0.value.status,
+                       invalidSince: $0.value.invalidSince.map(clock.epoch))
             },
             cooldowns: engine.acceptedAt.sorted { $0.key < $1.key }.map {
                 Acceptance(alert: $0.key.alert, peer: $0.key.peer.rawValue, at: clock.epoch($0.value))

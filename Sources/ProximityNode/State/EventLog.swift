@@ -67,7 +67,8 @@ public final class EventLog: Sendable {
             if data.last != UInt8(ascii: "\n") {
                 let keepBytes = data.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
                 guard ftruncate(file.fd, off_t(keepBytes)) == 0 else {
-                    throw StateError(kind: .cannotWrite, path: path, detail: "cannot cut the torn last line: \(String(cString: strerror(errno)))")
+                    throw StateError(kind: .cannotWrite, path: path,
+                                     detail: "cannot cut the torn last line: \(String(cString: strerror(errno)))")
                 }
                 file.size = keepBytes
             }

@@ -58,7 +58,8 @@ public struct NodeSettings: Codable, Sendable, Equatable {
             throw StateError(kind: .corrupt, path: path, detail: "not a settings file: \(decodingSummary(error))")
         }
         guard settings.version == currentVersion else {
-            throw StateError(kind: .corrupt, path: path, detail: "version \(settings.version) is not supported (expected \(currentVersion))")
+            throw StateError(kind: .corrupt, path: path,
+                             detail: "version \(settings.version) is not supported (expected \(currentVersion))")
         }
         if let interval = settings.clearInterval, !NodeSettings.clearIntervalRange.contains(interval) {
             throw StateError(kind: .corrupt, path: path, detail: "clearInterval \(interval) is outside 0 < seconds <= 3600")

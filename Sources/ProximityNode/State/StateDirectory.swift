@@ -84,7 +84,8 @@ public struct StateDirectory: Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            let detail = errno == ELOOP ? "is a symbolic link: the node's state files are its own regular files" : String(cString: strerror(errno))
+            let detail = errno == ELOOP ? "is a symbolic link: the node's state files are its own regular files"
+                : String(cString: strerror(errno))
             throw StateError(kind: .cannotRead, path: path, detail: detail)
         }
         defer { close(fd) }
@@ -92,11 +93,14 @@ public struct StateDirectory: Sendable {
         guard fstat(fd, &info) == 0 else { throw StateError(kind: .cannotRead, path: path, detail: String(cString: strerror(errno))) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw StateError(kind: .cannotRead, path: path, detail: "is not a regular file") }
         guard info.st_uid == geteuid() else {
-            throw StateError(kind: .cannotRead, path: path, detail: "is owned by uid \(info.st_uid), not by the user the node runs as (uid \(geteuid())): chown \(geteuid()) \(path)")
+            throw StateError(kind: .cannotRead, path: path,
+                             detail: "is owned by uid \(info.st_uid), not by the user the node runs as (uid \(geteuid())): " +
+                                 "chown \(geteuid()) \(path)")
         }
         if secret, info.st_mode & 0o077 != 0 {
             throw StateError(kind: .cannotRead, path: path,
-                             detail: "is readable or writable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))) and holds IRKs: chmod 600 \(path)")
+                             detail: "is readable or writable by group or others (mode \(String(info.st_mode & 0o777, radix: 8))) " +
+                                 "and holds IRKs: chmod 600 \(path)")
         }
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
@@ -185,7 +189,8 @@ public enum NodeIdentity {
         if let data = try state.read(fileName) {
             let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             guard let uuid = UUID(uuidString: text) else {
-                throw StateError(kind: .corrupt, path: state.file(fileName).path, detail: "expected one UUID, found \(text.debugDescription.prefix(60))")
+                throw StateError(kind: .corrupt, path: state.file(fileName).path,
+                                 detail: "expected one UUID, found \(text.debugDescription.prefix(60))")
             }
             return uuid
         }

@@ -193,7 +193,9 @@ extension NodeStep {
     // MARK: - Reload
 
     /// The config file's alerts after a reload (bus alerts of the same identifier give way).
-    mutating func reconfigureAlerts(_ configuration: NodeConfiguration) throws(NodeRefusal) -> (events: [AlertEvent], lines: [LogLine], changed: Bool) {
+    mutating func reconfigureAlerts(
+        _ configuration: NodeConfiguration
+    ) throws(NodeRefusal) -> (events: [AlertEvent], lines: [LogLine], changed: Bool) {
         let reload = alerts.provenance.reload(config: configuration.alerts.map(\.identifier))
         let before = alerts.engine.alerts
         var events: [AlertEvent] = []
@@ -201,7 +203,8 @@ extension NodeStep {
         for alert in configuration.alerts where alerts.engine.alerts[alert.identifier] != alert { events += alerts.engine.add(alert) }
         if alerts.engine.alerts.count > Self.maxAlerts {
             throw NodeRefusal(.invalidConfiguration,
-                              "\(alerts.engine.alerts.count) alerts (config file and bus) exceed \(Self.maxAlerts); remove some first; nothing changed")
+                              "\(alerts.engine.alerts.count) alerts (config file and bus) exceed \(Self.maxAlerts); remove some first; " +
+                                  "nothing changed")
         }
         let changed = reload.next != alerts.provenance || alerts.engine.alerts != before
         alerts.provenance = reload.next

@@ -32,7 +32,9 @@ extension NodeStep {
         case .done(let key):
             try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.done(key, at: time.now) }
         case .setActionStatus(let key, let status):
-            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.setStatus(key, status, at: time.now) }
+            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in
+                try engine.setStatus(key, status, at: time.now)
+            }
         case .registerStrategy(let key, let client): try registerStrategy(key, client, into: &outcome, at: time)
         case .unregisterStrategy(let client): try unregisterStrategy(client, into: &outcome, at: time)
         case .strategyAnswered(let key, let generation, let verdicts):
@@ -91,7 +93,9 @@ extension NodeStep {
         do throws(ProfileFull) { changed = try profile.profile.apply([key: value]) } catch {
             throw NodeRefusal(.limitReached, "the profile holds at most \(error.limit) attributes; remove some first")
         }
-        profileCommand(into: &outcome, at: time, before: before) { step, _ in changed.isEmpty ? [] : [step.profileHappening(changed, by: "bus", at: time)] }
+        profileCommand(into: &outcome, at: time, before: before) { step, _ in
+            changed.isEmpty ? [] : [step.profileHappening(changed, by: "bus", at: time)]
+        }
     }
 
     mutating func removeAttribute(_ key: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
@@ -132,7 +136,9 @@ extension NodeStep {
     /// `TestRule`: whether the rule's condition holds on the profile now (`event.*` fields are
     /// missing), and why.
     public func testRule(_ identifier: String) throws(NodeRefusal) -> (Bool, [String]) {
-        guard let rule = profile.rules.rules[identifier] else { throw NodeRefusal(.doesNotExist, "no rule \(identifier.debugDescription) is defined") }
+        guard let rule = profile.rules.rules[identifier] else {
+            throw NodeRefusal(.doesNotExist, "no rule \(identifier.debugDescription) is defined")
+        }
         let lookup = { [profile = profile.profile] (key: String) in RuleEngine.lookup(key, profile: profile, event: nil) }
         return (rule.condition.holds(lookup), rule.condition.explain(lookup))
     }
@@ -168,7 +174,8 @@ extension NodeStep {
         let was = trust
         trust = configuration.trust
         if trust.key != was.key || trust.acceptUnverified != was.acceptUnverified || trust.previousKey != was.previousKey {
-            outcome.effects.append(.log(LogLine(.notice, trust.isTrusted ? "the fleet key changed: the trusted protocol from now on" : "no fleet key: the open protocol from now on", [
+            outcome.effects.append(.log(LogLine(.notice, trust.isTrusted ? "the fleet key changed: the trusted protocol from now on"
+                                                    : "no fleet key: the open protocol from now on", [
                 "fleet.key": "\(trust.key?.fingerprint ?? "none")", "was": "\(was.key?.fingerprint ?? "none")",
                 "accept-unverified": "\(trust.acceptUnverified)"])))
             outcome.effects.append(.trust(trust))
@@ -197,7 +204,8 @@ extension NodeStep {
         for rule in configuration.rules { profile.rules.add(rule) }
         if profile.rules.rules.count > RuleEngine.maxRules {
             throw NodeRefusal(.invalidConfiguration,
-                              "\(profile.rules.rules.count) rules (config file and bus) exceed \(RuleEngine.maxRules); remove some first; nothing changed")
+                              "\(profile.rules.rules.count) rules (config file and bus) exceed \(RuleEngine.maxRules); remove some " +
+                                  "first; nothing changed")
         }
         profile.provenance = reload.next
         return reload.lines

@@ -24,9 +24,11 @@ extension NodeStep {
     }
 
     /// `AddIRK`: kept in `settings.json` before the reply.
-    mutating func addIRK(_ name: String, _ key: IdentityResolvingKey, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+    mutating func addIRK(_ name: String, _ key: IdentityResolvingKey, into outcome: inout StepOutcome,
+                         at time: NodeTime) throws(NodeRefusal) {
         if trust.irks[name] != nil {
-            throw NodeRefusal(.notPermitted, "the IRK \(name.debugDescription) is given in the config file's irks:; change it there and reload")
+            throw NodeRefusal(.notPermitted,
+                              "the IRK \(name.debugDescription) is given in the config file's irks:; change it there and reload")
         }
         let hex = Hex.text(key.bytes)
         guard settings.irks[name] != hex else { return }
@@ -37,7 +39,8 @@ extension NodeStep {
         settings.irks[name] = hex
         commit(.settings(settings), into: &outcome, at: time)
         applyIRKs()
-        outcome.effects.append(.log(LogLine(.notice, replaced ? "IRK replaced" : "IRK added", ["irk": "\(name)", "peer.id": "\(PeerID.irk(name))"])))
+        outcome.effects.append(.log(LogLine(.notice, replaced ? "IRK replaced" : "IRK added",
+                                            ["irk": "\(name)", "peer.id": "\(PeerID.irk(name))"])))
         outcome.effects.append(.publish(.irks(irkSources, sequence: nextSequence())))
     }
 
@@ -45,7 +48,8 @@ extension NodeStep {
     mutating func removeIRK(_ name: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
         guard settings.irks.removeValue(forKey: name) != nil else {
             if trust.irks[name] != nil {
-                throw NodeRefusal(.notPermitted, "the IRK \(name.debugDescription) is given in the config file's irks:; remove it there and reload")
+                throw NodeRefusal(.notPermitted,
+                                  "the IRK \(name.debugDescription) is given in the config file's irks:; remove it there and reload")
             }
             throw NodeRefusal(.doesNotExist, "no IRK \(name.debugDescription) was added over the bus")
         }

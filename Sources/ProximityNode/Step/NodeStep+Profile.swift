@@ -90,10 +90,12 @@ extension NodeStep {
             let changed = (try? profile.profile.apply(attributes)) ?? [:]
             var data = contextData
             if let peer { data["peer"] = peer.rawValue }
-            let prox = contextData[TrackingKeys.beaconProx] ?? contextData[TrackingKeys.nodeProx] ?? contextData[TrackingKeys.eddystoneProx] ?? ""
+            let prox = contextData[TrackingKeys.beaconProx] ?? contextData[TrackingKeys.nodeProx]
+                ?? contextData[TrackingKeys.eddystoneProx] ?? ""
             effects.append(.log(LogLine(.info, "tracked", ["peer.id": "\(peer?.rawValue ?? "manual")", "prox": "\(prox)"])))
             var out = [Happening(log: LogEntryValue(time: time.epoch, source: "tracking", type: "tracked", data: data),
-                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "tracked"]) { _, type in type }, peer: peer),
+                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "tracked"]) { _, type in type },
+                                                  peer: peer),
                                  signal: .tracked(contextData))]
             if !changed.isEmpty { out.append(profileHappening(changed, by: "tracker", at: time, logged: false)) }
             return out
@@ -102,7 +104,8 @@ extension NodeStep {
             let data = peer.map { ["peer": $0.rawValue] } ?? [:]
             effects.append(.log(LogLine(.info, "cleared the current beacon", ["peer.id": "\(peer?.rawValue ?? "manual")"])))
             var out = [Happening(log: LogEntryValue(time: time.epoch, source: "tracking", type: "cleared", data: data),
-                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "cleared"]) { _, type in type }, peer: peer),
+                                 rules: RuleEvent(trigger: .tracking, fields: data.merging(["type": "cleared"]) { _, type in type },
+                                                  peer: peer),
                                  signal: .cleared)]
             if !changed.isEmpty { out.append(profileHappening(changed, by: "tracker", at: time, logged: false)) }
             return out
@@ -139,7 +142,8 @@ extension NodeStep {
             let peer = nearest[event.region]
             if let peer { data["peer"] = peer.rawValue }
             return Happening(log: LogEntryValue(time: epoch, source: "region", type: type, data: data),
-                             rules: RuleEvent(trigger: .region, fields: data.merging(["type": type]) { _, type in type }, peer: peer), signal: nil)
+                             rules: RuleEvent(trigger: .region, fields: data.merging(["type": type]) { _, type in type }, peer: peer),
+                             signal: nil)
         }
     }
 
@@ -192,13 +196,15 @@ extension NodeStep {
                 for firing in profile.rules.evaluate(event, profile: profile.profile, at: t) {
                     firedAny = true
                     effects.append(.log(LogLine(.info, "rule fired", ["rule": "\(firing.rule)", "on": "\(on)"])))
-                    items.append(.log(LogEntryValue(time: time.epoch, source: "rule", type: "fired", data: ["rule": firing.rule, "on": on])))
+                    items.append(.log(LogEntryValue(time: time.epoch, source: "rule", type: "fired",
+                                                    data: ["rule": firing.rule, "on": on])))
                     for action in firing.actions {
                         switch action {
                         case .signal(let data):
                             items.append(.signal(.ruleFired(rule: firing.rule, data: data)))
                         case .set(let values):
-                            changeProfile(values.mapValues { Optional($0) }, by: "rule \(firing.rule)", at: time, into: &next, effects: &effects)
+                            changeProfile(values.mapValues { Optional($0) }, by: "rule \(firing.rule)", at: time, into: &next,
+                                          effects: &effects)
                         case .remove(let keys):
                             changeProfile(Dictionary(uniqueKeysWithValues: keys.map { ($0, String?.none) }), by: "rule \(firing.rule)",
                                           at: time, into: &next, effects: &effects)
@@ -216,11 +222,13 @@ extension NodeStep {
         }
         if !queue.isEmpty {
             // The last round's changes are made and logged, but no rule sees them.
-            effects.append(.log(LogLine(.warning, "rules changed the profile \(Self.maxRuleRounds) rounds in a row: the last changes reach no rule")))
+            effects.append(.log(LogLine(.warning,
+                                        "rules changed the profile \(Self.maxRuleRounds) rounds in a row: the last changes reach no rule")))
             for happening in queue { add(happening) }
         }
         if firedAny || profile.persisted.isDue(at: t) { effects += saveProfileIfChanged(at: t) }
-        effects.append(.profile(sequence: nextSequence(), attributes: profile.profile.attributes != before ? profile.profile.attributes : nil,
+        effects.append(.profile(sequence: nextSequence(),
+                                attributes: profile.profile.attributes != before ? profile.profile.attributes : nil,
                                 items: items))
         return (effects, offers)
     }
@@ -229,7 +237,8 @@ extension NodeStep {
     /// the alert stage has seen this report (region events come first).
     private mutating func offerAlert(_ id: String, for firing: RuleFiring, at t: Timestamp, effects: inout [NodeEffect]) -> [AlertEvent] {
         guard let peer = firing.peer ?? profile.tracker.current else {
-            effects.append(.log(LogLine(.notice, "a rule offers an alert, but no peer goes with its event", ["rule": "\(firing.rule)", "alert": "\(id)"])))
+            effects.append(.log(LogLine(.notice, "a rule offers an alert, but no peer goes with its event",
+                                        ["rule": "\(firing.rule)", "alert": "\(id)"])))
             return []
         }
         let key = AlertTargetKey(alert: id, peer: peer)

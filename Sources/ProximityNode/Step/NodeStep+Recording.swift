@@ -101,13 +101,15 @@ extension NodeStep {
             }
             if !privileged, sharing.filter({ $0.uid == uid }).count >= RecordingLimits.maxRecordersPerUser {
                 throw NodeRefusal(.limitReached,
-                                  "user \(uid) records from \(RecordingLimits.maxRecordersPerUser) clients already (the most for a user outside group proximityd)")
+                                  "user \(uid) records from \(RecordingLimits.maxRecordersPerUser) clients already " +
+                                      "(the most for a user outside group proximityd)")
             }
         }
         recording.clients[client] = .init(peers: peers.isEmpty ? nil : Set(peers), since: time.epoch, uid: uid, privileged: privileged)
         recording.recompute()
         outcome.effects.append(.log(LogLine(.info, "recording samples", [
-            "dbus.sender": "\(client)", "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])))
+            "dbus.sender": "\(client)",
+            "peers": "\(peers.isEmpty ? "every peer" : peers.map(\.rawValue).sorted().joined(separator: ","))"])))
         outcome.effects += watch(client)
     }
 

@@ -84,11 +84,13 @@ extension NodeStep {
         try regions.provenance.checkBusDefinition(region.identifier, limit: .max)
         let determined: [RegionEvent]
         do { determined = try regions.monitor.start(region, at: time.now) } catch {
-            throw NodeRefusal(.limitReached, "at most \(error.limit) regions may be monitored; stop some first (or raise region-monitor.max-regions)")
+            throw NodeRefusal(.limitReached,
+                              "at most \(error.limit) regions may be monitored; stop some first (or raise region-monitor.max-regions)")
         }
         commit(.regions(regions.monitor.regions), into: &outcome, at: time)
         outcome.effects.append(.log(LogLine(.info, "monitoring a region", ["region": "\(region.identifier)", "source": "bus"])))
-        outcome.effects += publishRegions(RegionChanges(sequence: 0, defined: regions.monitor.status(of: region.identifier).map { [$0] } ?? [],
+        outcome.effects += publishRegions(RegionChanges(sequence: 0,
+                                                        defined: regions.monitor.status(of: region.identifier).map { [$0] } ?? [],
                                                         events: determined), at: time)
     }
 
@@ -123,7 +125,8 @@ extension NodeStep {
     // MARK: - Reload
 
     /// The config file's regions and monitor settings after a reload; the change to publish.
-    mutating func reconfigureRegions(_ configuration: NodeConfiguration, at t: Timestamp) throws(NodeRefusal) -> (RegionChanges, [LogLine]) {
+    mutating func reconfigureRegions(_ configuration: NodeConfiguration,
+                                     at t: Timestamp) throws(NodeRefusal) -> (RegionChanges, [LogLine]) {
         regions.monitor.configuration = configuration.regionMonitor
         let reload = regions.provenance.reload(config: configuration.regions.map(\.identifier))
         for id in reload.removed { regions.monitor.stop(id) }
@@ -133,17 +136,20 @@ extension NodeStep {
             do { determined += try regions.monitor.start(region, at: t) } catch {
                 let busCount = reload.next.identifiers(from: .bus).count
                 throw NodeRefusal(.invalidConfiguration,
-                                  "\(configuration.regions.count) regions in the config file and \(busCount) added over the bus exceed region-monitor.max-regions (\(error.limit)); nothing changed")
+                                  "\(configuration.regions.count) regions in the config file and \(busCount) added over the bus " +
+                                      "exceed region-monitor.max-regions (\(error.limit)); nothing changed")
             }
             defined.append(region.identifier)
         }
         if regions.monitor.count > configuration.regionMonitor.maxRegions {
             throw NodeRefusal(.invalidConfiguration,
-                              "\(regions.monitor.count) regions exceed region-monitor.max-regions (\(configuration.regionMonitor.maxRegions)); stop some first; nothing changed")
+                              "\(regions.monitor.count) regions exceed region-monitor.max-regions " +
+                                  "(\(configuration.regionMonitor.maxRegions)); stop some first; nothing changed")
         }
         var lines = reload.lines
         if !reload.removed.isEmpty || !defined.isEmpty {
-            lines.append(LogLine(.info, "regions of the config file applied", ["defined": "\(defined.count)", "removed": "\(reload.removed.count)"]))
+            lines.append(LogLine(.info, "regions of the config file applied",
+                                 ["defined": "\(defined.count)", "removed": "\(reload.removed.count)"]))
         }
         return (RegionChanges(sequence: 0, removed: reload.removed, defined: defined.compactMap { regions.monitor.status(of: $0) },
                               events: determined), lines)

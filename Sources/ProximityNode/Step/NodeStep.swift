@@ -248,7 +248,8 @@ public struct NodeStep: Sendable {
             // Opened with a key this node no longer holds (a hello the responder took just before a
             // reload replaced the key): not taken; the peer is identified under the new key.
             if verified, let key, key != trust.key?.fingerprint, key != trust.previousKey?.key.fingerprint {
-                return [.log(LogLine(.info, "a hello proved with a key this node no longer holds: not taken", ["peer.address": "\(address)"]))]
+                return [.log(LogLine(.info, "a hello proved with a key this node no longer holds: not taken",
+                                     ["peer.address": "\(address)"]))]
             }
             if let refusal = refusal(uuid, at: address, verified: verified) {
                 // An open hello is not taken, but it bans nothing: anyone can write one from any
@@ -296,7 +297,8 @@ public struct NodeStep: Sendable {
         case .registered(let afterFailure):
             return afterFailure ? LogLine(.notice, "registered the advertisement and the GATT application") : nil
         case .registrationFailed(let delay):
-            return LogLine(.error, "cannot register the advertisement or the GATT application; trying again in \(Int(delay.rounded())) s", failure)
+            return LogLine(.error,
+                           "cannot register the advertisement or the GATT application; trying again in \(Int(delay.rounded())) s", failure)
         case .discoveryFailed(let delay):
             return LogLine(.error, "cannot start discovery; trying again in \(Int(delay.rounded())) s", failure)
         case .discoveryStoppedByOthers: return LogLine(.notice, "discovery was stopped by another client: starting it again")
@@ -306,7 +308,8 @@ public struct NodeStep: Sendable {
                            ["silence": "\(Int(silence)) s", "before": "\(AdapterLink.rate(rate)) advertisements/s"])
         case .stillDeafPowerCycling: return LogLine(.warning, "discovery still delivers nothing: powering the adapter off and on", adapter)
         case .recoveryFailed(let delay):
-            return LogLine(.error, "the adapter delivers nothing after restarting discovery and a power cycle; trying again in \(Int(delay)) s", adapter)
+            return LogLine(.error, "the adapter delivers nothing after restarting discovery and a power cycle; " +
+                           "trying again in \(Int(delay)) s", adapter)
         case .recovered(let why): return LogLine(.notice, "the radio delivers again", ["after": "\(why)"])
         }
     }
@@ -356,7 +359,8 @@ public struct NodeStep: Sendable {
         connections.flatMap { connect -> [NodeEffect] in
             let effect = NodeEffect.identify(connect)
             guard connect.afterYield else { return [effect] }
-            return [.log(LogLine(.info, "the peer did not introduce itself: connecting to it", ["peer.address": "\(connect.address)"])), effect]
+            return [.log(LogLine(.info, "the peer did not introduce itself: connecting to it",
+                                 ["peer.address": "\(connect.address)"])), effect]
         }
     }
 
@@ -366,7 +370,8 @@ public struct NodeStep: Sendable {
         var conflicted = false
         var result = result
         if connectionsOfOldKey.remove(address) != nil, case .identified = result {
-            effects.append(.log(LogLine(.info, "a link begun before the fleet key changed: identifying the peer again", ["peer.address": "\(address)"])))
+            effects.append(.log(LogLine(.info, "a link begun before the fleet key changed: identifying the peer again",
+                                        ["peer.address": "\(address)"])))
             result = .failed
         }
         switch result {
@@ -440,7 +445,8 @@ public struct NodeStep: Sendable {
         guard !learnt.isOwn, learnt.isNew else { return ([], false) }
         var effects: [NodeEffect] = []
         if introduced {
-            effects.append(.log(LogLine(.info, "a peer introduced itself", ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"])))
+            effects.append(.log(LogLine(.info, "a peer introduced itself",
+                                        ["peer.address": "\(address)", "peer.id": "\(uuid.lowercased)"])))
         }
         if !learnt.previousAddresses.isEmpty {
             // An address that gave this identity up lately claims it back: not an address change
@@ -475,7 +481,8 @@ public struct NodeStep: Sendable {
     }
 
     /// The log line of a verified claim that conflicts with a verified binding heard lately.
-    public static let conflictMessage = "two addresses prove one identity (a relay, or a copied key): keeping the one heard, proving both again"
+    public static let conflictMessage = "two addresses prove one identity (a relay, or a copied key): " +
+        "keeping the one heard, proving both again"
 
     /// A new fleet key, or none: every identity is proved again (verified bindings too, which
     /// were proved with the old key).
@@ -508,7 +515,8 @@ public struct NodeStep: Sendable {
         }
         let expired = resolver.expireProofs(olderThan: Self.proofLifetime, at: t)
         if !expired.isEmpty {
-            effects.append(.log(LogLine(.notice, "peers that did not prove their identity again are unverified", ["peers": "\(expired.joined(separator: ","))"])))
+            effects.append(.log(LogLine(.notice, "peers that did not prove their identity again are unverified",
+                                        ["peers": "\(expired.joined(separator: ","))"])))
         }
         return effects
     }
@@ -581,9 +589,11 @@ public struct NodeStep: Sendable {
         return [.publish(.clearInterval(seconds))]
     }
 
-    mutating func setMeasuredPower(_ power: Int16, for identifier: String, into outcome: inout StepOutcome, at time: NodeTime) throws(NodeRefusal) {
+    mutating func setMeasuredPower(_ power: Int16, for identifier: String, into outcome: inout StepOutcome,
+                                   at time: NodeTime) throws(NodeRefusal) {
         guard settings.measuredPower[identifier] != nil || settings.measuredPower.count < NodeSettings.maxOverrides else {
-            throw NodeRefusal(.invalidArguments, "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
+            throw NodeRefusal(.invalidArguments,
+                              "at most \(NodeSettings.maxOverrides) peers may have a measured power set; reset some first")
         }
         settings.measuredPower[identifier] = power
         commit(.settings(settings), into: &outcome, at: time)
@@ -598,7 +608,8 @@ public struct NodeStep: Sendable {
         } catch {
             switch error {
             case .configured(let file):
-                throw NodeRefusal(.notPermitted, "\(peer) is named \(file.debugDescription) in the config file's names; change it there and reload")
+                throw NodeRefusal(.notPermitted,
+                                  "\(peer) is named \(file.debugDescription) in the config file's names; change it there and reload")
             case .full:
                 throw NodeRefusal(.limitReached, "at most \(PeerNames.maxGiven) peers may be named over the bus; remove some names first")
             }

@@ -55,7 +55,8 @@ struct Provenance: Sendable, Hashable {
     /// new and `limit` definitions exist. `hint`: what to do at the limit.
     func checkBusDefinition(_ identifier: String, limit: Int, hint: String = "remove some first") throws(NodeRefusal) {
         if sources[identifier] == .config {
-            throw NodeRefusal(.notPermitted, "\(noun) \(identifier.debugDescription) is defined in the config file; change it there and reload")
+            throw NodeRefusal(.notPermitted,
+                              "\(noun) \(identifier.debugDescription) is defined in the config file; change it there and reload")
         }
         if sources[identifier] == nil, sources.count >= limit {
             throw NodeRefusal(.limitReached, "at most \(limit) \(noun)s may be defined; \(hint)")
@@ -68,7 +69,8 @@ struct Provenance: Sendable, Hashable {
             throw NodeRefusal(.doesNotExist, missing ?? "no \(noun) \(identifier.debugDescription) is defined")
         }
         guard source == .bus else {
-            throw NodeRefusal(.notPermitted, "\(noun) \(identifier.debugDescription) is defined in the config file; remove it there and reload")
+            throw NodeRefusal(.notPermitted,
+                              "\(noun) \(identifier.debugDescription) is defined in the config file; remove it there and reload")
         }
     }
 

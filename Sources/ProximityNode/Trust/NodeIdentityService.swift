@@ -82,7 +82,8 @@ final class NodeIdentityService: GattIdentityService {
             let key = prints.count > (previousKey ? 1 : 0) ? prints[previousKey ? 1 : 0] : nil
             return GattHello(device: device, identity: identity, verified: true, key: key)
         case nil, .wrongLength?:
-            throw DBusError(GattApplication.invalidValueLengthError, "a hello is 16 bytes (open) or \(TrustedIdentification.helloLength) (trusted), not \(value.count)")
+            throw DBusError(GattApplication.invalidValueLengthError,
+                            "a hello is 16 bytes (open) or \(TrustedIdentification.helloLength) (trusted), not \(value.count)")
         case .refused(let firstTime)?:
             if firstTime {
                 logger.warning("refused a hello that does not prove membership of this fleet (another fleet's key, a replay, or no challenge read first)",
