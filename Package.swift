@@ -179,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "fleet-load",
             dependencies: [
-                "MQTTKit", "ProximityTesting", "ProximityCore",
+                "MQTTKit", "ProximityTesting", "ProximityCore", "ProximityMQTT",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/fleet-load"

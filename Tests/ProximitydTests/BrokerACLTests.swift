@@ -105,11 +105,11 @@ struct BrokerACLTests {
 
             // The kitchen's own topics, then another node's (hall's), then the sentinel, all on one
             // connection, each acknowledged by the broker (a denied one too: MQTT 3.1.1 cannot refuse).
-            let report = "{\"id\":\"tag1\",\"distance\":1.0}"
+            let report = FleetEndToEndTests.payload("tag1", distance: 1)
             let own = [("proximityd/kitchen/status", "online"), ("proximityd/kitchen/peers/tag1", report),
                        ("espresense/rooms/kitchen/status", "online"), ("espresense/devices/tag1/kitchen", report),
                        ("room_presence/kitchen", report), ("homeassistant/binary_sensor/proximityd_\(kitchenID)/connectivity/config", "{}")]
-            let forged = [("proximityd/hall/status", "offline"), ("proximityd/hall/peers/tag1", "{\"id\":\"tag1\",\"distance\":0.1}"),
+            let forged = [("proximityd/hall/status", "offline"), ("proximityd/hall/peers/tag1", FleetEndToEndTests.payload("tag1", distance: 0.1)),
                           ("espresense/rooms/hall/status", "offline"), ("espresense/devices/tag1/hall", report), ("room_presence/hall", report),
                           ("homeassistant/binary_sensor/proximityd_\(hallID)/connectivity/config", "{}"),
                           ("proximity-fleet/devices/tag1/room", "hall")]

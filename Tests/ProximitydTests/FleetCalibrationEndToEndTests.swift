@@ -35,8 +35,9 @@ struct FleetCalibrationEndToEndTests {
                                 let d = ((p.x - q.x) * (p.x - q.x) + (p.y - q.y) * (p.y - q.y)).squareRoot()
                                 let rssi = (-59 - 25 * log10(d) + Self.bias[rx]!) * 10
                                 let id = Self.identities[tx]!
-                                try? nodes.send("proximityd/\(rx)/peers/\(id)", "{\"id\":\"\(id)\",\"kind\":\"node\",\"distance\":\(MQTTRounding.metres(d)),"
-                                                + "\"rssi@1m\":-59,\"rssi_filtered\":\(rssi.rounded() / 10),\"rssi_spread\":1.0,\"samples\":10}", qos: 0)
+                                let report = PeerReport(id: id, kind: "node", rssi: nil, rssiAt1m: -59, distance: MQTTRounding.metres(d),
+                                                        proximity: nil, time: nil, rssiFiltered: rssi.rounded() / 10, rssiSpread: 1, samples: 10)
+                                try? nodes.send("proximityd/\(rx)/peers/\(id)", MQTTJSON.encode(report), qos: 0)
                             }
                         }
                         try? await Task.sleep(for: .milliseconds(500))

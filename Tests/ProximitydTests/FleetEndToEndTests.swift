@@ -19,7 +19,7 @@ struct FleetEndToEndTests {
         Task {
             while !Task.isCancelled {
                 for (node, d) in distances {
-                    try? client.send("proximityd/\(node)/peers/\(device)", "{\"id\":\"\(device)\",\"distance\":\(d)}", qos: 0)
+                    try? client.send("proximityd/\(node)/peers/\(device)", payload(device, distance: d), qos: 0)
                 }
                 try? await Task.sleep(for: .milliseconds(500))
             }
@@ -93,6 +93,11 @@ struct FleetEndToEndTests {
 }
 
 extension FleetEndToEndTests {
+    /// A node's report of `device` as the node writes it (``PeerReport``): the fields the fleet reads.
+    static func payload(_ device: String, distance: Double, kind: String? = nil, name: String? = nil) -> String {
+        MQTTJSON.encode(PeerReport(id: device, kind: kind, rssi: nil, rssiAt1m: nil, distance: distance, proximity: nil, time: nil, name: name))
+    }
+
     @Test("issue 34: a second service with the same topics refuses to start (exit 75, naming the broker) and the first never blinks offline; after a broker restart without persistence every retained state is back, the rooms' occupancy too")
     func manners() async throws {
         try await MosquittoBroker.with { broker in
@@ -157,13 +162,13 @@ extension FleetEndToEndTests {
             // A badge, first without a name, then with one: discovered again with it.
             let badge = "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:10:1"
             let badgeConfig = "homeassistant/device_tracker/proximity_fleet_\(MQTTTopic.objectID(badge))/config"
-            var feed = Self.report(nodes, node: "kitchen", badge, "{\"id\":\"\(badge)\",\"kind\":\"ibeacon\",\"distance\":1.0}")
+            var feed = Self.report(nodes, node: "kitchen", badge, Self.payload(badge, distance: 1, kind: "ibeacon"))
             #expect(await sub.wait(badgeConfig))
             let unnamed = try Self.json(sub.payloads(badgeConfig).first)
             #expect(unnamed["name"] is NSNull, "\(unnamed)")
             #expect((unnamed["device"] as? [String: Any])?["name"] as? String == badge)
             feed.cancel()
-            feed = Self.report(nodes, node: "kitchen", badge, "{\"id\":\"\(badge)\",\"kind\":\"ibeacon\",\"distance\":1.0,\"name\":\"Anna's badge\"}")
+            feed = Self.report(nodes, node: "kitchen", badge, Self.payload(badge, distance: 1, kind: "ibeacon", name: "Anna's badge"))
             #expect(await sub.wait(badgeConfig, count: 2))
             let named = try Self.json(sub.payloads(badgeConfig).last)
             #expect(named["name"] is NSNull && named["unique_id"] as? String == unnamed["unique_id"] as? String, "\(named)")
@@ -173,7 +178,7 @@ extension FleetEndToEndTests {
 
             // A node tracked by another: the device of the node's own entities.
             let node = "0f8e62a4-5c1e-4a57-9f0a-3b6c2d1e7f90"
-            let nodeFeed = Self.report(nodes, node: "kitchen", node, "{\"id\":\"\(node)\",\"kind\":\"node\",\"distance\":2.0,\"name\":\"meeting\"}")
+            let nodeFeed = Self.report(nodes, node: "kitchen", node, Self.payload(node, distance: 2, kind: "node", name: "meeting"))
             defer { nodeFeed.cancel() }
             let nodeConfig = "homeassistant/device_tracker/proximity_fleet_\(node)/config"
             #expect(await sub.wait(nodeConfig))

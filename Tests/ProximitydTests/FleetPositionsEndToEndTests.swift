@@ -60,8 +60,8 @@ struct FleetPositionsEndToEndTests {
     /// 1 m, exponent 2.5).
     static func hearing(_ device: String, distance d: Double) -> String {
         let rssi = -59 - 25 * log10(d)
-        return "{\"id\":\"\(device)\",\"distance\":\(MQTTRounding.metres(d)),\"rssi\":\(Int(rssi.rounded())),\"rssi@1m\":-59,"
-            + "\"rssi_filtered\":\((rssi * 10).rounded() / 10),\"rssi_spread\":2.0,\"samples\":20}"
+        return MQTTJSON.encode(PeerReport(id: device, kind: nil, rssi: Int(rssi.rounded()), rssiAt1m: -59, distance: MQTTRounding.metres(d),
+                                          proximity: nil, time: nil, rssiFiltered: (rssi * 10).rounded() / 10, rssiSpread: 2, samples: 20))
     }
 
     /// What each node of the plan publishes of `device` standing at (x, y) (``hearing(_:distance:)``),
@@ -72,7 +72,7 @@ struct FleetPositionsEndToEndTests {
         for (node, p) in nodes {
             payloads[node] = hearing(device, distance: max(0.3, ((x - p.x) * (x - p.x) + (y - p.y) * (y - p.y)).squareRoot()))
         }
-        for (node, d) in extra { payloads[node] = "{\"id\":\"\(device)\",\"distance\":\(d)}" }
+        for (node, d) in extra { payloads[node] = FleetEndToEndTests.payload(device, distance: d) }
         let messages = payloads
         return Task {
             while !Task.isCancelled {
@@ -111,7 +111,7 @@ struct FleetPositionsEndToEndTests {
                 // farther: the plan's nodes place it.
                 var feed = Self.walk(nodes, "tag1", at: 2, 2, extra: ["garage": 4.0])
                 // A second device only the garage hears: the garage's room, as without a plan.
-                let other = FleetEndToEndTests.report(nodes, node: "garage", "tag2", "{\"id\":\"tag2\",\"distance\":1.5}")
+                let other = FleetEndToEndTests.report(nodes, node: "garage", "tag2", FleetEndToEndTests.payload("tag2", distance: 1.5))
                 defer { other.cancel() }
                 #expect(await sub.wait(room, payload: "living"), "\(fleet.stderr)")
                 #expect(await sub.wait("proximity-fleet/devices/tag2/room", payload: "garage"))
@@ -178,7 +178,7 @@ struct FleetPositionsEndToEndTests {
                 // Only the garage hears it now: once the plan's nodes' reports are stale, the
                 // garage's room, and no position.
                 feed.cancel()
-                feed = FleetEndToEndTests.report(nodes, node: "garage", "tag1", "{\"id\":\"tag1\",\"distance\":1.0}")
+                feed = FleetEndToEndTests.report(nodes, node: "garage", "tag1", FleetEndToEndTests.payload("tag1", distance: 1))
                 #expect(await sub.wait(room, payload: "garage"))
                 #expect(await sub.wait(position, payload: ""))
                 #expect(sub.payloads(room) == ["living", "kitchen", "garage"], "\(sub.payloads(room))")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MQTTKit
+import ProximityMQTT
 import ProximityTesting
 import Synchronization
 
@@ -178,7 +179,7 @@ struct FleetLoad: AsyncParsableCommand {
                     // A device's distance from each node: stable, different per node (no room changes).
                     let distance = 1 + Double((node * 7 + device * 13) % 90) / 10
                     try? clients[node % clients.count].send("proximityd/node\(node)/peers/dev\(device)",
-                                                               "{\"distance\":\(distance)}", qos: 0)
+                                                               Self.report("dev\(device)", distance: distance), qos: 0)
                     k += 1
                     sent += 1
                 }
@@ -187,7 +188,7 @@ struct FleetLoad: AsyncParsableCommand {
                     probeIndex += 1
                     probes[id] = Self.now()
                     try? clients[probeIndex % clients.count].send("proximityd/node\(probeIndex % n)/peers/\(id)",
-                                                                     "{\"distance\":1.5}", qos: 0)
+                                                                     Self.report(id, distance: 1.5), qos: 0)
                     nextProbe += 0.2
                 }
                 try await Task.sleep(for: .milliseconds(5))
@@ -211,6 +212,11 @@ struct FleetLoad: AsyncParsableCommand {
         private let state = Mutex<[String: Double]>([:])
         func arrived(_ id: String, at t: Double) { state.withLock { if $0[id] == nil { $0[id] = t } } }
         var times: [String: Double] { state.withLock { $0 } }
+    }
+
+    /// A node's report of `device` at `distance` metres, as the node writes it (``PeerReport``).
+    static func report(_ device: String, distance: Double) -> String {
+        MQTTJSON.encode(PeerReport(id: device, kind: nil, rssi: nil, rssiAt1m: nil, distance: distance, proximity: nil, time: nil))
     }
 
     static func now() -> Double {

@@ -3,7 +3,7 @@ import ProximityAPI
 
 /// The daemon's side of `org.proximityd.EventLog1` at `/org/proximityd`
 /// (`dbus/org.proximityd.EventLog1.xml`): the durable log read back; its `Logged` signals go out
-/// with the profile's step (the exporter's part in `Profile1.swift`).
+/// with the profile's step (the exporter's part in `ProfileInterface.swift`).
 enum EventLogInterface {
     typealias Errors = ProximityBus.Errors
 
