@@ -231,15 +231,23 @@ let package = Package(
         .target(
             name: "ProximityTesting",
             dependencies: [
-                "DBusKit", "BlueZSim", "CZlib", "ChildProcess",
+                "DBusKit", "ChildProcess",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The test kit's simulator layer: bluez-sim's boxes on private buses (SimBoxes), bleak.
+        .target(name: "SimTesting", dependencies: ["ProximityTesting", "BlueZSim", "DBusKit", .product(name: "Logging", package: "swift-log")]),
+        // The test kit's browser layer: headless Chromium over the DevTools protocol, a PNG reader
+        // for its screenshots (zlib).
+        .target(name: "BrowserTesting", dependencies: ["ProximityTesting", "CZlib", "ChildProcess"]),
+        // What proximityctl's tests talk to: a real sshd on 127.0.0.1, a notification server
+        // (dunst on Xvfb).
+        .target(name: "ClientTesting", dependencies: ["ProximityTesting", "DBusKit"]),
         // A node on bluez-sim's boxes for the tests, in this process or as a proximityd process.
         .target(
             name: "NodeTesting",
             dependencies: [
-                "ProximityTesting", "ProximityNode", "ProximityCore", "BlueZSim", "DBusKit",
+                "ProximityTesting", "SimTesting", "ProximityNode", "ProximityCore", "BlueZSim", "DBusKit",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -256,7 +264,7 @@ let package = Package(
         .executableTarget(
             name: "bluez-sim",
             dependencies: [
-                "BlueZSim", "DBusKit", "ProximityTesting", "ProximityVersion", "ProximityTrust",
+                "BlueZSim", "DBusKit", "ProximityTesting", "SimTesting", "ProximityVersion", "ProximityTrust",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -269,15 +277,15 @@ let package = Package(
         ),
         .testTarget(
             name: "BlueZTests",
-            dependencies: ["BlueZ", "BlueZSim", "DBusKit", "ProximityTesting"]
+            dependencies: ["SimTesting", "BlueZ", "BlueZSim", "DBusKit", "ProximityTesting"]
         ),
         .testTarget(
             name: "ProximityTestingTests",
-            dependencies: ["ProximityTesting"]
+            dependencies: ["BrowserTesting", "ProximityTesting"]
         ),
         .testTarget(
             name: "FleetMapTests",
-            dependencies: ["FleetMap", "ProximityFleet", "ProximityCore", "ProximityMQTT", "ProximityTesting", "NodeTesting", "MQTTKit", "BlueZSim",
+            dependencies: ["BrowserTesting", "SimTesting", "FleetMap", "ProximityFleet", "ProximityCore", "ProximityMQTT", "ProximityTesting", "NodeTesting", "MQTTKit", "BlueZSim",
                            "ProximityBenchmarking"]
         ),
         .testTarget(
@@ -295,7 +303,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BlueZSimTests",
-            dependencies: ["BlueZSim", "DBusKit", "ProximityTesting", "ProximityTrust"]
+            dependencies: ["SimTesting", "BlueZSim", "DBusKit", "ProximityTesting", "ProximityTrust"]
         ),
         .testTarget(
             name: "MQTTKitTests",
@@ -303,11 +311,11 @@ let package = Package(
         ),
         .testTarget(
             name: "ProximityNodeTests",
-            dependencies: ["ProximityNode", "StrictYAML", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT", "ProximityTrust"]
+            dependencies: ["SimTesting", "ProximityNode", "StrictYAML", "ProximityCore", "DBusKit", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityMQTT", "ProximityTrust"]
         ),
         .testTarget(
             name: "ProximitydTests",
-            dependencies: ["DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit", "ProximityMQTT",
+            dependencies: ["ClientTesting", "SimTesting", "DBusKit", "ProximityNode", "ProximityTesting", "NodeTesting", "BlueZSim", "ProximityAPI", "MQTTKit", "ProximityMQTT",
                            "ProximityTrust"]
         ),
     ]

@@ -6,6 +6,7 @@ import ProximityCore
 import ProximityNode
 import ProximityTesting
 import ServiceLifecycle
+import SimTesting
 
 /// The simulation's clock as a node's: a node in this process runs on the same time as the air,
 /// so a test drives both with ``SimBoxes/advance(_:)`` (a 10-minute ban takes milliseconds).

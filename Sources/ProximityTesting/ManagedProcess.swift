@@ -250,8 +250,9 @@ public final class ManagedProcess: Sendable {
 }
 
 /// Held from making a child's pipes to spawning it (pipe(2), then FD_CLOEXEC), so that no other
-/// child of the test kit inherits them meanwhile.
-let spawnLock = NSLock()
+/// child of the test kit inherits them meanwhile. Every module of the test kit that spawns holds it
+/// (the browser layer too).
+public let spawnLock = NSLock()
 
 /// The result of a command run to completion.
 public struct CommandResult: Sendable, CustomStringConvertible {

@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Bursty loss: each link's Gilbert–Elliott process (``BurstProcess``) and what it does to the
 /// packets. Tolerances are 4 standard errors, derived in each test from the number of spells or

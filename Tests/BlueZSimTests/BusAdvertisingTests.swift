@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// `LEAdvertisingManager1` with BlueZ 5.66's rules: the advertisement is read from the client over
 /// D-Bus, checked, limited to 31 bytes and 5 instances.

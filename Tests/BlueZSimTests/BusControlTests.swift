@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// The control service (`org.proximityd.BlueZSim` on every box bus) and what it does to BlueZ.
 @Suite(.serialized) struct BusControlTests {

@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Discovery between boxes on real private buses, with BlueZ's rules for devices and RSSI.
 @Suite(.serialized) struct BusDiscoveryTests {

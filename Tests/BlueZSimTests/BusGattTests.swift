@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Connections between boxes and the GATT client: the peer's application appears under the
 /// device, and reads go to the peer's application over the peer's bus.

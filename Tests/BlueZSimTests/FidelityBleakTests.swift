@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Python's bleak (from PyPI), pointed at a box bus, scans, connects and reads as it does against
 /// bluetoothd. The scripts are in tests/python/.

@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// BlueZ's own bluetoothctl, pointed at a box bus, cannot tell the simulator from bluetoothd.
 @Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: resolveExecutable("bluetoothctl")),

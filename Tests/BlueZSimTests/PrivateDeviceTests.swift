@@ -4,6 +4,7 @@ import Foundation
 import ProximityTesting
 import ProximityTrust
 import Testing
+import SimTesting
 
 /// Private devices (`private_devices:`): phones that advertise from a resolvable private address
 /// made from their identity resolving key, and change it every `rotation` seconds.

@@ -3,6 +3,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// `tx_offset`: a box or beacon whose transmissions are a fixed number of dB off what the radio
 /// (or its frame) says, as a real device's are.

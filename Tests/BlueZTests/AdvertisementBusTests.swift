@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 extension BlueZBusTests {
     /// The exported advertisement against bluez-sim: registration, the errors, and `Release`.

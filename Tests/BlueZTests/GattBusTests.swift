@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 extension BlueZBusTests {
     /// The GATT application on one box, read from the other through BlueZ's GATT client.

@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 extension BlueZBusTests {
     /// The mirror against bluez-sim: the simulated air, RSSI, and a restarted bluetoothd.

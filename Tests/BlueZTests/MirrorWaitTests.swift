@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import Testing
+import SimTesting
 
 extension BlueZBusTests {
     /// `waitForDevice`: woken by the mirror's own changes, false at the timeout.

@@ -5,6 +5,7 @@ import Foundation
 import ProximityTesting
 import ProximityTrust
 import Testing
+import SimTesting
 
 extension BlueZBusTests {
     /// A phone pairs with a box on bluez-sim (`PairDevice`): the box's pairing agent

@@ -9,6 +9,8 @@ import ProximityMQTT
 import ProximityNode
 import ProximityTesting
 import Testing
+import SimTesting
+import BrowserTesting
 
 /// The live map in a real browser: three proximityd nodes on bluez-sim publish to a real
 /// Mosquitto, `proximity-fleet run --plan --http` places the fourth box (a tag), and headless

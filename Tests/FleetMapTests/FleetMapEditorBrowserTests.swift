@@ -4,6 +4,7 @@ import ProximityFleet
 import ProximityMQTT
 import ProximityTesting
 import Testing
+import BrowserTesting
 
 /// The plan editor in headless Chromium (issue 31, item 5): `proximity-fleet run --plan --http
 /// --edit`, a person drawing a room with clicks on the map, saving it, and the fleet's plan (and

@@ -7,6 +7,7 @@ import ProximityFleet
 import ProximityMQTT
 import ProximityTesting
 import Testing
+import BrowserTesting
 
 /// tests/fixtures/house, a new user's house, on the map (issue 31, "done when"): a fresh
 /// `proximity-fleet run --plan --http` on a real Mosquitto, fed what the house's four boxes hear

@@ -6,6 +6,7 @@ import ProximityNode
 import NodeTesting
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// The engine itself (stages, Identifier, exporter) in this process, on the simulation's clock:
 /// bluez-sim's air, two nodes and their BlueZ on private buses, time moved by the test. A

@@ -7,6 +7,7 @@ import ProximityNode
 import NodeTesting
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Peer reports on a real broker, the node on bluez-sim's simulated clock: the rate control
 /// (at most one report per interval per peer unless it moved), and the ESPresense and `mqtt_room`

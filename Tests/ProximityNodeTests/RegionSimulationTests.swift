@@ -6,6 +6,7 @@ import ProximityNode
 import NodeTesting
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Region monitoring in the node, in simulated time: bluez-sim's air with 30 % loss in bursts, the
 /// engine in this process, ten minutes in a few seconds.

@@ -1,6 +1,7 @@
 import Foundation
 import ProximityTesting
 import Testing
+import BrowserTesting
 
 /// A white page with a red 200×200 square at (100, 100), a paragraph added after 300 ms, and a
 /// flag set after 500 ms without touching the DOM.

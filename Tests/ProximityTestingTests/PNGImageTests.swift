@@ -1,6 +1,7 @@
 import Foundation
 import ProximityTesting
 import Testing
+import BrowserTesting
 
 /// A PNG writer for the tests, without zlib: the image data in stored (uncompressed) deflate
 /// blocks, each row with the filter given for it.

@@ -4,6 +4,7 @@ import Foundation
 import ProximityAPI
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// AlertManager1 on a node: every bad input with its named error and nothing changed, alerts of
 /// the config file (not removable over the bus, reloaded on SIGHUP), alerts kept across SIGKILL,

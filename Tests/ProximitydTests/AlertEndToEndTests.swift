@@ -4,6 +4,7 @@ import Foundation
 import ProximityAPI
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// The seed's "Albert" walk-through on bluez-sim in real time: a proximityd box (Albert's) walks
 /// past two iBeacons, Beacon1 and Beacon2, each with an alert (range near, strategy `=`, action

@@ -3,6 +3,7 @@ import Foundation
 import NodeTesting
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// `busctl --json=short`, how people script busctl, over everything a client of `org.proximityd`
 /// is meant to see: `GetManagedObjects`, every property of every object it lists, and every method

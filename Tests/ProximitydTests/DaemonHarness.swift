@@ -5,6 +5,7 @@ import ProximityNode
 import NodeTesting
 import ProximityTesting
 import Testing
+import SimTesting
 
 let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

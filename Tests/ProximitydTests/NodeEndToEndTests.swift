@@ -6,6 +6,7 @@ import ProximityAPI
 import ProximityNode
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Polls `condition` until it holds, bounded by `timeout` (a bounded condition wait). Only for
 /// state nothing announces (a file appearing, another process's own state); where the node sends

@@ -4,6 +4,7 @@ import Foundation
 import ProximityNode
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Identification when nodes meet all at once, and the node's BlueZ callbacks guarded against
 /// anyone but bluetoothd.

@@ -4,6 +4,8 @@ import Foundation
 import ProximityAPI
 import ProximityTesting
 import Testing
+import SimTesting
+import ClientTesting
 
 /// `proximityctl alerts` against proximityd on bluez-sim in real time, with an iBeacon near the
 /// box (1.4 m: the near zone) and alerts on it (range near, `=`): `consume` showing them through a

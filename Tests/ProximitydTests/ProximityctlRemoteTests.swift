@@ -3,6 +3,7 @@ import Foundation
 import ProximityAPI
 import ProximityTesting
 import Testing
+import ClientTesting
 
 /// `proximityctl -H [USER@]HOST[:PORT]`: the node of another box, reached as `busctl -H` reaches
 /// one (`ssh -xT … systemd-stdio-bridge`). The other box is this one: a real sshd on 127.0.0.1

@@ -6,6 +6,7 @@ import ProximityNode
 import NodeTesting
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// RegionMonitor1 and Region1 on a node with no radio: introspection, every bad input with its
 /// named error and nothing changed, the limit, config regions, and regions kept across restarts.

@@ -4,6 +4,7 @@ import Foundation
 import ProximityAPI
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Region monitoring as a user scripts it: proximityd processes on bluez-sim in real time, regions
 /// added with busctl, signals observed by a bus client.

@@ -4,6 +4,7 @@ import Foundation
 import ProximityAPI
 import ProximityTesting
 import Testing
+import SimTesting
 
 /// Tracking into the profile, a rule, and the event log, on bluez-sim in real time: an iBeacon
 /// comes from far to immediate and goes; a bus client watches `Attributes`, `RuleFired` and

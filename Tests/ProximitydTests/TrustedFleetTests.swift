@@ -4,6 +4,7 @@ import ProximityNode
 import ProximityTesting
 import ProximityTrust
 import Testing
+import SimTesting
 
 /// Trusted fleets on bluez-sim (issue 25): proximityd processes with `fleet-key:` in their config
 /// files identify each other with the trusted protocol (verified), meet an open node the open way

@@ -4,6 +4,7 @@ import DBusKit
 import Foundation
 import ProximityTesting
 import ProximityTrust
+import SimTesting
 
 /// `bluez-sim bench`: how many RSSI updates per second the simulator delivers on one box bus.
 struct Bench: AsyncParsableCommand {

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import ProximityTesting
 import ServiceLifecycle
+import SimTesting
 
 /// `bluez-sim run --scenario FILE`: the simulator, until SIGTERM or SIGINT.
 struct Run: AsyncParsableCommand {

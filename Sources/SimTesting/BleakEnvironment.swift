@@ -1,4 +1,5 @@
 import Foundation
+import ProximityTesting
 
 /// Where bleak lives: `$BLEAK_PYTHON`, or the virtual environment `.venv-tests` at the package
 /// root, created with `python3 -m venv` and `pip install -r tests/python/requirements.txt` when

@@ -1,6 +1,7 @@
 import BlueZSim
 import DBusKit
 import Foundation
+import ProximityTesting
 import Logging
 import Synchronization
 

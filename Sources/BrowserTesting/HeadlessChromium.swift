@@ -1,5 +1,6 @@
 import ChildProcess
 import Foundation
+import ProximityTesting
 import Synchronization
 
 /// Debian's Chromium (the package `chromium`), headless, driven through the Chrome DevTools

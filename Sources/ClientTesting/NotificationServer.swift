@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import ProximityTesting
 
 /// A real desktop notification server for one test: `Xvfb` on a free display, a private session
 /// bus (``PrivateBus``), and `dunst` drawing on that display and owning

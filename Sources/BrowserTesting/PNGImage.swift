@@ -1,5 +1,6 @@
 import CZlib
 import Foundation
+import ProximityTesting
 
 /// A PNG image read into memory, enough for a headless browser's screenshots: 8 bits per
 /// channel, grey (0), RGB (2), grey and alpha (4) or RGBA (6), not interlaced. Anything else,

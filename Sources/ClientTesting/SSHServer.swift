@@ -1,4 +1,5 @@
 import Foundation
+import ProximityTesting
 #if canImport(Glibc)
 import Glibc
 #endif
