@@ -102,7 +102,9 @@ public struct FleetMapServer: Service {
         planFolder = (planPath ?? editing?.planPath).map { URL(fileURLWithPath: $0).deletingLastPathComponent().path }
     }
 
-    public func run() async throws {
+    /// The map's routes: the page's files, `/api/*` and `/events` (and, with ``FleetMapEditing``,
+    /// the plan's `PUT`s). ``run()`` serves them; the tests drive them with HummingbirdTesting.
+    public func router() -> Router<BasicRequestContext> {
         let router = Router()
         let views = self.views
         for file in MapPage.files {
@@ -122,9 +124,14 @@ public struct FleetMapServer: Service {
         Self.read(router, "/api/nodes") { _ in Self.json(views.nodesJSON, missing: Self.starting, status: .serviceUnavailable) }
         Self.read(router, "/api/status") { _ in Self.json(views.statusJSON, missing: Self.starting, status: .serviceUnavailable) }
         router.get("/events") { _, _ in Self.events(views) }
+        return router
+    }
+
+    public func run() async throws {
+        let views = self.views
         let logger = self.logger, address = self.address, listening = self.listening
         let app = Application(
-            router: router,
+            router: router(),
             configuration: .init(address: .hostname(address.host, port: address.port), serverName: "proximity-fleet"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? address.port
