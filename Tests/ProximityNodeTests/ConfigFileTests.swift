@@ -673,20 +673,20 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
             """, path: Self.file)
 
         var options = RunOptions()
-        options.bus = .address("unix:path=/run/box/bus")
-        options.busName = "org.proximityd.test"
-        options.stateDirectory = "/srv/proximityd"
-        options.name = "1"
-        options.serviceUUID = UUID(uuidString: "0d5e4c1a-1111-4222-8333-444455556666")
-        options.adapter = "hci1"
-        options.powerOn = true
-        options.clearInterval = 2.5
-        options.measuredPower = -70
-        options.pathLossExponent = 3
-        options.rssiOffset = -6.5
-        options.maxPeers = 50
-        options.beacons = false
-        options.logLevel = .debug
+        options[RunOption.bus] = BusAddress.address("unix:path=/run/box/bus")
+        options[RunOption.busName] = BusName("org.proximityd.test")
+        options[RunOption.stateDirectory] = "/srv/proximityd"
+        options[RunOption.name] = "1"
+        options[RunOption.serviceUUID] = UUID(uuidString: "0d5e4c1a-1111-4222-8333-444455556666")
+        options[RunOption.adapter] = "hci1"
+        options[RunOption.powerOn] = true
+        options[RunOption.clearInterval] = 2.5
+        options[RunOption.measuredPower] = Int16(-70)
+        options[RunOption.pathLossExponent] = 3.0
+        options[RunOption.rssiOffset] = -6.5
+        options[RunOption.maxPeers] = 50
+        options[RunOption.beacons] = false
+        options[RunOption.logLevel] = Logger.Level.debug
         #expect(file.options == options)
         #expect(file.regionMonitor == RegionMonitor.Configuration(defaultExitPeriod: 20.5, maxRegions: 2048, restoreLimit: 0))
 
@@ -963,9 +963,9 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
               - identifier: everyone
             """, path: "/etc/x.yaml")
         var commandLine = RunOptions()
-        commandLine.name = "from-command-line"
-        commandLine.maxPeers = 20
-        commandLine.beacons = true
+        commandLine[RunOption.name] = "from-command-line"
+        commandLine[RunOption.maxPeers] = 20
+        commandLine[RunOption.beacons] = true
         let environment = ["STATE_DIRECTORY": "/var/lib/from-systemd"]
 
         let merged = NodeConfiguration(commandLine: commandLine, file: file, environment: environment)
@@ -989,7 +989,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
 
         // A flag given as its inversion still wins over the file.
         var off = RunOptions()
-        off.beacons = false
+        off[RunOption.beacons] = false
         let fileOn = try ConfigFile.parse("beacons: true\npower-on: true\n", path: Self.file)
         let mergedOff = NodeConfiguration(commandLine: off, file: fileOn, environment: [:])
         #expect(!mergedOff.trackBeacons && mergedOff.powerOn)
@@ -1000,7 +1000,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         let file = try ConfigFile.parse("rssi-offset: 3\n", path: Self.file)
         #expect(NodeConfiguration(commandLine: RunOptions(), file: file, environment: [:]).rssiOffset == 3)
         var commandLine = RunOptions()
-        commandLine.rssiOffset = try RunOptions.checked(rssiOffset: -2.5)
+        commandLine[RunOption.rssiOffset] = try RunOptions.checked(rssiOffset: -2.5)
         let merged = NodeConfiguration(commandLine: commandLine, file: file, environment: [:])
         #expect(merged.rssiOffset == -2.5)
         #expect(NodeConfiguration(commandLine: RunOptions(), file: nil, environment: [:]).rssiOffset == 0)
@@ -1021,7 +1021,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("proximityd.yaml").path
         var commandLine = RunOptions()
-        commandLine.maxPeers = 5
+        commandLine[RunOption.maxPeers] = 5
 
         // The default path, while nothing is there: the command line and the defaults.
         let byDefault = ConfigurationReloader(explicitPath: nil, defaultPath: path, commandLine: commandLine, environment: [:])
@@ -1051,19 +1051,19 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("proximityd-state-\(UUID().uuidString.prefix(8))").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         var commandLine = RunOptions()
-        commandLine.stateDirectory = path
+        commandLine[RunOption.stateDirectory] = path
         let atStart = NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
         let atReload = NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])
         #expect(ConfigurationReload.restartOnly(atStart, atReload).isEmpty)
-        commandLine.stateDirectory = path + "-other"
+        commandLine[RunOption.stateDirectory] = path + "-other"
         #expect(ConfigurationReload.restartOnly(atStart, NodeConfiguration(commandLine: commandLine, file: nil, environment: [:])) == ["state-dir"])
     }
 
     @Test("after a reload the node runs the new configuration, tracking and rules included, with the restart-only settings it started with")
     func appliedAfterReload() throws {
         var commandLine = RunOptions()
-        commandLine.stateDirectory = "/var/lib/proximityd-test"
+        commandLine[RunOption.stateDirectory] = "/var/lib/proximityd-test"
         let running = NodeConfiguration(commandLine: commandLine, file: try ConfigFile.parse("name: kitchen\nmax-peers: 10\n", path: "a"),
                                         environment: [:])
         let next = NodeConfiguration(commandLine: commandLine, file: try ConfigFile.parse("""
@@ -1191,11 +1191,7 @@ struct BrokenConfig: Sendable, CustomTestStringConvertible {
         #expect(["\nregion-monitor:\n", "\n  exit-period: 10\n", "\n  max-regions: 4096\n", "\n  restore-limit: 900\n"]
             .allSatisfy(uncommented.contains), "the region monitor's keys are uncommented too")
         let options = full.options
-        #expect([options.bus == nil, options.busName == nil, options.stateDirectory == nil, options.name == nil,
-                 options.serviceUUID == nil, options.adapter == nil, options.powerOn == nil, options.clearInterval == nil,
-                 options.measuredPower == nil, options.pathLossExponent == nil, options.rssiOffset == nil, options.maxPeers == nil,
-                 options.beacons == nil,
-                 options.logLevel == nil].allSatisfy { !$0 }, "every option is in the example")
+        #expect(RunOption.all.allSatisfy(options.has), "every option is in the example: \(RunOption.all.filter { !options.has($0) }.map(\.key))")
         let shown = NodeConfiguration(commandLine: options, file: nil, environment: [:])
         let defaults = NodeConfiguration(commandLine: RunOptions(), file: nil, environment: [:])
         #expect(shown.bus == defaults.bus && shown.busName == defaults.busName && shown.serviceUUID == defaults.serviceUUID)

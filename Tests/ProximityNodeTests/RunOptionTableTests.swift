@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 @testable import ProximityNode
 import Testing
 
@@ -66,8 +67,9 @@ struct RunOptionTableTests {
         try RunOption.clearInterval.take(5.0, into: &commandLine)
         try RunOption.beacons.take(true, into: &commandLine)
         let merged = file.options.overridden(by: commandLine)
-        #expect(merged.name == "from-file" && merged.maxPeers == 20 && merged.rssiOffset == 3 && merged.clearInterval == 5)
-        #expect(merged.logLevel == .debug && merged.beacons == true && merged.bus == nil)
+        #expect(merged[RunOption.name] == "from-file" && merged[RunOption.maxPeers] == 20 && merged[RunOption.rssiOffset] == 3.0
+                    && merged[RunOption.clearInterval] == 5.0)
+        #expect(merged[RunOption.logLevel] == Logger.Level.debug && merged[RunOption.beacons] == true && !merged.has(RunOption.bus))
         let configuration = NodeConfiguration(commandLine: commandLine, file: file, environment: ["STATE_DIRECTORY": "/srv/state"])
         #expect(configuration.name == "from-file" && configuration.maxPeers == 20 && configuration.rssiOffset == 3)
         #expect(configuration.clearInterval == 5 && configuration.logLevel == .debug && configuration.trackBeacons)

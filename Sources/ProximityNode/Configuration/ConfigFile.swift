@@ -230,7 +230,7 @@ extension NodeConfiguration {
                 environment: [String: String] = ProcessInfo.processInfo.environment) {
         let options = (file?.options ?? RunOptions()).overridden(by: commandLine)
         // The defaults, then each option given (RunOption.all).
-        self.init(name: options.name ?? NodeConfiguration.hostName(),
+        self.init(name: options[RunOption.name] ?? NodeConfiguration.hostName(),
                   stateDirectory: StateDirectory.resolve(explicit: nil, environment: environment))
         for option in RunOption.all { option.apply(&self, options, environment) }
         if let file {

@@ -4,16 +4,17 @@ import Logging
 
 /// One `proximityd run` option, declared once: its long name (which is also its config file
 /// key), what it takes, its range check, whether a reload applies it or it waits for a restart,
-/// its help, and where its value goes in ``RunOptions`` and ``NodeConfiguration``.
+/// its help, and where its value goes in ``NodeConfiguration``. ``RunOptions`` holds the values
+/// given by key: an option has no field of its own there.
 ///
 /// Everything else is derived from ``all``: the config file's top-level option keys
 /// (``ConfigFile/keys``) and how the decoder reads and checks them, ``RunOptions/overridden(by:)``
 /// (the command line over the file), ``NodeConfiguration/init(commandLine:file:environment:)``,
 /// the restart-only settings of ``ConfigurationReload``, and the help and checks of the `run`
 /// command, whose `@Option` lines take their name, help and parsing from here. Adding an option
-/// means a field of ``RunOptions`` (and of ``NodeConfiguration`` if it has none), an entry here,
-/// its `@Option` line in `proximityd run`, and its row in docs/configuration.md; a test checks
-/// that `run --help`, the decoder and the docs agree.
+/// means an entry here (with its check), its setting in ``NodeConfiguration`` (its use), its
+/// `@Option` line in `proximityd run`, and its row in docs/configuration.md; a test checks that
+/// `run --help`, the decoder and the docs agree.
 public struct RunOption: Sendable {
     /// What the option takes, on the command line and in the file.
     public enum Kind: String, Sendable {
@@ -51,8 +52,6 @@ public struct RunOption: Sendable {
     private let takeValue: @Sendable (Any, inout RunOptions) throws(OptionProblem) -> Void
     /// Reads and checks the file's value, reporting what is wrong at its position.
     let decode: @Sendable (inout ConfigDecoder, ConfigEntry) -> Void
-    /// Sets the option in the first options if the second have it.
-    let merge: @Sendable (inout RunOptions, RunOptions) -> Void
     /// Sets the node's setting if the options have the option; the environment gives
     /// `$STATE_DIRECTORY`.
     let apply: @Sendable (inout NodeConfiguration, RunOptions, [String: String]) -> Void
@@ -61,9 +60,9 @@ public struct RunOption: Sendable {
     /// Sets the first configuration's setting to the second's.
     let keep: @Sendable (inout NodeConfiguration, NodeConfiguration) -> Void
 
-    private init<Input, Value: Sendable, Setting: Equatable & Sendable>(
+    private init<Input, Value: Hashable & Sendable, Setting: Equatable & Sendable>(
         _ key: String, _ kind: Kind, valueName: String, _ effect: Effect, takesNegativeValues: Bool, help: String,
-        option: WritableKeyPath<RunOptions, Value?> & Sendable, setting: WritableKeyPath<NodeConfiguration, Setting> & Sendable,
+        setting: WritableKeyPath<NodeConfiguration, Setting> & Sendable,
         check: @escaping @Sendable (Input) throws(OptionProblem) -> Value,
         decode: @escaping @Sendable (inout ConfigDecoder, ConfigEntry) -> Value?,
         apply: @escaping @Sendable (Value, [String: String]) -> Setting
@@ -76,16 +75,13 @@ public struct RunOption: Sendable {
         self.takesNegativeValues = takesNegativeValues
         takeValue = { (input: Any, options: inout RunOptions) throws(OptionProblem) in
             guard let input = input as? Input else { preconditionFailure("--\(key) takes \(Input.self), not \(type(of: input))") }
-            options[keyPath: option] = try check(input)
+            options[key: key] = try check(input)
         }
         self.decode = { decoder, entry in
-            if let value = decode(&decoder, entry) { decoder.options[keyPath: option] = value }
-        }
-        merge = { merged, other in
-            if let value = other[keyPath: option] { merged[keyPath: option] = value }
+            if let value = decode(&decoder, entry) { decoder.options[key: key] = value }
         }
         self.apply = { configuration, options, environment in
-            if let value = options[keyPath: option] { configuration[keyPath: setting] = apply(value, environment) }
+            if let value: Value = options[key: key] { configuration[keyPath: setting] = apply(value, environment) }
         }
         differs = { $0[keyPath: setting] != $1[keyPath: setting] }
         keep = { $0[keyPath: setting] = $1[keyPath: setting] }
@@ -101,64 +97,64 @@ public struct RunOption: Sendable {
     // MARK: - The kinds
 
     /// A string option; `fileCheck`, when given, checks the file's value instead of `check`.
-    static func text<Value: Sendable, Setting: Equatable & Sendable>(
+    static func text<Value: Hashable & Sendable, Setting: Equatable & Sendable>(
         _ key: String, valueName: String, _ effect: Effect, help: String,
-        _ option: WritableKeyPath<RunOptions, Value?> & Sendable, _ setting: WritableKeyPath<NodeConfiguration, Setting> & Sendable,
+        _ setting: WritableKeyPath<NodeConfiguration, Setting> & Sendable,
         check: @escaping @Sendable (String) throws(OptionProblem) -> Value,
         fileCheck: (@Sendable (String) throws(OptionProblem) -> Value)? = nil,
         apply: @escaping @Sendable (Value, [String: String]) -> Setting
     ) -> RunOption {
         let fileCheck = fileCheck ?? check
-        return RunOption(key, .text, valueName: valueName, effect, takesNegativeValues: false, help: help, option: option,
+        return RunOption(key, .text, valueName: valueName, effect, takesNegativeValues: false, help: help,
                          setting: setting, check: check, decode: { decoder, entry in decoder.text(entry, fileCheck) }, apply: apply)
     }
 
-    static func text<Value: Equatable & Sendable>(
+    static func text<Value: Hashable & Sendable>(
         _ key: String, valueName: String, _ effect: Effect, help: String,
-        _ option: WritableKeyPath<RunOptions, Value?> & Sendable, _ setting: WritableKeyPath<NodeConfiguration, Value> & Sendable,
+        _ setting: WritableKeyPath<NodeConfiguration, Value> & Sendable,
         check: @escaping @Sendable (String) throws(OptionProblem) -> Value
     ) -> RunOption {
-        text(key, valueName: valueName, effect, help: help, option, setting, check: check, apply: { value, _ in value })
+        text(key, valueName: valueName, effect, help: help, setting, check: check, apply: { value, _ in value })
     }
 
     /// A number option; `expected` names the type in the file's messages (`a number of seconds`).
     static func number<Setting: Equatable & Sendable>(
         _ key: String, valueName: String, _ effect: Effect, takesNegativeValues: Bool = false, expected: String, help: String,
-        _ option: WritableKeyPath<RunOptions, Double?> & Sendable, _ setting: WritableKeyPath<NodeConfiguration, Setting> & Sendable,
+        _ setting: WritableKeyPath<NodeConfiguration, Setting> & Sendable,
         check: @escaping @Sendable (Double) throws(OptionProblem) -> Double,
         apply: @escaping @Sendable (Double, [String: String]) -> Setting
     ) -> RunOption {
-        RunOption(key, .number, valueName: valueName, effect, takesNegativeValues: takesNegativeValues, help: help, option: option,
+        RunOption(key, .number, valueName: valueName, effect, takesNegativeValues: takesNegativeValues, help: help,
                   setting: setting, check: check, decode: { decoder, entry in decoder.number(entry, expected, check) }, apply: apply)
     }
 
     static func number(
         _ key: String, valueName: String, _ effect: Effect, takesNegativeValues: Bool = false, expected: String, help: String,
-        _ option: WritableKeyPath<RunOptions, Double?> & Sendable, _ setting: WritableKeyPath<NodeConfiguration, Double> & Sendable,
+        _ setting: WritableKeyPath<NodeConfiguration, Double> & Sendable,
         check: @escaping @Sendable (Double) throws(OptionProblem) -> Double
     ) -> RunOption {
         number(key, valueName: valueName, effect, takesNegativeValues: takesNegativeValues, expected: expected, help: help,
-               option, setting, check: check, apply: { value, _ in value })
+               setting, check: check, apply: { value, _ in value })
     }
 
     /// An integer option; the check takes any `Int`, so that a value too large for the setting's
     /// type is reported by its range.
-    static func integer<Value: Equatable & Sendable>(
+    static func integer<Value: Hashable & Sendable>(
         _ key: String, valueName: String, _ effect: Effect, takesNegativeValues: Bool = false, expected: String, help: String,
-        _ option: WritableKeyPath<RunOptions, Value?> & Sendable, _ setting: WritableKeyPath<NodeConfiguration, Value> & Sendable,
+        _ setting: WritableKeyPath<NodeConfiguration, Value> & Sendable,
         check: @escaping @Sendable (Int) throws(OptionProblem) -> Value
     ) -> RunOption {
         RunOption(key, .integer, valueName: valueName, effect, takesNegativeValues: takesNegativeValues, help: help,
-                  option: option, setting: setting, check: check,
+                  setting: setting, check: check,
                   decode: { decoder, entry in decoder.integer(entry, expected, check) }, apply: { value, _ in value })
     }
 
     /// A flag: any value is allowed.
     static func flag(
         _ key: String, _ effect: Effect, help: String,
-        _ option: WritableKeyPath<RunOptions, Bool?> & Sendable, _ setting: WritableKeyPath<NodeConfiguration, Bool> & Sendable
+        _ setting: WritableKeyPath<NodeConfiguration, Bool> & Sendable
     ) -> RunOption {
-        RunOption(key, .flag, valueName: "", effect, takesNegativeValues: false, help: help, option: option, setting: setting,
+        RunOption(key, .flag, valueName: "", effect, takesNegativeValues: false, help: help, setting: setting,
                   check: { (value: Bool) throws(OptionProblem) in value }, decode: { decoder, entry in decoder.boolean(entry) },
                   apply: { value, _ in value })
     }
@@ -179,78 +175,78 @@ extension RunOption {
     public static let bus = text(
         "bus", valueName: "bus", .restart,
         help: "The bus to serve on: system, session, or a D-Bus address. Default: system.",
-        \.bus, \.bus, check: RunOptions.checked(bus:))
+        \.bus, check: RunOptions.checked(bus:))
 
     public static let busName = text(
         "bus-name", valueName: "name", .restart,
         help: "The well-known name to own. Default: \(NodeConfiguration.defaultBusName).",
-        \.busName, \.busName, check: RunOptions.checked(busName:))
+        \.busName, check: RunOptions.checked(busName:))
 
     /// In the file the directory must be absolute: the daemon's working directory is no place to
     /// resolve it against.
     public static let stateDirectory = text(
         "state-dir", valueName: "dir", .restart,
         help: "Where the node keeps its identity and what it has learnt. Default: $STATE_DIRECTORY, else /var/lib/proximityd.",
-        \.stateDirectory, \.stateDirectory, check: RunOptions.checked(stateDirectory:), fileCheck: ConfigDecoder.absolutePath,
+        \.stateDirectory, check: RunOptions.checked(stateDirectory:), fileCheck: ConfigDecoder.absolutePath,
         apply: { path, environment in StateDirectory.resolve(explicit: path, environment: environment) })
 
     public static let name = text(
         "name", valueName: "name", .restart,
         help: "The node's human-readable name. Default: the host name.",
-        \.name, \.name, check: RunOptions.checked(name:))
+        \.name, check: RunOptions.checked(name:))
 
     public static let serviceUUID = text(
         "service-uuid", valueName: "uuid", .restart,
         help: "The general service UUID shared by all nodes of a deployment. Default: \(NodeConfiguration.defaultServiceUUID.lowercased).",
-        \.serviceUUID, \.serviceUUID, check: RunOptions.checked(serviceUUID:))
+        \.serviceUUID, check: RunOptions.checked(serviceUUID:))
 
     public static let adapter = text(
         "adapter", valueName: "name", .restart,
         help: "The Bluetooth adapter to use. Default: hci0.",
-        \.adapter, \.adapter, check: RunOptions.checked(adapter:))
+        \.adapter, check: RunOptions.checked(adapter:))
 
     public static let powerOn = flag(
         "power-on", .restart,
         help: "Power the adapter on if it is off (--no-power-on: do not, whatever the config file says). Default: do not.",
-        \.powerOn, \.powerOn)
+        \.powerOn)
 
     /// Without it the value saved over D-Bus is used: the setting stays optional.
     public static let clearInterval = number(
         "clear-interval", valueName: "seconds", .reload, expected: "a number of seconds",
         help: "Seconds a peer stays in the found-devices table unheard (0 < s <= 3600). " +
             "Default: the value last set over D-Bus (ClearInterval), else 10.",
-        \.clearInterval, \.clearInterval, check: RunOptions.checked(clearInterval:), apply: { seconds, _ in seconds })
+        \.clearInterval, check: RunOptions.checked(clearInterval:), apply: { seconds, _ in seconds })
 
     public static let measuredPower = integer(
         "measured-power", valueName: "dBm", .restart, takesNegativeValues: true, expected: "an integer (dBm)",
         help: "This node's RSSI at 1 m in dBm (-127...20), advertised so that peer nodes range this node with it; " +
             "also assumed for peer nodes that advertise none. Default: -59.",
-        \.measuredPower, \.measuredPower, check: RunOptions.checked(measuredPower:))
+        \.measuredPower, check: RunOptions.checked(measuredPower:))
 
     public static let pathLossExponent = number(
         "path-loss-exponent", valueName: "n", .restart, expected: "a number",
         help: "The distance model's path-loss exponent (1.5...6). Default: 2; keep it unless the site was measured over a wide range " +
             "of distances, and calibrate measured powers instead (docs/ranging.md).",
-        \.pathLossExponent, \.pathLossExponent, check: RunOptions.checked(pathLossExponent:))
+        \.pathLossExponent, check: RunOptions.checked(pathLossExponent:))
 
     public static let rssiOffset = number(
         "rssi-offset", valueName: "dB", .reload, takesNegativeValues: true, expected: "a number (dB)",
         help: "dB added to every RSSI sample this node receives, before ranging: positive for an adapter that reads low, " +
             "negative for one that reads high (-40...40). SIGHUP applies a new value from the config file. Default: 0.",
-        \.rssiOffset, \.rssiOffset, check: RunOptions.checked(rssiOffset:))
+        \.rssiOffset, check: RunOptions.checked(rssiOffset:))
 
     public static let maxPeers = integer(
         "max-peers", valueName: "n", .restart, expected: "an integer",
         help: "The most peers the found-devices table holds (1...100000). Default: 1024.",
-        \.maxPeers, \.maxPeers, check: RunOptions.checked(maxPeers:))
+        \.maxPeers, check: RunOptions.checked(maxPeers:))
 
     public static let beacons = flag(
         "beacons", .restart,
         help: "Range iBeacon, AltBeacon and Eddystone beacons too (--no-beacons: nodes only). Default: beacons too.",
-        \.beacons, \.trackBeacons)
+        \.trackBeacons)
 
     public static let logLevel = text(
         "log-level", valueName: "level", .reload,
         help: "trace, debug, info, notice, warning, error or critical. Default: info.",
-        \.logLevel, \.logLevel, check: RunOptions.checked(logLevel:))
+        \.logLevel, check: RunOptions.checked(logLevel:))
 }

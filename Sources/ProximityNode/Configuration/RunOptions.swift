@@ -10,42 +10,40 @@ import Logging
 /// words that follow the option's name on the command line (`--max-peers: 0 is not between 1 and
 /// 100000`) and in the config file (`FILE:3:12: max-peers: 0 is not between 1 and 100000`) alike.
 public struct RunOptions: Sendable, Hashable {
-    /// `bus`: `system`, `session` or a D-Bus address. Default `system`.
-    public var bus: BusAddress?
-    /// `bus-name`: the well-known name to own. Default `org.proximityd`.
-    public var busName: BusName?
-    /// `state-dir`. Default `$STATE_DIRECTORY`, else `/var/lib/proximityd`.
-    public var stateDirectory: String?
-    /// `name`: the node's human-readable name. Default the host name.
-    public var name: String?
-    /// `service-uuid`: the general service UUID of the deployment.
-    public var serviceUUID: UUID?
-    /// `adapter`. Default `hci0`.
-    public var adapter: String?
-    /// `power-on`. Default false.
-    public var powerOn: Bool?
-    /// `clear-interval`, seconds. Default: the value saved over D-Bus, else 10.
-    public var clearInterval: Double?
-    /// `measured-power`, dBm at 1 m. Default -59.
-    public var measuredPower: Int16?
-    /// `path-loss-exponent`. Default 2.
-    public var pathLossExponent: Double?
-    /// `rssi-offset`, dB added to every RSSI sample the node receives. Default 0.
-    public var rssiOffset: Double?
-    /// `max-peers`. Default 1024.
-    public var maxPeers: Int?
-    /// `beacons`: range third-party beacons too. Default true.
-    public var beacons: Bool?
-    /// `log-level`. Default `info`.
-    public var logLevel: Logger.Level?
+    /// One option's value, of the type its ``RunOption`` declares (which requires it to be
+    /// `Sendable` and `Hashable`).
+    private struct Given: @unchecked Sendable, Hashable {
+        let value: AnyHashable
+    }
+
+    /// Each option given, by its key (``RunOption/key``): an option is declared once, in
+    /// ``RunOption/all``, and has no field here.
+    private var values: [String: Given] = [:]
 
     public init() {}
+
+    /// `option`'s value, nil when it was not given.
+    public subscript<Value: Hashable & Sendable>(_ option: RunOption) -> Value? {
+        get { self[key: option.key] }
+        set { self[key: option.key] = newValue }
+    }
+
+    subscript<Value: Hashable & Sendable>(key key: String) -> Value? {
+        get { values[key]?.value.base as? Value }
+        set { values[key] = newValue.map { Given(value: AnyHashable($0)) } }
+    }
+
+    /// Whether `option` was given.
+    public func has(_ option: RunOption) -> Bool { values[option.key] != nil }
+
+    /// No option given.
+    public var isEmpty: Bool { values.isEmpty }
 
     /// These options with `other`'s wherever `other` has one: the config file's, overridden by the
     /// command line's.
     public func overridden(by other: RunOptions) -> RunOptions {
         var merged = self
-        for option in RunOption.all { option.merge(&merged, other) }
+        merged.values.merge(other.values) { _, theirs in theirs }
         return merged
     }
 
