@@ -3,6 +3,7 @@ import Logging
 import MQTTKit
 import ProximityCore
 import ProximityMQTT
+import Synchronization
 
 /// The fleet service (`proximity-fleet run`, docs/fleet.md): the executor of ``FleetStep``. It
 /// connects to the broker (reconnecting with back-off), parses each message once
@@ -61,13 +62,23 @@ public actor FleetService {
                                                  "rooms": "\(plan.rooms.count)", "cells": "\(step.positions?.grid.count ?? 0)"])
         }
         // The ticks go on while it waits to claim the topics (the map shows the broker connecting).
+        // A claim the probe could not finish (its connection went, the broker restarting as the
+        // service starts) is made again; only another service online ends the run.
         let claiming = Task { [weak self] in
-            guard let self else { return }
-            do {
-                try await self.claim(options)
-                client.connect()
-            } catch {
-                await self.refuse(error)
+            while let self, !Task.isCancelled {
+                do {
+                    if try await self.claim(options) {
+                        client.connect()
+                        return
+                    }
+                } catch let conflict as FleetServiceConflict {
+                    await self.refuse(conflict)
+                    return
+                } catch {
+                    // Cancelled, or the probe's calls failed with its connection: again, unless cancelled.
+                }
+                // Not at once: a broker that drops each connection must not see a new one in a loop.
+                try? await Task.sleep(for: .seconds(1))
             }
         }
         if let ticks {
@@ -89,9 +100,8 @@ public actor FleetService {
 
     private var conflict: FleetServiceConflict?
 
-    private func refuse(_ error: any Error) {
-        guard let error = error as? FleetServiceConflict else { return }   // cancelled
-        conflict = error
+    private func refuse(_ conflict: FleetServiceConflict) {
+        self.conflict = conflict
     }
 
     /// Whether this service may take its topics: a probe connection (its own client id, no will)
@@ -100,7 +110,8 @@ public actor FleetService {
     /// that, and throws ``FleetServiceConflict`` if it stays online. Connecting with the same
     /// client id would knock the running one off the broker instead, and the two would take turns.
     /// Problems reaching the broker are the step's to log, as for the service's own connection.
-    private func claim(_ options: MQTTOptions) async throws {
+    /// True when the topics are free; false when the probe lost its connection before it knew.
+    private func claim(_ options: MQTTOptions) async throws -> Bool {
         var probeOptions = options
         probeOptions.clientID = "\(options.clientID)-claim-\(getpid())"
         probeOptions.will = nil
@@ -122,10 +133,12 @@ public actor FleetService {
         try await probe.subscribe(topics.status)
         try await probe.subscribe(marker)
         try await probe.publish(marker, "claim", qos: 1)
-        let status = topics.status
+        let status = topics.status, broker = configuration.broker
         let grace = Double(options.keepalive) * 1.5 + 5
         let logger = self.logger
-        let online = try await withThrowingTaskGroup(of: Bool.self) { group in
+        // What the marker found: the status online, and still online at the end of the grace.
+        let heldOnline = ClaimState()
+        let free = try await withThrowingTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 var online = false
                 var marked = false
@@ -135,23 +148,27 @@ public actor FleetService {
                         marked = true
                         if online {
                             logger.warning("another proximity-fleet is online on this broker: waiting for it to say offline",
-                                           metadata: ["topic": "\(status)", "broker": "\(options.host):\(options.port)",
-                                                      "seconds": "\(Int(grace))"])
+                                           metadata: ["topic": "\(status)", "broker": "\(broker)", "seconds": "\(Int(grace))"])
                         }
                     }
-                    if marked, !online { return false }
+                    if marked { heldOnline.online.withLock { $0 = online } }
+                    if marked, !online { return true }
                 }
-                return online
+                return nil   // the probe was disconnected
             }
             group.addTask {
                 try await Task.sleep(for: .seconds(grace))
-                return true
+                // Online all along is another service; never marked is a probe that lost its way.
+                return heldOnline.online.withLock { $0 } ? false : nil
             }
             defer { group.cancelAll() }
-            return try await group.next() ?? false
+            return try await group.next() ?? nil
         }
-        guard online else { return }
-        throw FleetServiceConflict(broker: configuration.broker, topic: status, waited: grace)
+        switch free {
+        case true?: return true
+        case false?: throw FleetServiceConflict(broker: broker, topic: status, waited: grace)
+        case nil: return false
+        }
     }
 
     private func finish(events: Task<Void, Never>, messages: Task<Void, Never>) async {
@@ -213,6 +230,11 @@ public actor FleetService {
             }
         }
     }
+}
+
+/// What a claim's reader saw after its marker, for its timeout: the status online.
+private final class ClaimState: Sendable {
+    let online = Mutex(false)
 }
 
 /// Another fleet service with the same topics is online on the broker (``FleetService/run(ticks:)``).

@@ -62,6 +62,9 @@ public struct FleetStep: Sendable {
     /// entities were discovered on this connection.
     private var occupancy: [String: FleetRoomOccupancy] = [:]
     private var roomsDiscovered: Set<String> = []
+    /// Something the rooms' occupancy rests on changed (a room, a name, a node, the connection):
+    /// worked out again at the next tick, not at every one.
+    private var occupancyDirty = true
     /// The devices' display names and kinds, as the nodes last reported them.
     private var names: [String: String] = [:]
     /// What each node's last report of a device said of its proof with the fleet's key (a node's
@@ -145,6 +148,7 @@ public struct FleetStep: Sendable {
             // run published goes out again (the rooms' occupancy at the next tick).
             effects += republish()
             occupancy = [:]
+            occupancyDirty = true
             // Its own retained rooms first: the broker sends them right after that subscription's
             // acknowledgement, before it even takes the next subscription, so a restart takes its
             // rooms back before any node's report can decide one afresh.
@@ -182,7 +186,9 @@ public struct FleetStep: Sendable {
     /// A message from the broker, arrived at `t`.
     public mutating func receive(_ message: FleetMessage, at t: Double) -> [FleetEffect] {
         var effects: [FleetEffect] = []
-        if let node = message.node, takes(node), isNews(message) { nodeSeen[node] = t }
+        if let node = message.node, takes(node), isNews(message) {
+            if nodeSeen.updateValue(t, forKey: node) == nil { occupancyDirty = true }   // a new room, without a plan
+        }
         switch message {
         case .homeAssistant(let online):
             guard online else { return [] }
@@ -195,14 +201,18 @@ public struct FleetStep: Sendable {
             guard published[device] == nil, !room.isEmpty, !isPlanNode(device: device) else { return [] }
             rule.restore(device: device, room: room == "not_home" ? nil : room, at: t)
             published[device] = room
+            occupancyDirty = true
             effects.append(.log(.init(.info, "room taken back from the broker", ["device": device, "room": room])))
             effects += discover(device)
         case .nodeState(let node, let state):
             // A mobile node (a cart, a bag) is never a room: its reports are dropped, now and on.
             guard let state else { return [] }
             positions?.learn(node: node, identity: state.id)
-            if state.isMobile { fixedNodes.remove(state.id.lowercased()) } else { fixedNodes.insert(state.id.lowercased()) }
+            let changed = state.isMobile ? fixedNodes.remove(state.id.lowercased()) != nil
+                : fixedNodes.insert(state.id.lowercased()).inserted
+            if changed { occupancyDirty = true }
             // Kept for a node whose reports are not taken too: a reload may add it to the plan.
+            if state.isMobile != mobile.contains(node) { occupancyDirty = true }
             if state.isMobile, mobile.insert(node).inserted {
                 positions?.forget(node: node)
                 effects += apply(rule.forget(node: node, at: t))
@@ -310,6 +320,7 @@ public struct FleetStep: Sendable {
         var changed = false
         if let name, !name.isEmpty, names[device] != name {
             names[device] = name
+            occupancyDirty = true
             changed = true
         }
         if kind == PeerKind.node.rawValue, nodeDevices.insert(device).inserted { changed = true }
@@ -328,6 +339,7 @@ public struct FleetStep: Sendable {
         let before = Set(positions?.plan.nodes.map(\.name) ?? [])
         let after = Set(plan.nodes.map(\.name))
         positions?.replace(plan: plan)
+        occupancyDirty = true
         outsidePlan.subtract(after)
         if configuration.outsideNodes == .ignore {
             // A node taken out of the plan: its reports stop counting now, its readings with them.
@@ -402,6 +414,7 @@ public struct FleetStep: Sendable {
     private mutating func publish(_ device: String, room: String, from previous: String, reason: String, at t: Double) -> [FleetEffect] {
         guard published[device] != room else { return [] }
         published[device] = room
+        occupancyDirty = true
         attributesSent[device] = t
         dirty = true
         return [.log(.init(.info, "room", ["device": device, "room": room, "from": previous, "reason": reason]))] + discover(device)
@@ -589,7 +602,7 @@ public struct FleetStep: Sendable {
         config.payloadNotHome = "not_home"
         config.sourceType = "bluetooth_le"
         config.setAvailability(topics.status)
-        var effects = [publish("\(configuration.discoveryPrefix)/\(DiscoveryComponent.deviceTracker.rawValue)/\(object)/config",
+        var effects = [publish(DiscoveryConfig.topic(prefix: configuration.discoveryPrefix, .deviceTracker, object: object),
                                MQTTJSON.encode(config))]
         guard positions != nil else { return effects }
         // The room as a sensor: a device_tracker shows a room only as its state, and automations
@@ -622,6 +635,8 @@ public struct FleetStep: Sendable {
     /// retained, and its entities' discovery once per connection. The boxes themselves (fixed
     /// nodes, tracked without a plan) are not occupants; a mobile node is.
     private mutating func occupied() -> [FleetEffect] {
+        guard occupancyDirty else { return [] }
+        occupancyDirty = false
         var inRoom: [String: [String]] = [:]
         for (device, room) in published where !fixedNodes.contains(device.lowercased()) { inRoom[room, default: []].append(device) }
         var effects: [FleetEffect] = []
@@ -657,8 +672,8 @@ public struct FleetStep: Sendable {
         count.jsonAttributesTopic = topics.occupancy(room)
         count.setAvailability(topics.status)
         let prefix = configuration.discoveryPrefix
-        return [publish("\(prefix)/\(DiscoveryComponent.binarySensor.rawValue)/\(object)/occupancy/config", MQTTJSON.encode(occupied)),
-                publish("\(prefix)/\(DiscoveryComponent.sensor.rawValue)/\(object)/devices/config", MQTTJSON.encode(count))]
+        return [publish(DiscoveryConfig.topic(prefix: prefix, .binarySensor, node: object, object: "occupancy"), MQTTJSON.encode(occupied)),
+                publish(DiscoveryConfig.topic(prefix: prefix, .sensor, node: object, object: "devices"), MQTTJSON.encode(count))]
     }
 
     /// What this run published and keeps retained, again: each device's room, attributes and
@@ -679,6 +694,6 @@ public struct FleetStep: Sendable {
 
     /// Where a device's room sensor is discovered: `<discovery-prefix>/sensor/proximity_fleet_<device>/room/config`.
     public static func roomSensorTopic(discoveryPrefix: String, device: String) -> String {
-        "\(discoveryPrefix)/sensor/proximity_fleet_\(MQTTTopic.objectID(device))/room/config"
+        DiscoveryConfig.topic(prefix: discoveryPrefix, .sensor, node: "proximity_fleet_\(MQTTTopic.objectID(device))", object: "room")
     }
 }

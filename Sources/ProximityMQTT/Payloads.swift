@@ -578,6 +578,11 @@ public struct DiscoveryConfig: Codable, Hashable, Sendable {
     /// it, so a tracked node is one device.
     public static func nodeDeviceID(identity: String) -> String { "proximityd_\(MQTTTopic.objectID(identity.lowercased()))" }
 
+    /// Where an entity's config is published: `<prefix>/<component>/[<node>/]<object>/config`.
+    public static func topic(prefix: String, _ component: DiscoveryComponent, node: String? = nil, object: String) -> String {
+        "\(prefix)/\(component.rawValue)/" + (node.map { "\($0)/" } ?? "") + "\(object)/config"
+    }
+
     /// The entity's id in Home Assistant, `<component>.<slug>`, in both keys (``objectID``,
     /// ``defaultEntityID``); `id` made an entity id's object part as Home Assistant would
     /// (``entitySlug(_:)``).

@@ -180,16 +180,16 @@ import Testing
         #expect(MQTTJSON.decode(FleetRoomOccupancy.self, from: (published["proximity-fleet/rooms/hall"] ?? "").utf8)?.count == 0)
 
         // Discovery: the tracker, and the rooms' entities on the fleet service's device.
-        let tracker = try FleetEndToEndJSON.object(published["homeassistant/device_tracker/proximity_fleet_tag1/config"])
+        let tracker = try JSONObject.object(published["homeassistant/device_tracker/proximity_fleet_tag1/config"])
         #expect(tracker["object_id"] as? String == "proximity_fleet_tag1")
         #expect(tracker["default_entity_id"] as? String == "device_tracker.proximity_fleet_tag1")
-        let occupancy = try FleetEndToEndJSON.object(published["homeassistant/binary_sensor/proximity_fleet_room_kitchen/occupancy/config"])
+        let occupancy = try JSONObject.object(published["homeassistant/binary_sensor/proximity_fleet_room_kitchen/occupancy/config"])
         #expect(occupancy["default_entity_id"] as? String == "binary_sensor.proximity_fleet_kitchen_occupancy")
         #expect(occupancy["object_id"] as? String == "proximity_fleet_kitchen_occupancy")
         #expect(occupancy["device_class"] as? String == "occupancy")
         #expect(occupancy["state_topic"] as? String == "proximity-fleet/rooms/kitchen")
         #expect((occupancy["device"] as? [String: Any])?["name"] as? String == "proximity-fleet")
-        let count = try FleetEndToEndJSON.object(published["homeassistant/sensor/proximity_fleet_room_kitchen/devices/config"])
+        let count = try JSONObject.object(published["homeassistant/sensor/proximity_fleet_room_kitchen/devices/config"])
         #expect(count["default_entity_id"] as? String == "sensor.proximity_fleet_kitchen_devices")
         #expect(count["json_attributes_topic"] as? String == "proximity-fleet/rooms/kitchen")
         #expect(count["value_template"] as? String == "{{ value_json.count }}")
@@ -218,7 +218,7 @@ import Testing
 }
 
 /// A JSON object from a payload.
-enum FleetEndToEndJSON {
+enum JSONObject {
     static func object(_ text: String?) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data((text ?? "").utf8)) as? [String: Any], "not a JSON object: \(text ?? "nil")")
     }

@@ -155,6 +155,8 @@ struct HelpExamplesTests {
              "See 'proximity-fleet run --help'."),
             ("proximity-fleet", ["replay", "--plan", "p.yaml"], "proximity-fleet: error: Missing expected argument '<trace.csv>'",
              "See 'proximity-fleet replay --help'."),
+            ("proximity-fleet", ["--broker", "mqtt://localhost", "--keepalive", "2"],
+             "proximity-fleet: error: --keepalive: must be in 5...3600 seconds, not 2", "See 'proximity-fleet run --help'."),
         ]
         for (product, arguments, error, help) in cases {
             let result = try await runCommand(BuiltProducts.path(product), arguments)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueZSim
 import Foundation
 import ProximityCore
 
@@ -30,14 +31,14 @@ struct Fleets {
     static let id2s = 20
     static let id3s = 1_000
 
-    init(_ g: inout Generator) {
+    init(_ g: inout SeededGenerator) {
         ibeacon = (0..<4).map { _ in g.uuid() }
         altbeacon = (0..<3).map { _ in g.uuid() }
         namespaces = (0..<4).map { _ in g.bytes(10) }
     }
 
     /// An Eddystone-URL under one of the domains.
-    func url(_ g: inout Generator) -> String {
+    func url(_ g: inout SeededGenerator) -> String {
         let scheme = g.chance(0.9) ? "https" : "http"
         return "\(scheme)://\(g.pick(subdomains))\(g.pick(domains))/p/\(g.below(5_000))"
     }
@@ -71,12 +72,12 @@ struct PeerTable {
     var peers: [SimulatedPeer] = []
     /// Indices of `peers` by form.
     var byForm: [PeerForm: [Int]] = [:]
-    private var movement: Generator
+    private var movement: SeededGenerator
 
     init(count: Int, seed: UInt64, at t0: Timestamp) {
-        var g = Generator(seed: seed, stream: 1)
+        var g = SeededGenerator(seed: seed, stream: 1)
         fleets = Fleets(&g)
-        movement = Generator(seed: seed, stream: 2)
+        movement = SeededGenerator(seed: seed, stream: 2)
         var seen = Set<PeerID>()
         let forms = PeerForm.allCases
         let weights = forms.map { PeerForm.weights[$0]! }
@@ -151,7 +152,7 @@ struct PeerTable {
     }
 
     /// A peer of `form` for a region to name, or nil when there is none.
-    func some(_ form: PeerForm, _ g: inout Generator) -> SimulatedPeer? {
+    func some(_ form: PeerForm, _ g: inout SeededGenerator) -> SimulatedPeer? {
         guard let indices = byForm[form], !indices.isEmpty else { return nil }
         return peers[g.pick(indices)]
     }
@@ -224,7 +225,7 @@ enum RegionSet {
     static let targeted = 0.6
 
     static func make(count: Int, mix: Mix, seed: UInt64, table: PeerTable) -> [(RegionForm, Region)] {
-        var g = Generator(seed: seed, stream: 3)
+        var g = SeededGenerator(seed: seed, stream: 3)
         let fleets = table.fleets
         let forms = RegionForm.allCases.filter { mix.weights[$0] != nil }
         let weights = forms.map { mix.weights[$0]! }

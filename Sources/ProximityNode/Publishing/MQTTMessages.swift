@@ -116,12 +116,12 @@ struct MQTTMessages: Sendable {
     var nodeObjectID: String { DiscoveryConfig.nodeDeviceID(identity: identity) }
 
     func discoveryTopic(_ component: DiscoveryComponent, _ object: String) -> String {
-        "\(settings.discoveryPrefix)/\(component.rawValue)/\(nodeObjectID)/\(object)/config"
+        DiscoveryConfig.topic(prefix: settings.discoveryPrefix, component, node: nodeObjectID, object: object)
     }
 
     /// The topic pattern of this node's binary sensors' discovery (regions removed while the node
     /// was away are found there).
-    var binarySensorDiscoveryPattern: String { "\(settings.discoveryPrefix)/binary_sensor/\(nodeObjectID)/+/config" }
+    var binarySensorDiscoveryPattern: String { discoveryTopic(.binarySensor, "+") }
     var homeAssistantStatusTopic: String { "\(settings.discoveryPrefix)/status" }
 
     static func regionObject(_ region: String) -> String { "region_\(MQTTTopic.objectID(region))" }

@@ -5,8 +5,6 @@ import Foundation
 /// with its state filled from a 64-bit seed by SplitMix64), one stream per part of the workload,
 /// and the draws the workload makes, written out (instead of `Int.random(in:using:)`) so that a
 /// seed gives the same workload on every machine and every Swift version.
-typealias Generator = SeededGenerator
-
 extension SeededGenerator {
     /// The stream for `seed`, made independent of the other streams of the same seed by `stream`
     /// (the regions, the peers and their movements each draw from their own, so changing
