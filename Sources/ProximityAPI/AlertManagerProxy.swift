@@ -6,54 +6,44 @@ import ProximityCore
 extension NodeProxy {
     private typealias Manager1 = ProximityBus.AlertManager1
 
-    private func manager(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
-        try await connection.call(destination: name, path: ProximityBus.rootPath, interface: Manager1.interface,
-                                  member: member, arguments, timeout: timeout)
-    }
-
     /// `AddAlert`: adds the alert, or replaces the one with its identifier.
     public func addAlert(_ alert: Alert) async throws {
-        _ = try await manager(Manager1.addAlert, [.string(alert.identifier), .variantMap(alert.busValues)])
+        try await call(Manager1.addAlert, alert.identifier, DBusVardict(alert.busValues.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
     }
 
     /// `RemoveAlert`.
     public func removeAlert(_ identifier: String) async throws {
-        _ = try await manager(Manager1.removeAlert, [.string(identifier)])
+        try await call(Manager1.removeAlert, identifier)
     }
 
     /// `GetAlerts`: every alert's targets.
     public func alertPaths() async throws -> [ObjectPath] {
-        (try await manager(Manager1.getAlerts).first?.arrayElements ?? []).compactMap(\.objectPath)
+        try await call(Manager1.getAlerts)
     }
 
     /// `GetDefinitions`: identifier → the alert's `a{sv}` (with `Source`: `config` or `bus`).
     public func alertDefinitions() async throws -> [String: [String: DBusValue]] {
-        var out: [String: [String: DBusValue]] = [:]
-        for entry in try await manager(Manager1.getDefinitions).first?.dictEntries ?? [] {
-            guard let id = entry.key.string else { continue }
-            out[id] = Lenient.properties(entry.value)
-        }
-        return out
+        try await call(Manager1.getDefinitions).mapValues { $0.mapValues(\.unwrapped) }
     }
 
     /// `Accept`, `Decline`, `Done` of the alert on offer (or, for `Done`, in progress).
-    public func accept(_ alert: ObjectPath) async throws { _ = try await manager(Manager1.accept, [.objectPath(alert)]) }
-    public func decline(_ alert: ObjectPath) async throws { _ = try await manager(Manager1.decline, [.objectPath(alert)]) }
-    public func done(_ alert: ObjectPath) async throws { _ = try await manager(Manager1.done, [.objectPath(alert)]) }
+    public func accept(_ alert: ObjectPath) async throws { try await call(Manager1.accept, alert) }
+    public func decline(_ alert: ObjectPath) async throws { try await call(Manager1.decline, alert) }
+    public func done(_ alert: ObjectPath) async throws { try await call(Manager1.done, alert) }
 
     /// `SetActionStatus`.
     public func setActionStatus(_ alert: ObjectPath, _ status: ActionStatus) async throws {
-        _ = try await manager(Manager1.setActionStatus, [.objectPath(alert), .string(status.rawValue)])
+        try await call(Manager1.setActionStatus, alert, status.rawValue)
     }
 
     /// `RegisterStrategy`: the object at `path` on this connection decides the alerts naming `key`.
     public func registerStrategy(_ path: ObjectPath, key: String) async throws {
-        _ = try await manager(Manager1.registerStrategy, [.objectPath(path), .string(key)])
+        try await call(Manager1.registerStrategy, path, key)
     }
 
     /// `UnregisterStrategy`.
     public func unregisterStrategy(_ path: ObjectPath) async throws {
-        _ = try await manager(Manager1.unregisterStrategy, [.objectPath(path)])
+        try await call(Manager1.unregisterStrategy, path)
     }
 
     /// `Current`: the alert offered or in progress, nil when none.

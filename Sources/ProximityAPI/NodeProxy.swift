@@ -78,9 +78,12 @@ public struct NodeProxy: Sendable {
         await connection.close()
     }
 
-    private func call(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
-        try await connection.call(destination: name, path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
-                                  member: member, arguments, timeout: timeout)
+    /// Calls one of the methods of the node's interfaces at ``ProximityBus/rootPath``, as
+    /// `ProximityBus` declares it: `try await node.call(ProximityBus.Node1.setPeerName, "phone", "Anna's phone")`.
+    /// Every method is callable this way; the named functions below are shorthands.
+    public func call<each A: DBusRepresentable, R: DBusReply>(_ method: DBusMethodSpec<repeat each A, R>,
+                                                              _ arguments: repeat each A) async throws -> R.Value {
+        try await connection.call(method, destination: name, path: ProximityBus.rootPath, repeat each arguments, timeout: timeout)
     }
 
     // MARK: - Node1
@@ -93,7 +96,7 @@ public struct NodeProxy: Sendable {
 
     /// `GetPeers`: the peers of the last tick, sorted by path.
     public func peers() async throws -> [PeerProxy] {
-        (try await call(ProximityBus.Node1.getPeers).first?.arrayElements ?? []).compactMap(\.objectPath).map(peer(at:))
+        try await call(ProximityBus.Node1.getPeers).map(peer(at:))
     }
 
     /// Every peer object with its properties, from one `GetManagedObjects` (one round trip, one
@@ -104,23 +107,23 @@ public struct NodeProxy: Sendable {
 
     /// `GetRanging`: identifier → zone, as of the last tick.
     public func ranging() async throws -> [String: String] {
-        Lenient.stringMap(try await call(ProximityBus.Node1.getRanging).first)
+        try await call(ProximityBus.Node1.getRanging)
     }
 
     /// `GetIdentities`: Bluetooth address → identity of the peer nodes identified so far.
     public func identities() async throws -> [String: String] {
-        Lenient.stringMap(try await call(ProximityBus.Node1.getIdentities).first)
+        try await call(ProximityBus.Node1.getIdentities)
     }
 
     /// `SetMeasuredPower`: the RSSI at 1 m to use for one peer (root and group `proximityd`).
     public func setMeasuredPower(_ power: Int16, for identifier: String) async throws {
-        _ = try await call(ProximityBus.Node1.setMeasuredPower, [.string(identifier), .int16(power)])
+        try await call(ProximityBus.Node1.setMeasuredPower, identifier, power)
     }
 
     /// `SetPeerName`: the display name of one peer (root and group `proximityd`); "" removes it.
     /// `org.proximityd.Error.NotPermitted` when the config file names the peer.
     public func setPeerName(_ name: String, for identifier: String) async throws {
-        _ = try await call(ProximityBus.Node1.setPeerName, [.string(identifier), .string(name)])
+        try await call(ProximityBus.Node1.setPeerName, identifier, name)
     }
 
     /// `AddIRK`: recognise the device whose identity resolving key is `key` (32 hexadecimal
@@ -128,29 +131,29 @@ public struct NodeProxy: Sendable {
     /// name given over the bus; `org.proximityd.Error.NotPermitted` when the config file's `irks:`
     /// has the name.
     public func addIRK(_ name: String, key: String) async throws {
-        _ = try await call(ProximityBus.Node1.addIRK, [.string(name), .string(key)])
+        try await call(ProximityBus.Node1.addIRK, name, key)
     }
 
     /// `RemoveIRK`: `org.proximityd.Error.DoesNotExist` if no IRK of that name was added over the bus.
     public func removeIRK(_ name: String) async throws {
-        _ = try await call(ProximityBus.Node1.removeIRK, [.string(name)])
+        try await call(ProximityBus.Node1.removeIRK, name)
     }
 
     /// `ResetMeasuredPower`: `org.proximityd.Error.DoesNotExist` if none was set.
     public func resetMeasuredPower(for identifier: String) async throws {
-        _ = try await call(ProximityBus.Node1.resetMeasuredPower, [.string(identifier)])
+        try await call(ProximityBus.Node1.resetMeasuredPower, identifier)
     }
 
     /// `StartRecording`: from the next report on, this connection receives a `Samples` signal at
     /// each report with every sample of `peers` (none: every peer). Subscribe with
     /// ``recordedBatches()`` first. Calling it again replaces the peers.
     public func startRecording(_ peers: [String]) async throws {
-        _ = try await call(ProximityBus.Node1.startRecording, [.array(element: .string, peers.map { .string($0) })])
+        try await call(ProximityBus.Node1.startRecording, peers)
     }
 
     /// `StopRecording`: `org.proximityd.Error.DoesNotExist` if this connection was not recording.
     public func stopRecording() async throws {
-        _ = try await call(ProximityBus.Node1.stopRecording)
+        try await call(ProximityBus.Node1.stopRecording)
     }
 
     /// The `Samples` signals the node sends this connection, from now on (call before

@@ -6,11 +6,6 @@ import ProximityCore
 extension NodeProxy {
     private typealias P1 = ProximityBus.Profile1
 
-    private func profile(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
-        try await connection.call(destination: name, path: ProximityBus.rootPath, interface: P1.interface, member: member, arguments,
-                                  timeout: timeout)
-    }
-
     /// `Attributes`.
     public func attributes() async throws -> [String: String] {
         let value = try await connection.getProperty(destination: name, path: ProximityBus.rootPath, interface: P1.interface,
@@ -19,47 +14,43 @@ extension NodeProxy {
     }
 
     public func updateAttribute(_ key: String, _ value: String) async throws {
-        _ = try await profile(P1.updateAttribute, [.string(key), .string(value)])
+        try await call(P1.updateAttribute, key, value)
     }
 
     public func removeAttribute(_ key: String) async throws {
-        _ = try await profile(P1.removeAttribute, [.string(key)])
+        try await call(P1.removeAttribute, key)
     }
 
     public func trackBeacon(uuid: String, major: String, minor: String, prox: UInt8, data: [String: String]) async throws {
-        _ = try await profile(P1.trackBeacon, [.string(uuid), .string(major), .string(minor), .byte(prox), .stringMap(data)])
+        try await call(P1.trackBeacon, uuid, major, minor, prox, DBusEntries(data.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
     }
 
     public func clearCurrentBeacon() async throws {
-        _ = try await profile(P1.clearCurrentBeacon)
+        try await call(P1.clearCurrentBeacon)
     }
 
     /// `AddRule` with the rule's JSON.
     public func addRule(_ identifier: String, json: String) async throws {
-        _ = try await profile(P1.addRule, [.string(identifier), .string(json)])
+        try await call(P1.addRule, identifier, json)
     }
 
     public func removeRule(_ identifier: String) async throws {
-        _ = try await profile(P1.removeRule, [.string(identifier)])
+        try await call(P1.removeRule, identifier)
     }
 
     /// `GetRules`: identifier → the rule's JSON (with `"source"`).
     public func rules() async throws -> [String: String] {
-        Lenient.stringMap(try await profile(P1.getRules).first)
+        try await call(P1.getRules)
     }
 
     /// `TestRule`: whether the rule's condition holds now, and why, one line per test.
     public func testRule(_ identifier: String) async throws -> (holds: Bool, explanation: [String]) {
-        let reply = try await profile(P1.testRule, [.string(identifier)])
-        return (reply.first?.bool ?? false, (reply.count > 1 ? reply[1].arrayElements ?? [] : []).compactMap(\.string))
+        try await call(P1.testRule, identifier)
     }
 
     /// `GetEvents`.
     public func events(after: UInt64 = 0, since: Double = 0, limit: UInt32 = .max) async throws -> [LogEntryValue] {
-        let reply = try await connection.call(destination: name, path: ProximityBus.rootPath, interface: ProximityBus.EventLog1.interface,
-                                              member: ProximityBus.EventLog1.getEvents, [.uint64(after), .double(since), .uint32(limit)],
-                                              timeout: timeout)
-        return (reply.first?.arrayElements ?? []).compactMap(LogEntryValue.init)
+        (try await call(ProximityBus.EventLog1.getEvents, after, since, limit).arrayElements ?? []).compactMap(LogEntryValue.init)
     }
 
     /// `Tracked`, `Cleared`, `RuleFired`, `Logged` and `Attributes` changes from now on.

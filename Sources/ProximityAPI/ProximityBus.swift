@@ -55,37 +55,40 @@ public enum ProximityBus {
     /// `org.proximityd.Node1` at ``rootPath``.
     public enum Node1 {
         public static let interface: InterfaceName = "org.proximityd.Node1"
-        /// `GetPeers() -> ao`
-        public static let getPeers: MemberName = "GetPeers"
-        /// `GetRanging() -> a{ss}`
-        public static let getRanging: MemberName = "GetRanging"
-        /// `GetIdentities() -> a{ss}`
-        public static let getIdentities: MemberName = "GetIdentities"
-        /// `GetPeer(s identifier) -> o`: the `Peer1` object of a peer in the table.
-        public static let getPeer: MemberName = "GetPeer"
-        /// `SetPeerName(s identifier, s name)`: an empty name removes it.
-        public static let setPeerName: MemberName = "SetPeerName"
-        /// `SetMeasuredPower(sn)`
-        public static let setMeasuredPower: MemberName = "SetMeasuredPower"
-        /// `ResetMeasuredPower(s)`
-        public static let resetMeasuredPower: MemberName = "ResetMeasuredPower"
-        /// `AddIRK(s name, s key)`: a device to recognise by its identity resolving key.
-        public static let addIRK: MemberName = "AddIRK"
-        /// `RemoveIRK(s name)`: one added with `AddIRK`.
-        public static let removeIRK: MemberName = "RemoveIRK"
-        /// `Reload()`: reads the config file again, as `SIGHUP` does.
-        public static let reload: MemberName = "Reload"
+        /// The peers of the last tick, sorted by path.
+        public static let getPeers = DBusMethodSpec(interface, "GetPeers", reply: DBusOut("peers", [ObjectPath].self))
+        /// Identifier → zone, as of the last tick.
+        public static let getRanging = DBusMethodSpec(interface, "GetRanging", reply: DBusOut("zones", [String: String].self))
+        /// Bluetooth address → identity of the peer nodes identified so far.
+        public static let getIdentities = DBusMethodSpec(interface, "GetIdentities",
+                                                         reply: DBusOut("identities", [String: String].self))
+        /// The `Peer1` object of a peer in the table.
+        public static let getPeer = DBusMethodSpec(interface, "GetPeer", DBusIn("identifier", String.self),
+                                                   reply: DBusOut("peer", ObjectPath.self))
+        /// A peer's display name; an empty name removes it.
+        public static let setPeerName = DBusMethodSpec(interface, "SetPeerName", DBusIn("identifier", String.self),
+                                                       DBusIn("name", String.self))
+        /// The RSSI at 1 m to use for one peer.
+        public static let setMeasuredPower = DBusMethodSpec(interface, "SetMeasuredPower", DBusIn("identifier", String.self),
+                                                            DBusIn("power", Int16.self))
+        /// Forgets one peer's `SetMeasuredPower`.
+        public static let resetMeasuredPower = DBusMethodSpec(interface, "ResetMeasuredPower", DBusIn("identifier", String.self))
+        /// A device to recognise by its identity resolving key (32 hexadecimal digits).
+        public static let addIRK = DBusMethodSpec(interface, "AddIRK", DBusIn("name", String.self), DBusIn("key", String.self))
+        /// Forgets a key added with `AddIRK`.
+        public static let removeIRK = DBusMethodSpec(interface, "RemoveIRK", DBusIn("name", String.self))
+        /// Reads the config file again, as `SIGHUP` does.
+        public static let reload = DBusMethodSpec(interface, "Reload")
         /// The signal `FoundDevices(a{ss})`, once a second.
         public static let foundDevices: MemberName = "FoundDevices"
         /// The signal `PeerIdentified(s identifier, s address, b introduced)`: a peer node's
         /// identity learnt (read over GATT, or written by the peer to this node's hello), once it
         /// is saved.
         public static let peerIdentified: MemberName = "PeerIdentified"
-        /// `StartRecording(as peers)`: the caller receives `Samples` for these peers (none: every
-        /// peer) until it calls `StopRecording()` or leaves the bus.
-        public static let startRecording: MemberName = "StartRecording"
-        /// `StopRecording()`
-        public static let stopRecording: MemberName = "StopRecording"
+        /// The caller receives `Samples` for these peers (none: every peer) until it calls
+        /// `StopRecording()` or leaves the bus.
+        public static let startRecording = DBusMethodSpec(interface, "StartRecording", DBusIn("peers", [String].self))
+        public static let stopRecording = DBusMethodSpec(interface, "StopRecording")
         /// The signal `Samples(d time, a(sddd) samples, a(ssdd) reports)`, sent once a report to
         /// each recording client only (unicast).
         public static let samples: MemberName = "Samples"
@@ -102,19 +105,17 @@ public enum ProximityBus {
     /// `org.proximityd.RegionMonitor1` at ``rootPath``: region monitoring commands.
     public enum RegionMonitor1 {
         public static let interface: InterfaceName = "org.proximityd.RegionMonitor1"
-        /// `StartMonitoring(s identifier, a{sv} matcher)`
-        public static let startMonitoring: MemberName = "StartMonitoring"
-        /// `StopMonitoring(s identifier)`
-        public static let stopMonitoring: MemberName = "StopMonitoring"
-        /// `StopMonitoringAll()`
-        public static let stopMonitoringAll: MemberName = "StopMonitoringAll"
-        /// `RequestState(s identifier) -> s`
-        public static let requestState: MemberName = "RequestState"
-        /// `GetMonitoredRegions() -> ao`
-        public static let getMonitoredRegions: MemberName = "GetMonitoredRegions"
-        /// `GetRegion(s identifier) -> o`: a monitored region's object, so clients need not
-        /// escape identifiers into paths.
-        public static let getRegion: MemberName = "GetRegion"
+        public static let startMonitoring = DBusMethodSpec(interface, "StartMonitoring", DBusIn("identifier", String.self),
+                                                           DBusIn("matcher", DBusVardict.self))
+        public static let stopMonitoring = DBusMethodSpec(interface, "StopMonitoring", DBusIn("identifier", String.self))
+        public static let stopMonitoringAll = DBusMethodSpec(interface, "StopMonitoringAll")
+        public static let requestState = DBusMethodSpec(interface, "RequestState", DBusIn("identifier", String.self),
+                                                        reply: DBusOut("state", String.self))
+        public static let getMonitoredRegions = DBusMethodSpec(interface, "GetMonitoredRegions",
+                                                               reply: DBusOut("regions", [ObjectPath].self))
+        /// A monitored region's object, so clients need not escape identifiers into paths.
+        public static let getRegion = DBusMethodSpec(interface, "GetRegion", DBusIn("identifier", String.self),
+                                                     reply: DBusOut("region", ObjectPath.self))
     }
 
     /// `org.proximityd.Region1` at ``regionPath(_:)``: one monitored region.
@@ -135,34 +136,34 @@ public enum ProximityBus {
     /// `org.proximityd.AlertManager1` at ``rootPath``: alerts, strategies and the consumer.
     public enum AlertManager1 {
         public static let interface: InterfaceName = "org.proximityd.AlertManager1"
-        /// `AddAlert(s identifier, a{sv} alert)`
-        public static let addAlert: MemberName = "AddAlert"
-        /// `RemoveAlert(s identifier)`
-        public static let removeAlert: MemberName = "RemoveAlert"
-        /// `GetAlerts() -> ao`: every alert's targets (`Alert1` objects).
-        public static let getAlerts: MemberName = "GetAlerts"
-        /// `GetDefinitions() -> a{sa{sv}}`: every alert as `AddAlert` takes it, with `Source`.
-        public static let getDefinitions: MemberName = "GetDefinitions"
-        /// `RegisterStrategy(o strategy, s key)`
-        public static let registerStrategy: MemberName = "RegisterStrategy"
-        /// `UnregisterStrategy(o strategy)`
-        public static let unregisterStrategy: MemberName = "UnregisterStrategy"
-        /// `Accept(o alert)`, `Decline(o alert)`, `Done(o alert)`
-        public static let accept: MemberName = "Accept"
-        public static let decline: MemberName = "Decline"
-        public static let done: MemberName = "Done"
-        /// `SetActionStatus(o alert, s status)`
-        public static let setActionStatus: MemberName = "SetActionStatus"
-        /// `GetAlert(s alert, s target) -> o`: one alert target's object, by the alert's and the
-        /// peer's identifiers.
-        public static let getAlert: MemberName = "GetAlert"
-        /// `AcceptTarget(s alert, s target)`, `DeclineTarget(ss)`, `DoneTarget(ss)`,
-        /// `SetTargetActionStatus(s alert, s target, s status)`: `Accept`, `Decline`, `Done` and
-        /// `SetActionStatus` with the identifiers instead of the object path.
-        public static let acceptTarget: MemberName = "AcceptTarget"
-        public static let declineTarget: MemberName = "DeclineTarget"
-        public static let doneTarget: MemberName = "DoneTarget"
-        public static let setTargetActionStatus: MemberName = "SetTargetActionStatus"
+        public static let addAlert = DBusMethodSpec(interface, "AddAlert", DBusIn("identifier", String.self),
+                                                    DBusIn("alert", DBusVardict.self))
+        public static let removeAlert = DBusMethodSpec(interface, "RemoveAlert", DBusIn("identifier", String.self))
+        /// Every alert's targets (`Alert1` objects).
+        public static let getAlerts = DBusMethodSpec(interface, "GetAlerts", reply: DBusOut("alerts", [ObjectPath].self))
+        /// Every alert as `AddAlert` takes it, with `Source`.
+        public static let getDefinitions = DBusMethodSpec(interface, "GetDefinitions",
+                                                          reply: DBusOut("alerts", [String: [String: DBusValue]].self))
+        public static let registerStrategy = DBusMethodSpec(interface, "RegisterStrategy", DBusIn("strategy", ObjectPath.self),
+                                                            DBusIn("key", String.self))
+        public static let unregisterStrategy = DBusMethodSpec(interface, "UnregisterStrategy", DBusIn("strategy", ObjectPath.self))
+        public static let accept = DBusMethodSpec(interface, "Accept", DBusIn("alert", ObjectPath.self))
+        public static let decline = DBusMethodSpec(interface, "Decline", DBusIn("alert", ObjectPath.self))
+        public static let done = DBusMethodSpec(interface, "Done", DBusIn("alert", ObjectPath.self))
+        public static let setActionStatus = DBusMethodSpec(interface, "SetActionStatus", DBusIn("alert", ObjectPath.self),
+                                                           DBusIn("status", String.self))
+        /// One alert target's object, by the alert's and the peer's identifiers.
+        public static let getAlert = DBusMethodSpec(interface, "GetAlert", DBusIn("alert", String.self), DBusIn("target", String.self),
+                                                    reply: DBusOut("object", ObjectPath.self))
+        /// `Accept`, `Decline`, `Done` and `SetActionStatus` with the identifiers instead of the
+        /// object path.
+        public static let acceptTarget = DBusMethodSpec(interface, "AcceptTarget", DBusIn("alert", String.self),
+                                                        DBusIn("target", String.self))
+        public static let declineTarget = DBusMethodSpec(interface, "DeclineTarget", DBusIn("alert", String.self),
+                                                         DBusIn("target", String.self))
+        public static let doneTarget = DBusMethodSpec(interface, "DoneTarget", DBusIn("alert", String.self), DBusIn("target", String.self))
+        public static let setTargetActionStatus = DBusMethodSpec(interface, "SetTargetActionStatus", DBusIn("alert", String.self),
+                                                                 DBusIn("target", String.self), DBusIn("status", String.self))
         /// The signal `AlertReady(o alert, a{sv} content)`: an offer.
         public static let alertReady: MemberName = "AlertReady"
         /// The signal `AlertRemoved(o alert, s reason)`: an offer or an action taken back.
@@ -181,13 +182,14 @@ public enum ProximityBus {
     /// `org.proximityd.AlertStrategy1`: exported by a client that decides alerts' conditions.
     public enum AlertStrategy1 {
         public static let interface: InterfaceName = "org.proximityd.AlertStrategy1"
-        /// `Evaluate(a{oa{sv}} targets) -> a{ob}`: whether each target's condition holds.
-        public static let evaluate: MemberName = "Evaluate"
-        /// `Release()`: the node dropped the strategy (no reply expected).
-        public static let release: MemberName = "Release"
+        /// Whether each target's condition holds.
+        public static let evaluate = DBusMethodSpec(interface, "Evaluate", DBusIn("targets", [ObjectPath: [String: DBusValue]].self),
+                                                    reply: DBusOut("verdicts", [ObjectPath: Bool].self))
+        /// The node dropped the strategy (no reply expected).
+        public static let release = DBusMethodSpec(interface, "Release")
         /// `Evaluate`'s argument and answer.
-        public static let targetsType: DBusType = .dictionary(key: .objectPath, value: .dictionary(key: .string, value: .variant))
-        public static let verdictsType: DBusType = .dictionary(key: .objectPath, value: .boolean)
+        public static var targetsType: DBusType { evaluate.inputs[0].type }
+        public static var verdictsType: DBusType { evaluate.reply.arguments[0].type }
     }
 
     /// `org.proximityd.Profile1` at ``rootPath``: the profile, tracking and the rules.
@@ -195,19 +197,22 @@ public enum ProximityBus {
         public static let interface: InterfaceName = "org.proximityd.Profile1"
         /// Property `Attributes` (a{ss}).
         public static let attributes = "Attributes"
-        /// `UpdateAttribute(s key, s value)`, `RemoveAttribute(s key)`
-        public static let updateAttribute: MemberName = "UpdateAttribute"
-        public static let removeAttribute: MemberName = "RemoveAttribute"
-        /// `TrackBeacon(s uuid, s major, s minor, y prox, a{ss} data)`: the seed's manual tracking.
-        public static let trackBeacon: MemberName = "TrackBeacon"
-        /// `ClearCurrentBeacon()`
-        public static let clearCurrentBeacon: MemberName = "ClearCurrentBeacon"
-        /// `AddRule(s identifier, s rule)`: the rule as JSON; `RemoveRule(s identifier)`;
-        /// `GetRules() -> a{ss}` (identifier → JSON, with `"source"`); `TestRule(s identifier) -> (b, as)`.
-        public static let addRule: MemberName = "AddRule"
-        public static let removeRule: MemberName = "RemoveRule"
-        public static let getRules: MemberName = "GetRules"
-        public static let testRule: MemberName = "TestRule"
+        public static let updateAttribute = DBusMethodSpec(interface, "UpdateAttribute", DBusIn("key", String.self),
+                                                           DBusIn("value", String.self))
+        public static let removeAttribute = DBusMethodSpec(interface, "RemoveAttribute", DBusIn("key", String.self))
+        /// The seed's manual tracking.
+        public static let trackBeacon = DBusMethodSpec(interface, "TrackBeacon", DBusIn("uuid", String.self), DBusIn("major", String.self),
+                                                       DBusIn("minor", String.self), DBusIn("prox", UInt8.self),
+                                                       DBusIn("data", DBusEntries<String>.self))
+        public static let clearCurrentBeacon = DBusMethodSpec(interface, "ClearCurrentBeacon")
+        /// The rule as JSON.
+        public static let addRule = DBusMethodSpec(interface, "AddRule", DBusIn("identifier", String.self), DBusIn("rule", String.self))
+        public static let removeRule = DBusMethodSpec(interface, "RemoveRule", DBusIn("identifier", String.self))
+        /// Identifier → JSON, with `"source"`.
+        public static let getRules = DBusMethodSpec(interface, "GetRules", reply: DBusOut("rules", [String: String].self))
+        /// Whether the rule's condition holds on the profile now, and why.
+        public static let testRule = DBusMethodSpec(interface, "TestRule", DBusIn("identifier", String.self),
+                                                    reply: DBusOut2("holds", Bool.self, "explanation", [String].self))
         /// Signals `Tracked(a{ss} contextdata)`, `Cleared()`, `RuleFired(s rule, a{ss} data)`.
         public static let tracked: MemberName = "Tracked"
         public static let cleared: MemberName = "Cleared"
@@ -217,12 +222,13 @@ public enum ProximityBus {
     /// `org.proximityd.EventLog1` at ``rootPath``: the durable event log.
     public enum EventLog1 {
         public static let interface: InterfaceName = "org.proximityd.EventLog1"
-        /// `GetEvents(t after, d since, u limit) -> a(tdssa{ss})`: entries after sequence `after`
-        /// and at or after `since` (seconds since the Unix epoch; 0: any), oldest first.
-        public static let getEvents: MemberName = "GetEvents"
+        public static let entryType: DBusType = .structure([.uint64, .double, .string, .string, .dictionary(key: .string, value: .string)])
+        /// Entries after sequence `after` and at or after `since` (seconds since the Unix epoch;
+        /// 0: any), oldest first.
+        public static let getEvents = DBusMethodSpec(interface, "GetEvents", DBusIn("after", UInt64.self), DBusIn("since", Double.self),
+                                                     DBusIn("limit", UInt32.self), reply: DBusValueOut("events", .array(entryType)))
         /// Signal `Logged(t seq, d time, s source, s type, a{ss} data)`: an entry, once on disk.
         public static let logged: MemberName = "Logged"
-        public static let entryType: DBusType = .structure([.uint64, .double, .string, .string, .dictionary(key: .string, value: .string)])
     }
 
     /// The methods of the node's own interfaces that every user may call on the system bus: the
@@ -231,14 +237,12 @@ public enum ProximityBus {
     /// `proximityd` (a test checks), with `Properties.Get`/`GetAll`, `GetManagedObjects`,
     /// `Introspect` and `Peer`; every other method call is theirs alone.
     public static let methodsForEveryone: [(interface: InterfaceName, member: MemberName)] = [
-        (Node1.interface, Node1.getPeers), (Node1.interface, Node1.getRanging), (Node1.interface, Node1.getIdentities),
-        (Node1.interface, Node1.getPeer), (Node1.interface, Node1.startRecording), (Node1.interface, Node1.stopRecording),
-        (RegionMonitor1.interface, RegionMonitor1.getMonitoredRegions), (RegionMonitor1.interface, RegionMonitor1.requestState),
-        (RegionMonitor1.interface, RegionMonitor1.getRegion),
-        (AlertManager1.interface, AlertManager1.getAlerts), (AlertManager1.interface, AlertManager1.getDefinitions),
-        (AlertManager1.interface, AlertManager1.getAlert),
-        (Profile1.interface, Profile1.getRules), (Profile1.interface, Profile1.testRule),
-        (EventLog1.interface, EventLog1.getEvents),
+        Node1.getPeers.member, Node1.getRanging.member, Node1.getIdentities.member, Node1.getPeer.member,
+        Node1.startRecording.member, Node1.stopRecording.member,
+        RegionMonitor1.getMonitoredRegions.member, RegionMonitor1.requestState.member, RegionMonitor1.getRegion.member,
+        AlertManager1.getAlerts.member, AlertManager1.getDefinitions.member, AlertManager1.getAlert.member,
+        Profile1.getRules.member, Profile1.testRule.member,
+        EventLog1.getEvents.member,
     ]
 
     /// `org.proximityd.Peer1` at ``peerPath(_:)``: properties only.

@@ -4,37 +4,30 @@ import ProximityCore
 /// A node's region monitor (`org.proximityd.RegionMonitor1` at ``ProximityBus/rootPath``) and its
 /// `Region1` objects, for clients.
 extension NodeProxy {
-    private func monitor(_ member: MemberName, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
-        try await connection.call(destination: name, path: ProximityBus.rootPath, interface: ProximityBus.RegionMonitor1.interface,
-                                  member: member, arguments, timeout: timeout)
-    }
-
     /// `StartMonitoring`: adds the region, or replaces the one with this identifier.
     public func startMonitoring(_ identifier: String, matcher: RegionMatcher) async throws {
-        let entries = matcher.busValues.sorted { $0.key < $1.key }.map { DBusValue.DictEntry(.string($0.key), .variant($0.value)) }
-        _ = try await monitor(ProximityBus.RegionMonitor1.startMonitoring,
-                              [.string(identifier), .dictionary(key: .string, value: .variant, entries)])
+        try await call(ProximityBus.RegionMonitor1.startMonitoring, identifier,
+                       DBusVardict(matcher.busValues.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
     }
 
     /// `StopMonitoring`.
     public func stopMonitoring(_ identifier: String) async throws {
-        _ = try await monitor(ProximityBus.RegionMonitor1.stopMonitoring, [.string(identifier)])
+        try await call(ProximityBus.RegionMonitor1.stopMonitoring, identifier)
     }
 
     /// `StopMonitoringAll`: the regions added over the bus.
     public func stopMonitoringAll() async throws {
-        _ = try await monitor(ProximityBus.RegionMonitor1.stopMonitoringAll)
+        try await call(ProximityBus.RegionMonitor1.stopMonitoringAll)
     }
 
     /// `RequestState`: `inside`, `outside` or `unknown`.
     public func requestState(_ identifier: String) async throws -> String {
-        try await monitor(ProximityBus.RegionMonitor1.requestState, [.string(identifier)]).first?.string ?? "unknown"
+        try await call(ProximityBus.RegionMonitor1.requestState, identifier)
     }
 
     /// `GetMonitoredRegions`, as identifiers.
     public func monitoredRegions() async throws -> [String] {
-        (try await monitor(ProximityBus.RegionMonitor1.getMonitoredRegions).first?.arrayElements ?? [])
-            .compactMap(\.objectPath).map(\.decodedLastElement)
+        try await call(ProximityBus.RegionMonitor1.getMonitoredRegions).map(\.decodedLastElement)
     }
 
     /// Every region with its properties, from one `GetManagedObjects`, by identifier.

@@ -81,4 +81,41 @@ struct TypedMethodTests {
             #expect(try await count(["a", "b"]) == .uint32(2))
         }
     }
+
+    static let describe = DBusMethodSpec(testInterface, "Describe", DBusIn("name", String.self), DBusIn("power", Int16.self),
+                                         reply: DBusOut("text", String.self))
+    static let check = DBusMethodSpec(testInterface, "Check", DBusIn("names", [String].self),
+                                      reply: DBusOut2("ok", Bool.self, "problems", [String].self))
+    static let forget = DBusMethodSpec(testInterface, "Forget", DBusIn("name", String.self))
+    /// Declared as answering a string; the exported one (a bad peer) answers a number.
+    static let liar = DBusMethodSpec(testInterface, "Lie", reply: DBusOut("text", String.self))
+
+    @Test("a method declared once (DBusMethodSpec): the exported side's introspection and the caller's values come from it; a reply of other types is refused")
+    func declaredOnce() async throws {
+        try await withBusPair { _, server, client in
+            let forgotten = Mutex<[String]>([])
+            _ = try await server.export([DBusInterface(testInterface, methods: [
+                DBusMethod(Self.describe) { _, name, power in "\(name) \(power)" },
+                DBusMethod(Self.check) { _, names in (names.allSatisfy { !$0.isEmpty }, names.filter(\.isEmpty).map { _ in "an empty name" }) },
+                DBusMethod(Self.forget) { _, name in forgotten.withLock { $0.append(name) } },
+                DBusMethod(Self.liar.name, outputs: [DBusArgument("text", .uint32)]) { _ in [.uint32(7)] },
+            ])], at: "/test/spec")
+            let xml = try #require(try await client.call(destination: server.uniqueName, path: "/test/spec", interface: .introspectable,
+                                                         member: "Introspect").first?.string)
+            let normalized = xml.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(normalized.contains(#"<method name="Check"> <arg name="names" type="as" direction="in"/> "#
+                + #"<arg name="ok" type="b" direction="out"/> <arg name="problems" type="as" direction="out"/> </method>"#), "\(xml)")
+            #expect(try await client.call(Self.describe, destination: server.uniqueName, path: "/test/spec", "tag", -59) == "tag -59")
+            let (ok, problems) = try await client.call(Self.check, destination: server.uniqueName, path: "/test/spec", ["a", ""])
+            #expect(!ok && problems == ["an empty name"])
+            try await client.call(Self.forget, destination: server.uniqueName, path: "/test/spec", "x")
+            #expect(forgotten.withLock { $0 } == ["x"])
+            do {
+                _ = try await client.call(Self.liar, destination: server.uniqueName, path: "/test/spec")
+                Issue.record("a reply of the wrong type was accepted")
+            } catch let error as DBusError {
+                #expect(error.name == .invalidSignature && error.message.contains("is not 's' but 'u'"), "\(error)")
+            }
+        }
+    }
 }

@@ -74,9 +74,7 @@ struct DaemonBusTests {
                                                     interface: .introspectable, member: "Introspect")
             let live = try #require(reply.first?.string)
             for interface in ["org.proximityd.Node1", "org.proximityd.AlertManager1"] {
-                let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/\(interface).xml"), encoding: .utf8)
-                let expected = try #require(RegionBusTests.interfaceElement(file, interface), "\(interface)")
-                #expect(RegionBusTests.interfaceElement(live, interface) == expected, "\(interface)")
+                try RegionBusTests.checkInterfaceFile(interface, live: live)
             }
             await daemon.stop()
         }
@@ -105,10 +103,7 @@ struct DaemonBusTests {
             let observer = try await sim.buses["desk"]!.connect()
             let reply = try await observer.call(destination: "org.proximityd", path: path, interface: .introspectable, member: "Introspect")
             await observer.close()
-            let live = try #require(reply.first?.string)
-            let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.proximityd.Alert1.xml"), encoding: .utf8)
-            let expected = try #require(RegionBusTests.interfaceElement(file, "org.proximityd.Alert1"))
-            #expect(RegionBusTests.interfaceElement(live, "org.proximityd.Alert1") == expected, "\(live)")
+            try RegionBusTests.checkInterfaceFile("org.proximityd.Alert1", live: try #require(reply.first?.string))
         }
     }
 

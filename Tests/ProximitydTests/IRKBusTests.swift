@@ -72,7 +72,7 @@ struct IRKBusTests {
             for (arguments, expected, message) in cases {
                 do {
                     _ = try await client.call(destination: "org.proximityd", path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
-                                              member: ProximityBus.Node1.addIRK, arguments)
+                                              member: ProximityBus.Node1.addIRK.name, arguments)
                     Issue.record("AddIRK\(arguments) was accepted")
                 } catch let error as DBusError {
                     #expect(error.name == expected, "\(arguments): \(error)")

@@ -52,7 +52,7 @@ struct PeerNameBusTests {
             for (arguments, expected, message) in cases {
                 do {
                     _ = try await client.call(destination: "org.proximityd", path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
-                                              member: ProximityBus.Node1.setPeerName, arguments)
+                                              member: ProximityBus.Node1.setPeerName.name, arguments)
                     Issue.record("SetPeerName\(arguments) was accepted")
                 } catch let error as DBusError {
                     #expect(error.name == expected, "\(arguments): \(error)")
@@ -68,7 +68,7 @@ struct PeerNameBusTests {
             let path = try await sim.node("alpha", ["GetPeer", "s", Self.door])
             #expect(path.stdout.trimmed == "o \"/org/proximityd/peers/\(escaped(Self.door))\"", "\(path)")
             #expect(try await client.call(destination: "org.proximityd", path: ProximityBus.rootPath, interface: ProximityBus.Node1.interface,
-                                          member: ProximityBus.Node1.getPeer, [.string(Self.door.uppercased().replacingOccurrences(of: "IBEACON", with: "ibeacon"))])
+                                          member: ProximityBus.Node1.getPeer.name, [.string(Self.door.uppercased().replacingOccurrences(of: "IBEACON", with: "ibeacon"))])
                         == [.objectPath(ProximityBus.peerPath(Self.door))])
             let absent = try await sim.node("alpha", ["GetPeer", "s", "ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:7:43"])
             #expect(absent.status != 0 && absent.stderr.contains("no peer ibeacon:f7826da6-4fa2-4e98-8024-bc5b71e0893e:7:43 in the table"), "\(absent)")

@@ -21,9 +21,7 @@ struct ProfileBusTests {
                                                     member: "Introspect")
             let live = try #require(reply.first?.string)
             for interface in ["org.proximityd.Profile1", "org.proximityd.EventLog1"] {
-                let file = try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/\(interface).xml"), encoding: .utf8)
-                let expected = try #require(RegionBusTests.interfaceElement(file, interface))
-                #expect(RegionBusTests.interfaceElement(live, interface) == expected)
+                try RegionBusTests.checkInterfaceFile(interface, live: live)
             }
             await daemon.stop()
         }

@@ -69,7 +69,7 @@ struct ProximityctlAlertsTests {
         /// `AddAlert`, as a client calls it.
         func add(_ identifier: String, _ values: [String: DBusValue]) async throws {
             _ = try await proxy.connection.call(destination: proxy.name, path: ProximityBus.rootPath,
-                                                interface: ProximityBus.AlertManager1.interface, member: ProximityBus.AlertManager1.addAlert,
+                                                interface: ProximityBus.AlertManager1.interface, member: ProximityBus.AlertManager1.addAlert.name,
                                                 [.string(identifier), .variantMap(values)])
         }
 
@@ -303,7 +303,7 @@ struct ProximityctlAlertsTests {
             let mark = node.changes.count
             _ = try await node.proxy.connection.call(destination: node.proxy.name, path: ProximityBus.rootPath,
                                                      interface: ProximityBus.AlertManager1.interface,
-                                                     member: ProximityBus.AlertManager1.removeAlert, [.string("linger")])
+                                                     member: ProximityBus.AlertManager1.removeAlert.name, [.string("linger")])
             try await eventually("linger's command got SIGTERM", timeout: .seconds(10)) {
                 FileManager.default.fileExists(atPath: out.appendingPathComponent("linger.term").path)
             }
@@ -459,6 +459,6 @@ extension NodeProxy {
     /// `SetActionStatus` with the status as text.
     func setActionStatusByName(_ path: ObjectPath, _ status: String) async throws {
         _ = try await connection.call(destination: name, path: ProximityBus.rootPath, interface: ProximityBus.AlertManager1.interface,
-                                      member: ProximityBus.AlertManager1.setActionStatus, [.objectPath(path), .string(status)])
+                                      member: ProximityBus.AlertManager1.setActionStatus.name, [.objectPath(path), .string(status)])
     }
 }

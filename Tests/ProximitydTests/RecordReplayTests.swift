@@ -176,7 +176,7 @@ struct RecordReplayTests {
             }
             func peers(_ names: [String]) -> [DBusValue] { [.array(element: .string, names.map { .string($0) })] }
             let client = try await box.bus.connect()
-            let start = ProximityBus.Node1.startRecording, stop = ProximityBus.Node1.stopRecording
+            let start = ProximityBus.Node1.startRecording.name, stop = ProximityBus.Node1.stopRecording.name
             await expectError(ProximityBus.Errors.invalidArguments, start, peers(["nobody"]), on: client, containing: "is not a peer identifier")
             await expectError(ProximityBus.Errors.invalidArguments, start, peers([Self.door.uppercased()]), on: client)
             await expectError(ProximityBus.Errors.invalidArguments, start, peers(["ibeacon:\(Self.fleet):1:70000"]), on: client)

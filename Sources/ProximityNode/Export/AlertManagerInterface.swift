@@ -16,33 +16,30 @@ enum AlertManagerInterface {
 
     static func declaration(commands: NodeCommands, connection: DBusConnection) -> DBusInterface {
         return DBusInterface(Manager1.interface, methods: [
-            DBusMethod(Manager1.addAlert, DBusIn("identifier", String.self), DBusIn("alert", DBusVardict.self)) { _, identifier, alert in
+            DBusMethod(Manager1.addAlert) { _, identifier, alert in
                 let identifier = try checked(identifier)
                 let values = try BusArguments.uniqueEntries(alert, "alert")
                 let alert: Alert
                 do { alert = try Alert(identifier: identifier, busValues: values) } catch {
                     throw DBusError(Errors.invalidArguments, "\(error)")
                 }
-                return try await commands.reply(.addAlert(alert))
+                try await commands.run(.addAlert(alert))
             },
-            DBusMethod(Manager1.removeAlert, DBusIn("identifier", String.self)) { _, identifier in
-                try await commands.reply(.removeAlert(try checked(identifier)))
+            DBusMethod(Manager1.removeAlert) { _, identifier in
+                try await commands.run(.removeAlert(try checked(identifier)))
             },
-            DBusMethod(Manager1.getAlerts, outputs: [DBusArgument("alerts", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, await commands.read { $0.alertTargetKeys }
-                    .map { .objectPath(ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue)) })]
+            DBusMethod(Manager1.getAlerts) { _ in
+                await commands.read { $0.alertTargetKeys }.map { ProximityBus.alertPath(alert: $0.alert, target: $0.peer.rawValue) }
             },
-            DBusMethod(Manager1.getDefinitions,
-                       outputs: [DBusArgument("alerts",
-                                              .dictionary(key: .string, value: .dictionary(key: .string, value: .variant)))]) { _ in
+            DBusMethod(Manager1.getDefinitions) { _ in
                 let definitions = await commands.read { $0.alertDefinitions }
-                return [.dictionary(key: .string, value: .dictionary(key: .string, value: .variant), definitions.map { alert, source in
+                return Dictionary(definitions.map { alert, source in
                     var values = alert.busValues
                     values["Source"] = .string(source.rawValue)
-                    return .init(.string(alert.identifier), .variantMap(values))
-                })]
+                    return (alert.identifier, values)
+                }) { first, _ in first }
             },
-            DBusMethod(Manager1.registerStrategy, DBusIn("strategy", ObjectPath.self), DBusIn("key", String.self)) { call, path, key in
+            DBusMethod(Manager1.registerStrategy) { call, path, key in
                 guard let sender = call.sender else {
                     throw DBusError(Errors.invalidArguments, "RegisterStrategy needs the caller's name")
                 }
@@ -51,46 +48,44 @@ enum AlertManagerInterface {
                     throw DBusError(Errors.alreadyExists, "\(key.debugDescription) is a built-in strategy; register under another key")
                 }
                 try await checkImplementsStrategy(connection: connection, owner: sender, path: path)
-                return try await commands.reply(.registerStrategy(key, StrategyClient(owner: sender.rawValue, path: path.rawValue)))
+                try await commands.run(.registerStrategy(key, StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
-            DBusMethod(Manager1.unregisterStrategy, DBusIn("strategy", ObjectPath.self)) { call, path in
+            DBusMethod(Manager1.unregisterStrategy) { call, path in
                 guard let sender = call.sender else {
                     throw DBusError(Errors.invalidArguments, "UnregisterStrategy needs the caller's name")
                 }
-                return try await commands.reply(.unregisterStrategy(StrategyClient(owner: sender.rawValue, path: path.rawValue)))
+                try await commands.run(.unregisterStrategy(StrategyClient(owner: sender.rawValue, path: path.rawValue)))
             },
-            DBusMethod(Manager1.accept, DBusIn("alert", ObjectPath.self)) { _, path in
-                try await commands.reply(.accept(try await target(path, commands)))
+            DBusMethod(Manager1.accept) { _, path in
+                try await commands.run(.accept(try await target(path, commands)))
             },
-            DBusMethod(Manager1.decline, DBusIn("alert", ObjectPath.self)) { _, path in
-                try await commands.reply(.decline(try await target(path, commands)))
+            DBusMethod(Manager1.decline) { _, path in
+                try await commands.run(.decline(try await target(path, commands)))
             },
-            DBusMethod(Manager1.done, DBusIn("alert", ObjectPath.self)) { _, path in
-                try await commands.reply(.done(try await target(path, commands)))
+            DBusMethod(Manager1.done) { _, path in
+                try await commands.run(.done(try await target(path, commands)))
             },
-            DBusMethod(Manager1.setActionStatus, DBusIn("alert", ObjectPath.self), DBusIn("status", String.self)) { _, path, text in
+            DBusMethod(Manager1.setActionStatus) { _, path, text in
                 let status = try actionStatus(text)
-                return try await commands.reply(.setActionStatus(try await target(path, commands), status))
+                try await commands.run(.setActionStatus(try await target(path, commands), status))
             },
             // The same by identifiers, so clients need not escape them into an object path.
-            DBusMethod(Manager1.getAlert, DBusIn("alert", String.self), DBusIn("target", String.self),
-                       outputs: [DBusArgument("object", .objectPath)]) { _, alert, peer in
+            DBusMethod(Manager1.getAlert) { _, alert, peer in
                 let key = try await target(alert: alert, peer: peer, commands)
-                return [.objectPath(ProximityBus.alertPath(alert: key.alert, target: key.peer.rawValue))]
+                return ProximityBus.alertPath(alert: key.alert, target: key.peer.rawValue)
             },
-            DBusMethod(Manager1.acceptTarget, DBusIn("alert", String.self), DBusIn("target", String.self)) { _, alert, peer in
-                try await commands.reply(.accept(try await target(alert: alert, peer: peer, commands)))
+            DBusMethod(Manager1.acceptTarget) { _, alert, peer in
+                try await commands.run(.accept(try await target(alert: alert, peer: peer, commands)))
             },
-            DBusMethod(Manager1.declineTarget, DBusIn("alert", String.self), DBusIn("target", String.self)) { _, alert, peer in
-                try await commands.reply(.decline(try await target(alert: alert, peer: peer, commands)))
+            DBusMethod(Manager1.declineTarget) { _, alert, peer in
+                try await commands.run(.decline(try await target(alert: alert, peer: peer, commands)))
             },
-            DBusMethod(Manager1.doneTarget, DBusIn("alert", String.self), DBusIn("target", String.self)) { _, alert, peer in
-                try await commands.reply(.done(try await target(alert: alert, peer: peer, commands)))
+            DBusMethod(Manager1.doneTarget) { _, alert, peer in
+                try await commands.run(.done(try await target(alert: alert, peer: peer, commands)))
             },
-            DBusMethod(Manager1.setTargetActionStatus, DBusIn("alert", String.self), DBusIn("target", String.self),
-                       DBusIn("status", String.self)) { _, alert, peer, text in
+            DBusMethod(Manager1.setTargetActionStatus) { _, alert, peer, text in
                 let status = try actionStatus(text)
-                return try await commands.reply(.setActionStatus(try await target(alert: alert, peer: peer, commands), status))
+                try await commands.run(.setActionStatus(try await target(alert: alert, peer: peer, commands), status))
             },
         ], properties: [
             DBusProperty(Manager1.current, .objectPath, .objectPath(.root)),
@@ -194,7 +189,7 @@ enum StrategyIntrospection {
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
             switch name {
             case "method":
-                if method == ProximityBus.AlertStrategy1.evaluate.rawValue,
+                if method == ProximityBus.AlertStrategy1.evaluate.name.rawValue,
                    inputs == [ProximityBus.AlertStrategy1.targetsType.description],
                    outputs == [ProximityBus.AlertStrategy1.verdictsType.description] {
                     found = true

@@ -13,9 +13,9 @@ struct BusClients: Sendable {
 
     /// Asks a strategy client about its targets: its verdicts, or why it is dropped.
     func ask(_ question: StrategyQuestion, time: NodeTime) async -> NodeCommand {
-        var request: [DBusValue.DictEntry] = []
+        var request: [ObjectPath: [String: DBusValue]] = [:]
         for (key, state, parameters) in question.targets {
-            let info: [String: DBusValue] = [
+            request[ProximityBus.alertPath(alert: key.alert, target: key.peer.rawValue)] = [
                 "Alert": .string(key.alert), "Target": .string(key.peer.rawValue),
                 "Detected": .boolean(state.detected), "Proximity": .string(state.proximity.rawValue),
                 "Distance": .double(state.distance.isFinite ? state.distance : -1),
@@ -23,21 +23,14 @@ struct BusClients: Sendable {
                 "ActionStatus": .string(state.actionStatus.rawValue),
                 "LastSeen": .uint64(state.lastDetected.isFinite ? time.epochMicroseconds(state.lastDetected) : 0),
             ]
-            request.append(.init(.objectPath(ProximityBus.alertPath(alert: key.alert, target: key.peer.rawValue)), .variantMap(info)))
         }
-        let argument = DBusValue.dictionary(key: .objectPath, value: .dictionary(key: .string, value: .variant), request)
         do {
             let (owner, path) = try Self.address(question.client)
-            let reply = try await connection.call(destination: owner, path: path, interface: ProximityBus.AlertStrategy1.interface,
-                                                  member: ProximityBus.AlertStrategy1.evaluate, [argument], timeout: Self.strategyTimeout)
-            guard reply.count == 1, reply[0].type == ProximityBus.AlertStrategy1.verdictsType, let entries = reply[0].dictEntries else {
-                throw DBusError(ProximityBus.Errors.invalidArguments,
-                                "Evaluate answered '\(Signature(reply.map(\.type)))', expected 'a{ob}'")
-            }
+            let reply = try await connection.call(ProximityBus.AlertStrategy1.evaluate, destination: owner, path: path, request,
+                                                  timeout: Self.strategyTimeout)
             var verdicts: [AlertTargetKey: Bool] = [:]
-            for entry in entries {
-                guard let path = entry.key.objectPath, let verdict = entry.value.bool,
-                      let (alert, peer) = ProximityBus.alertTarget(of: path) else { continue }
+            for (path, verdict) in reply {
+                guard let (alert, peer) = ProximityBus.alertTarget(of: path) else { continue }
                 verdicts[AlertTargetKey(alert: alert, peer: PeerID(peer))] = verdict
             }
             return .strategyAnswered(question.key, generation: question.generation, verdicts)
@@ -49,8 +42,7 @@ struct BusClients: Sendable {
     /// Tells a strategy client it was dropped; its answer does not matter.
     func release(_ client: StrategyClient) async {
         guard let (owner, path) = try? Self.address(client) else { return }
-        _ = try? await connection.call(destination: owner, path: path, interface: ProximityBus.AlertStrategy1.interface,
-                                       member: ProximityBus.AlertStrategy1.release, timeout: .seconds(1))
+        _ = try? await connection.call(ProximityBus.AlertStrategy1.release, destination: owner, path: path, timeout: .seconds(1))
     }
 
     /// Returns once `client` (a unique name: never used again) has left the bus, at once if it

@@ -10,14 +10,13 @@ enum EventLogInterface {
     static func declaration(engine: NodeEngine) -> DBusInterface {
         typealias L1 = ProximityBus.EventLog1
         return DBusInterface(L1.interface, methods: [
-            DBusMethod(L1.getEvents, DBusIn("after", UInt64.self), DBusIn("since", Double.self), DBusIn("limit", UInt32.self),
-                       outputs: [DBusArgument("events", .array(L1.entryType))]) { _, after, since, limit in
+            DBusMethod(L1.getEvents) { _, after, since, limit in
                 guard since.isFinite else {
                     throw DBusError(Errors.invalidArguments, "since must be a finite number of seconds since the Unix epoch")
                 }
                 // 0, or more than a page: a page (10,000).
                 let entries = await engine.loggedEvents(after: after, since: since, limit: limit == 0 ? 10_000 : Int(min(limit, 10_000)))
-                return [.array(element: L1.entryType, entries.map(\.value))]
+                return .array(element: L1.entryType, entries.map(\.value))
             },
         ], signals: [
             DBusSignal(L1.logged, arguments: [DBusArgument("seq", .uint64), DBusArgument("time", .double), DBusArgument("source", .string),

@@ -16,12 +16,6 @@ struct NodeCommands: Sendable {
         return outcome
     }
 
-    /// Runs `command`, for a method that answers nothing.
-    func reply(_ command: NodeCommand) async throws(DBusError) -> [DBusValue] {
-        try await run(command)
-        return []
-    }
-
     /// A value of the node's state.
     func read<T: Sendable>(_ value: @Sendable (NodeStep) -> T) async -> T { await engine.read(value) }
 

@@ -18,72 +18,56 @@ enum NodeInterface {
                             reload: ConfigurationReload, connection: DBusConnection) -> DBusInterface {
         let stringMap = DBusType.dictionary(key: .string, value: .string)
         return DBusInterface(Node1.interface, methods: [
-            DBusMethod(Node1.getPeers, outputs: [DBusArgument("peers", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, exporter.published.paths.map { .objectPath($0) })]
-            },
-            DBusMethod(Node1.getRanging, outputs: [DBusArgument("zones", stringMap)]) { _ in
-                [.stringMap(exporter.published.zones)]
-            },
-            DBusMethod(Node1.getIdentities, outputs: [DBusArgument("identities", stringMap)]) { _ in
-                [.stringMap(await commands.read { $0.identities })]
-            },
-            DBusMethod(Node1.getPeer, DBusIn("identifier", String.self), outputs: [DBusArgument("peer", .objectPath)]) { _, identifier in
+            DBusMethod(Node1.getPeers) { _ in exporter.published.paths },
+            DBusMethod(Node1.getRanging) { _ in exporter.published.zones },
+            DBusMethod(Node1.getIdentities) { _ in await commands.read { $0.identities } },
+            DBusMethod(Node1.getPeer) { _, identifier in
                 let peer = PeerID.canonical(identifier)
                 if let problem = PeerID.formProblem(peer) { throw DBusError(Errors.invalidArguments, problem) }
                 guard exporter.published.zones[peer] != nil else {
                     throw DBusError(Errors.doesNotExist, "no peer \(peer) in the table (GetRanging lists those there)")
                 }
-                return [.objectPath(ProximityBus.peerPath(peer))]
+                return ProximityBus.peerPath(peer)
             },
-            DBusMethod(Node1.setPeerName, DBusIn("identifier", String.self), DBusIn("name", String.self)) { _, identifier, name in
+            DBusMethod(Node1.setPeerName) { _, identifier, name in
                 let peer = PeerID.canonical(identifier)
                 if let problem = PeerID.formProblem(peer) ?? (name.isEmpty ? nil : PeerNames.problem(name: name)) {
                     throw DBusError(Errors.invalidArguments, problem)
                 }
                 try await commands.run(.setPeerName(name, peer: PeerID(peer)))
-                return []
             },
-            DBusMethod(Node1.addIRK, DBusIn("name", String.self), DBusIn("key", String.self)) { _, name, hex in
+            DBusMethod(Node1.addIRK) { _, name, hex in
                 if let problem = PeerID.irkNameProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
                 let key: IdentityResolvingKey
                 do throws(IRKError) { key = try IdentityResolvingKey(parsing: hex) } catch {
                     throw DBusError(Errors.invalidArguments, error.description)
                 }
                 try await commands.run(.addIRK(name, key: key))
-                return []
             },
-            DBusMethod(Node1.removeIRK, DBusIn("name", String.self)) { _, name in
+            DBusMethod(Node1.removeIRK) { _, name in
                 if let problem = PeerID.irkNameProblem(name) { throw DBusError(Errors.invalidArguments, problem) }
                 try await commands.run(.removeIRK(name))
-                return []
             },
-            DBusMethod(Node1.setMeasuredPower, DBusIn("identifier", String.self), DBusIn("power", Int16.self)) { _, identifier, power in
+            DBusMethod(Node1.setMeasuredPower) { _, identifier, power in
                 if let problem = NodeSettings.problem(identifier: identifier) ?? NodeSettings.problem(measuredPower: power) {
                     throw DBusError(Errors.invalidArguments, problem)
                 }
                 try await commands.run(.setMeasuredPower(power, peer: identifier))
-                return []
             },
-            DBusMethod(Node1.resetMeasuredPower, DBusIn("identifier", String.self)) { _, identifier in
+            DBusMethod(Node1.resetMeasuredPower) { _, identifier in
                 if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
                 try await commands.run(.resetMeasuredPower(peer: identifier))
-                return []
             },
-            DBusMethod(Node1.reload) { _ in
-                try await reload.reload()
-                return []
-            },
-            DBusMethod(Node1.startRecording, DBusIn("peers", [String].self)) { call, names in
+            DBusMethod(Node1.reload) { _ in try await reload.reload() },
+            DBusMethod(Node1.startRecording) { call, names in
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
                 let peers = try recordedPeers(names)
                 let caller = try await CallerCredentials.of(sender, on: connection)
                 try await commands.run(.startRecording(peers, client: sender.rawValue, uid: caller.uid, privileged: caller.privileged))
-                return []
             },
             DBusMethod(Node1.stopRecording) { call in
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
                 try await commands.run(.stopRecording(client: sender.rawValue))
-                return []
             },
         ], properties: NodeProperties.Key.allCases.map { key in
             let d = key.descriptor

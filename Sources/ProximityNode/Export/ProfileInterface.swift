@@ -12,16 +12,15 @@ enum ProfileInterface {
 
     static func declaration(commands: NodeCommands, attributes: [String: String]) -> DBusInterface {
         return DBusInterface(P1.interface, methods: [
-            DBusMethod(P1.updateAttribute, DBusIn("key", String.self), DBusIn("value", String.self)) { _, key, value in
+            DBusMethod(P1.updateAttribute) { _, key, value in
                 let key = try checked(key)
                 if let problem = Profile.problem(value: value) { throw DBusError(Errors.invalidArguments, problem) }
-                return try await commands.reply(.updateAttribute(key, value))
+                try await commands.run(.updateAttribute(key, value))
             },
-            DBusMethod(P1.removeAttribute, DBusIn("key", String.self)) { _, key in
-                try await commands.reply(.removeAttribute(try checked(key)))
+            DBusMethod(P1.removeAttribute) { _, key in
+                try await commands.run(.removeAttribute(try checked(key)))
             },
-            DBusMethod(P1.trackBeacon, DBusIn("uuid", String.self), DBusIn("major", String.self), DBusIn("minor", String.self),
-                       DBusIn("prox", UInt8.self), DBusIn("data", DBusEntries<String>.self)) { _, uuid, major, minor, prox, entries in
+            DBusMethod(P1.trackBeacon) { _, uuid, major, minor, prox, entries in
                 for (name, text) in [("uuid", uuid), ("major", major), ("minor", minor)] where text.utf8.count > 255 {
                     throw DBusError(Errors.invalidArguments, "\(name) is longer than 255 bytes")
                 }
@@ -35,29 +34,27 @@ enum ProfileInterface {
                 }
                 if let k = entries.repeatedKey { throw DBusError(Errors.invalidArguments, "data: \(k.debugDescription) is given twice") }
                 guard entries.entries.count <= 64 else { throw DBusError(Errors.invalidArguments, "data has more than 64 entries") }
-                return try await commands.reply(.trackBeacon(uuid: uuid, major: major, minor: minor, prox: Int(prox),
+                try await commands.run(.trackBeacon(uuid: uuid, major: major, minor: minor, prox: Int(prox),
                                                              data: entries.dictionary))
             },
-            DBusMethod(P1.clearCurrentBeacon) { _ in try await commands.reply(.clearCurrentBeacon) },
-            DBusMethod(P1.addRule, DBusIn("identifier", String.self), DBusIn("rule", String.self)) { _, identifier, text in
+            DBusMethod(P1.clearCurrentBeacon) { _ in try await commands.run(.clearCurrentBeacon) },
+            DBusMethod(P1.addRule) { _, identifier, text in
                 if let problem = Rule.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
                 guard text.utf8.count <= 65_536 else { throw DBusError(Errors.invalidArguments, "the rule is longer than 64 KiB") }
                 let rule: Rule
                 do { rule = try Rule.parse(identifier: identifier, RuleValue.json(text)) } catch {
                     throw DBusError(Errors.invalidArguments, "rule \(identifier.debugDescription): \(error)")
                 }
-                return try await commands.reply(.addRule(rule))
+                try await commands.run(.addRule(rule))
             },
-            DBusMethod(P1.removeRule, DBusIn("identifier", String.self)) { _, identifier in
-                try await commands.reply(.removeRule(identifier))
+            DBusMethod(P1.removeRule) { _, identifier in
+                try await commands.run(.removeRule(identifier))
             },
-            DBusMethod(P1.getRules, outputs: [DBusArgument("rules", .dictionary(key: .string, value: .string))]) { _ in
-                [.stringMap(await commands.read { $0.ruleDefinitions })]
+            DBusMethod(P1.getRules) { _ in
+                await commands.read { $0.ruleDefinitions }
             },
-            DBusMethod(P1.testRule, DBusIn("identifier", String.self),
-                       outputs: [DBusArgument("holds", .boolean), DBusArgument("explanation", .array(.string))]) { _, identifier in
-                let (holds, lines) = try await commands.read { step in Result { () throws(NodeRefusal) in try step.testRule(identifier) } }
-                return [.boolean(holds), .array(element: .string, lines.map { .string($0) })]
+            DBusMethod(P1.testRule) { _, identifier in
+                try await commands.read { step in Result { () throws(NodeRefusal) in try step.testRule(identifier) } }
             },
         ], properties: [
             DBusProperty(P1.attributes, .dictionary(key: .string, value: .string), .stringMap(attributes)),

@@ -12,38 +12,26 @@ enum RegionMonitorInterface {
 
     static func declaration(commands: NodeCommands) -> DBusInterface {
         DBusInterface(Monitor1.interface, methods: [
-            DBusMethod(Monitor1.startMonitoring, DBusIn("identifier", String.self),
-                       DBusIn("matcher", DBusVardict.self)) { _, identifier, matcher in
+            DBusMethod(Monitor1.startMonitoring) { _, identifier, matcher in
                 let identifier = try checked(identifier)
                 let values = try BusArguments.uniqueEntries(matcher, "matcher")
                 let parts: RegionMatcher
                 do { parts = try RegionMatcher(busValues: values) } catch { throw DBusError(Errors.invalidArguments, "\(error)") }
                 try await commands.run(.startMonitoring(Region(identifier: identifier, matcher: parts, source: .bus)))
-                return []
             },
-            DBusMethod(Monitor1.stopMonitoring, DBusIn("identifier", String.self)) { _, identifier in
-                try await commands.run(.stopMonitoring(try checked(identifier)))
-                return []
-            },
-            DBusMethod(Monitor1.stopMonitoringAll) { _ in
-                try await commands.run(.stopMonitoringAll)
-                return []
-            },
-            DBusMethod(Monitor1.requestState, DBusIn("identifier", String.self),
-                       outputs: [DBusArgument("state", .string)]) { _, identifier in
+            DBusMethod(Monitor1.stopMonitoring) { _, identifier in try await commands.run(.stopMonitoring(try checked(identifier))) },
+            DBusMethod(Monitor1.stopMonitoringAll) { _ in try await commands.run(.stopMonitoringAll) },
+            DBusMethod(Monitor1.requestState) { _, identifier in
                 let outcome = try await commands.run(.requestState(try checked(identifier)))
-                return [.string((outcome.regionState ?? .unknown).rawValue)]
+                return (outcome.regionState ?? .unknown).rawValue
             },
-            DBusMethod(Monitor1.getMonitoredRegions, outputs: [DBusArgument("regions", .array(.objectPath))]) { _ in
-                [.array(element: .objectPath, await commands.read { $0.monitoredRegions }.map { .objectPath(ProximityBus.regionPath($0)) })]
-            },
-            DBusMethod(Monitor1.getRegion, DBusIn("identifier", String.self),
-                       outputs: [DBusArgument("region", .objectPath)]) { _, identifier in
+            DBusMethod(Monitor1.getMonitoredRegions) { _ in await commands.read { $0.monitoredRegions }.map(ProximityBus.regionPath) },
+            DBusMethod(Monitor1.getRegion) { _, identifier in
                 let identifier = try checked(identifier)
                 guard await commands.read({ $0.monitoredRegions.contains(identifier) }) else {
                     throw DBusError(Errors.doesNotExist, "no region \(identifier.debugDescription) is monitored")
                 }
-                return [.objectPath(ProximityBus.regionPath(identifier))]
+                return ProximityBus.regionPath(identifier)
             },
         ])
     }

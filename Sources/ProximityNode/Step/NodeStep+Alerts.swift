@@ -213,3 +213,39 @@ extension NodeStep {
         return (events, lines, changed)
     }
 }
+
+extension NodeCommand {
+    public static func addAlert(_ alert: Alert) -> NodeCommand {
+        NodeCommand("AddAlert") { step, outcome, time throws(NodeRefusal) in try step.addAlert(alert, into: &outcome, at: time) }
+    }
+
+    public static func removeAlert(_ identifier: String) -> NodeCommand {
+        NodeCommand("RemoveAlert") { step, outcome, time throws(NodeRefusal) in try step.removeAlert(identifier, into: &outcome, at: time) }
+    }
+
+    public static func accept(_ key: AlertTargetKey) -> NodeCommand {
+        NodeCommand("Accept") { step, outcome, time throws(NodeRefusal) in
+            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.accept(key, at: time.now) }
+        }
+    }
+
+    public static func decline(_ key: AlertTargetKey) -> NodeCommand {
+        NodeCommand("Decline") { step, outcome, time throws(NodeRefusal) in
+            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.decline(key, at: time.now) }
+        }
+    }
+
+    public static func done(_ key: AlertTargetKey) -> NodeCommand {
+        NodeCommand("Done") { step, outcome, time throws(NodeRefusal) in
+            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.done(key, at: time.now) }
+        }
+    }
+
+    public static func setActionStatus(_ key: AlertTargetKey, _ status: ActionStatus) -> NodeCommand {
+        NodeCommand("SetActionStatus") { step, outcome, time throws(NodeRefusal) in
+            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in
+                try engine.setStatus(key, status, at: time.now)
+            }
+        }
+    }
+}

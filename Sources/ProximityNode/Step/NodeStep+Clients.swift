@@ -101,3 +101,36 @@ extension NodeStep {
         return effects
     }
 }
+
+extension NodeCommand {
+    public static func registerStrategy(_ key: String, _ client: StrategyClient) -> NodeCommand {
+        NodeCommand("RegisterStrategy") { step, outcome, time throws(NodeRefusal) in
+            try step.registerStrategy(key, client, into: &outcome, at: time)
+        }
+    }
+
+    public static func unregisterStrategy(_ client: StrategyClient) -> NodeCommand {
+        NodeCommand("UnregisterStrategy") { step, outcome, time throws(NodeRefusal) in
+            try step.unregisterStrategy(client, into: &outcome, at: time)
+        }
+    }
+
+    /// A strategy's `Evaluate` answered the question of `generation`.
+    public static func strategyAnswered(_ key: String, generation: Int, _ verdicts: [AlertTargetKey: Bool]) -> NodeCommand {
+        NodeCommand("StrategyAnswered") { step, outcome, time in
+            outcome.effects = step.strategyAnswered(key, generation: generation, verdicts, at: time)
+        }
+    }
+
+    /// A strategy's `Evaluate` failed: the strategy is dropped.
+    public static func strategyFailed(_ key: String, generation: Int, because reason: String) -> NodeCommand {
+        NodeCommand("StrategyFailed") { step, outcome, time in
+            outcome.effects = step.dropStrategy(key, generation: generation, because: reason, release: true, at: time)
+        }
+    }
+
+    /// A watched client left the bus.
+    public static func clientLeft(_ client: String, because reason: String) -> NodeCommand {
+        NodeCommand("ClientLeft") { step, outcome, time in outcome.effects = step.clientLeft(client, because: reason, at: time) }
+    }
+}

@@ -2,63 +2,49 @@ import Logging
 import ProximityAPIValues
 import ProximityCore
 
+extension NodeCommand {
+    public static func updateAttribute(_ key: String, _ value: String) -> NodeCommand {
+        NodeCommand("UpdateAttribute") { step, outcome, time throws(NodeRefusal) in try step.updateAttribute(key, value, into: &outcome, at: time) }
+    }
+
+    public static func removeAttribute(_ key: String) -> NodeCommand {
+        NodeCommand("RemoveAttribute") { step, outcome, time throws(NodeRefusal) in try step.removeAttribute(key, into: &outcome, at: time) }
+    }
+
+    /// `TrackBeacon`: the seed's manual tracking.
+    public static func trackBeacon(uuid: String, major: String, minor: String, prox: Int, data: [String: String]) -> NodeCommand {
+        NodeCommand("TrackBeacon") { step, outcome, time in
+            step.profileCommand(into: &outcome, at: time) { step, effects in
+                step.apply(Tracker.manual(uuid: uuid, major: major, minor: minor, prox: prox, data: data), at: time, effects: &effects)
+            }
+        }
+    }
+
+    public static var clearCurrentBeacon: NodeCommand {
+        NodeCommand("ClearCurrentBeacon") { step, outcome, time in
+            let peer = step.profile.tracker.current
+            step.profileCommand(into: &outcome, at: time) { step, effects in
+                step.profile.tracker.reset()
+                return step.apply(.clear(peer: peer), at: time, effects: &effects)
+            }
+        }
+    }
+
+    public static func addRule(_ rule: Rule) -> NodeCommand {
+        NodeCommand("AddRule") { step, outcome, time throws(NodeRefusal) in try step.addRule(rule, into: &outcome, at: time) }
+    }
+
+    public static func removeRule(_ identifier: String) -> NodeCommand {
+        NodeCommand("RemoveRule") { step, outcome, time throws(NodeRefusal) in try step.removeRule(identifier, into: &outcome, at: time) }
+    }
+}
+
 /// Commands and reloads: each runs on the step (the executor runs it on a copy, and keeps the
 /// copy once the files it must write are written), and answers with a ``StepOutcome``.
 extension NodeStep {
     public mutating func command(_ command: NodeCommand, at time: NodeTime) throws(NodeRefusal) -> StepOutcome {
         var outcome = StepOutcome()
-        switch command {
-        case .setClearInterval(let seconds): setClearInterval(seconds, into: &outcome, at: time)
-        case .setMeasuredPower(let power, let peer): try setMeasuredPower(power, for: peer, into: &outcome, at: time)
-        case .resetMeasuredPower(let peer): try resetMeasuredPower(for: peer, into: &outcome, at: time)
-        case .setPeerName(let name, let peer): try setPeerName(name, for: peer, into: &outcome, at: time)
-        case .addIRK(let name, let key): try addIRK(name, key, into: &outcome, at: time)
-        case .removeIRK(let name): try removeIRK(name, into: &outcome, at: time)
-        case .startRecording(let peers, let client, let uid, let privileged):
-            try startRecording(peers, for: client, uid: uid, privileged: privileged, into: &outcome, at: time)
-        case .stopRecording(let client): try stopRecording(for: client, into: &outcome)
-
-        case .startMonitoring(let region): try startMonitoring(region, into: &outcome, at: time)
-        case .stopMonitoring(let identifier): try stopMonitoring(identifier, into: &outcome, at: time)
-        case .stopMonitoringAll: stopMonitoringAll(into: &outcome, at: time)
-        case .requestState(let identifier): try requestState(identifier, into: &outcome, at: time)
-
-        case .addAlert(let alert): try addAlert(alert, into: &outcome, at: time)
-        case .removeAlert(let identifier): try removeAlert(identifier, into: &outcome, at: time)
-        case .accept(let key):
-            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.accept(key, at: time.now) }
-        case .decline(let key):
-            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.decline(key, at: time.now) }
-        case .done(let key):
-            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.done(key, at: time.now) }
-        case .setActionStatus(let key, let status):
-            try alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in
-                try engine.setStatus(key, status, at: time.now)
-            }
-        case .registerStrategy(let key, let client): try registerStrategy(key, client, into: &outcome, at: time)
-        case .unregisterStrategy(let client): try unregisterStrategy(client, into: &outcome, at: time)
-        case .strategyAnswered(let key, let generation, let verdicts):
-            outcome.effects = strategyAnswered(key, generation: generation, verdicts, at: time)
-        case .strategyFailed(let key, let generation, let reason):
-            outcome.effects = dropStrategy(key, generation: generation, because: reason, release: true, at: time)
-        case .clientLeft(let client, let reason):
-            outcome.effects = clientLeft(client, because: reason, at: time)
-
-        case .updateAttribute(let key, let value): try updateAttribute(key, value, into: &outcome, at: time)
-        case .removeAttribute(let key): try removeAttribute(key, into: &outcome, at: time)
-        case .trackBeacon(let uuid, let major, let minor, let prox, let data):
-            profileCommand(into: &outcome, at: time) { step, effects in
-                step.apply(Tracker.manual(uuid: uuid, major: major, minor: minor, prox: prox, data: data), at: time, effects: &effects)
-            }
-        case .clearCurrentBeacon:
-            let peer = profile.tracker.current
-            profileCommand(into: &outcome, at: time) { step, effects in
-                step.profile.tracker.reset()
-                return step.apply(.clear(peer: peer), at: time, effects: &effects)
-            }
-        case .addRule(let rule): try addRule(rule, into: &outcome, at: time)
-        case .removeRule(let identifier): try removeRule(identifier, into: &outcome, at: time)
-        }
+        try command.change(&self, &outcome, time)
         outcome.sequence = sequence
         return outcome
     }

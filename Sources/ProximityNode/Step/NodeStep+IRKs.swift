@@ -67,3 +67,14 @@ extension NodeStep {
                 .publish(.irks(irkSources, sequence: nextSequence()))]
     }
 }
+
+extension NodeCommand {
+    /// `AddIRK`: the name checked (``PeerID/irkNameProblem(_:)``), the key parsed.
+    public static func addIRK(_ name: String, key: IdentityResolvingKey) -> NodeCommand {
+        NodeCommand("AddIRK") { step, outcome, time throws(NodeRefusal) in try step.addIRK(name, key, into: &outcome, at: time) }
+    }
+
+    public static func removeIRK(_ name: String) -> NodeCommand {
+        NodeCommand("RemoveIRK") { step, outcome, time throws(NodeRefusal) in try step.removeIRK(name, into: &outcome, at: time) }
+    }
+}

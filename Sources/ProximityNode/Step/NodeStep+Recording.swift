@@ -121,3 +121,15 @@ extension NodeStep {
         outcome.effects.append(.log(LogLine(.info, "stopped recording samples", ["dbus.sender": "\(client)"])))
     }
 }
+
+extension NodeCommand {
+    public static func startRecording(_ peers: [PeerID], client: String, uid: UInt32, privileged: Bool) -> NodeCommand {
+        NodeCommand("StartRecording") { step, outcome, time throws(NodeRefusal) in
+            try step.startRecording(peers, for: client, uid: uid, privileged: privileged, into: &outcome, at: time)
+        }
+    }
+
+    public static func stopRecording(client: String) -> NodeCommand {
+        NodeCommand("StopRecording") { step, outcome, _ throws(NodeRefusal) in try step.stopRecording(for: client, into: &outcome) }
+    }
+}

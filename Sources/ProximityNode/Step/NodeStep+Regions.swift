@@ -155,3 +155,24 @@ extension NodeStep {
                               events: determined), lines)
     }
 }
+
+extension NodeCommand {
+    public static func startMonitoring(_ region: Region) -> NodeCommand {
+        NodeCommand("StartMonitoring") { step, outcome, time throws(NodeRefusal) in try step.startMonitoring(region, into: &outcome, at: time) }
+    }
+
+    public static func stopMonitoring(_ identifier: String) -> NodeCommand {
+        NodeCommand("StopMonitoring") { step, outcome, time throws(NodeRefusal) in
+            try step.stopMonitoring(identifier, into: &outcome, at: time)
+        }
+    }
+
+    public static var stopMonitoringAll: NodeCommand {
+        NodeCommand("StopMonitoringAll") { step, outcome, time in step.stopMonitoringAll(into: &outcome, at: time) }
+    }
+
+    /// Answered with the state (``StepOutcome/regionState``); signalled, not logged.
+    public static func requestState(_ identifier: String) -> NodeCommand {
+        NodeCommand("RequestState") { step, outcome, time throws(NodeRefusal) in try step.requestState(identifier, into: &outcome, at: time) }
+    }
+}

@@ -634,3 +634,27 @@ public struct NodeStep: Sendable {
         commit(.settings(settings), into: &outcome, at: time)
     }
 }
+
+extension NodeCommand {
+    /// `ClearInterval` set.
+    public static func setClearInterval(_ seconds: Double) -> NodeCommand {
+        NodeCommand("SetClearInterval") { step, outcome, time in step.setClearInterval(seconds, into: &outcome, at: time) }
+    }
+
+    public static func setMeasuredPower(_ power: Int16, peer: String) -> NodeCommand {
+        NodeCommand("SetMeasuredPower") { step, outcome, time throws(NodeRefusal) in
+            try step.setMeasuredPower(power, for: peer, into: &outcome, at: time)
+        }
+    }
+
+    public static func resetMeasuredPower(peer: String) -> NodeCommand {
+        NodeCommand("ResetMeasuredPower") { step, outcome, time throws(NodeRefusal) in
+            try step.resetMeasuredPower(for: peer, into: &outcome, at: time)
+        }
+    }
+
+    /// `SetPeerName`: an empty name removes the one given.
+    public static func setPeerName(_ name: String, peer: PeerID) -> NodeCommand {
+        NodeCommand("SetPeerName") { step, outcome, time throws(NodeRefusal) in try step.setPeerName(name, for: peer, into: &outcome, at: time) }
+    }
+}

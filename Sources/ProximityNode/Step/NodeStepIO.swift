@@ -172,43 +172,22 @@ public enum NodeInput: Sendable {
 }
 
 /// What clients ask the node to do (`Export/` turns bus calls into these), and the results of
-/// the calls it made for a strategy or a watch.
-public enum NodeCommand: Sendable {
-    case setClearInterval(Double)
-    case setMeasuredPower(Int16, peer: String)
-    case resetMeasuredPower(peer: String)
-    /// `SetPeerName`: an empty name removes the one given.
-    case setPeerName(String, peer: PeerID)
-    /// `AddIRK`: the name checked (``PeerID/irkNameProblem(_:)``), the key parsed.
-    case addIRK(String, key: IdentityResolvingKey)
-    case removeIRK(String)
-    case startRecording([PeerID], client: String, uid: UInt32, privileged: Bool)
-    case stopRecording(client: String)
+/// the calls it made for a strategy or a watch: a change of the step, made by the engine on a
+/// copy that it keeps once the files the outcome names are written.
+///
+/// Each command is declared next to what it does, in its stage's file (`NodeStep+Regions.swift`
+/// has `.startMonitoring(_:)`, …), as a static function that makes it: adding one touches that
+/// file alone, no enumeration and no dispatch elsewhere.
+public struct NodeCommand: Sendable {
+    /// A name for logs and tests (`SetPeerName`).
+    public let name: String
+    let change: @Sendable (inout NodeStep, inout StepOutcome, NodeTime) throws(NodeRefusal) -> Void
 
-    case startMonitoring(Region)
-    case stopMonitoring(String)
-    case stopMonitoringAll
-    /// Answered with the state (``StepOutcome/regionState``); signalled, not logged.
-    case requestState(String)
-
-    case addAlert(Alert)
-    case removeAlert(String)
-    case accept(AlertTargetKey)
-    case decline(AlertTargetKey)
-    case done(AlertTargetKey)
-    case setActionStatus(AlertTargetKey, ActionStatus)
-    case registerStrategy(String, StrategyClient)
-    case unregisterStrategy(StrategyClient)
-    case strategyAnswered(String, generation: Int, [AlertTargetKey: Bool])
-    case strategyFailed(String, generation: Int, because: String)
-    case clientLeft(String, because: String)
-
-    case updateAttribute(String, String)
-    case removeAttribute(String)
-    case trackBeacon(uuid: String, major: String, minor: String, prox: Int, data: [String: String])
-    case clearCurrentBeacon
-    case addRule(Rule)
-    case removeRule(String)
+    public init(_ name: String,
+                _ change: @escaping @Sendable (inout NodeStep, inout StepOutcome, NodeTime) throws(NodeRefusal) -> Void) {
+        self.name = name
+        self.change = change
+    }
 }
 
 /// What a command or a reload did: the files that must be written before it counts (a failure
