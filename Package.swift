@@ -70,7 +70,7 @@ let package = Package(
         ),
         // The pure domain: no I/O, time passed in.
         .target(name: "ProximityCore"),
-        // libcrypto (OpenSSL 3), reached only through ProximityTrust.
+        // libcrypto (OpenSSL 3), reached only through LibCrypto.
         .systemLibrary(
             name: "COpenSSL",
             pkgConfig: "libcrypto",
@@ -78,7 +78,10 @@ let package = Package(
         ),
         // The trusted fleet's cryptography on libcrypto's primitives: the fleet key, the trusted
         // identification's messages, identity resolving keys (ah). No I/O.
-        .target(name: "ProximityTrust", dependencies: ["COpenSSL", "ProximityCore"]),
+        // libcrypto's handles, each owned by the type that names it, and the Bluetooth `ah`
+        // function made of them (IdentityResolvingKey): for the node's trust and the simulator's phones.
+        .target(name: "LibCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "ProximityTrust", dependencies: ["LibCrypto", "ProximityCore"]),
         // posix_spawn(3) as a shell would, for proximityctl's children and the test kit's.
         .target(name: "ChildProcess"),
         // The release version, generated from the VERSION file (the one place it is written).
@@ -256,7 +259,7 @@ let package = Package(
         .target(
             name: "BlueZSim",
             dependencies: [
-                "BlueZ", "DBusKit", "StrictYAML", "ProximityTrust",
+                "BlueZ", "DBusKit", "StrictYAML", "LibCrypto",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tools/BlueZSim"
@@ -264,7 +267,7 @@ let package = Package(
         .executableTarget(
             name: "bluez-sim",
             dependencies: [
-                "BlueZSim", "DBusKit", "ProximityTesting", "SimTesting", "ProximityVersion", "ProximityTrust",
+                "BlueZSim", "DBusKit", "ProximityTesting", "SimTesting", "ProximityVersion", "LibCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -45,4 +45,20 @@ struct LayeringTests {
             #expect(extra.isEmpty, "\(file.lastPathComponent) imports \(extra.sorted())")
         }
     }
+
+    @Test("the simulator (Tools/BlueZSim, Tools/bluez-sim) links none of the node: no ProximityTrust, ProximityNode, ProximityAPI or ProximityCore; Package.swift agrees")
+    func simulatorImports() throws {
+        let node: Set<String> = ["ProximityTrust", "ProximityNode", "ProximityAPI", "ProximityAPIValues", "ProximityCore"]
+        for folder in ["Tools/BlueZSim", "Tools/bluez-sim"] {
+            for file in try Self.swiftFiles(folder) {
+                let found = try Self.imports(file).intersection(node)
+                #expect(found.isEmpty, "\(folder)/\(file.lastPathComponent) imports \(found.sorted())")
+            }
+        }
+        // The target's dependencies too: a module linked but not imported is still linked.
+        let package = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let target = try #require(package.range(of: "name: \"BlueZSim\",")).upperBound
+        let declaration = package[target...].prefix { $0 != ")" }
+        for module in node { #expect(!declaration.contains("\"\(module)\""), "BlueZSim depends on \(module)") }
+    }
 }

@@ -2,7 +2,7 @@ import BlueZ
 import DBusKit
 import Foundation
 import Logging
-import ProximityTrust
+import LibCrypto
 
 /// The air between the boxes, and the state of every box's "bluetoothd".
 ///

@@ -1,6 +1,6 @@
 import DBusKit
 import Foundation
-import ProximityTrust
+import LibCrypto
 
 /// An agent's IO capability, as `RegisterAgent` takes it (BlueZ `src/agent.c`, `parse_io_capability`):
 /// an empty string is `KeyboardDisplay`.

@@ -1,5 +1,5 @@
 import Foundation
-import ProximityTrust
+import LibCrypto
 import StrictYAML
 
 /// A simulation: which boxes, beacons and private devices exist, where they are over time, the

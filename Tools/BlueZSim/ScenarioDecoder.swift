@@ -1,5 +1,5 @@
 import Foundation
-import ProximityTrust
+import LibCrypto
 import StrictYAML
 
 // MARK: - Decoding a parsed document into a Scenario

@@ -1,5 +1,5 @@
 import Foundation
-import ProximityTrust
+import LibCrypto
 import StrictYAML
 
 /// A strict RFC 8259 JSON reader that keeps what a scenario's errors need and Foundation's

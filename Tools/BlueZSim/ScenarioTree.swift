@@ -1,5 +1,5 @@
 import Foundation
-import ProximityTrust
+import LibCrypto
 import StrictYAML
 
 // MARK: - The parsed document, whatever the syntax

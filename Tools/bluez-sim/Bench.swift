@@ -3,7 +3,7 @@ import BlueZSim
 import DBusKit
 import Foundation
 import ProximityTesting
-import ProximityTrust
+import LibCrypto
 import SimTesting
 
 /// `bluez-sim bench`: how many RSSI updates per second the simulator delivers on one box bus.
