@@ -78,7 +78,7 @@ public enum FloorPlanFile {
         return reader.plan
     }
 
-    struct Reader {
+    struct Reader: YAMLReading {
         var problems: [YAMLProblem] = []
         var floors: [FloorPlan.Floor] = []
         var nodes: [FloorPlan.Node] = []
@@ -94,10 +94,6 @@ public enum FloorPlanFile {
             var plan = FloorPlan(floors: floors, nodes: nodes, rooms: rooms, pathLossExponent: exponent)
             plan.background = background
             return plan
-        }
-
-        mutating func report(_ position: YAMLPosition?, _ message: String) {
-            problems.append(YAMLProblem(position: position, message: message))
         }
 
         mutating func read(_ root: YAMLNode?) {
@@ -162,7 +158,7 @@ public enum FloorPlanFile {
         // MARK: - Sections
 
         mutating func readFloors(_ entry: YAMLEntry) {
-            guard let items = sequence(entry.value, path: "floors", max: FloorPlanFile.maxFloors) else { return }
+            guard let items = sequence(entry.value, path: "floors", max: FloorPlanFile.maxFloors, holder: "a plan") else { return }
             for (i, item) in items.enumerated() {
                 let path = "floors[\(i)]"
                 guard let fields = mapping(item, path: path, keys: FloorPlanFile.floorKeys) else { continue }
@@ -193,7 +189,7 @@ public enum FloorPlanFile {
         }
 
         mutating func readNodes(_ entry: YAMLEntry) {
-            guard let items = sequence(entry.value, path: "nodes", max: FloorPlanFile.maxNodes) else { return }
+            guard let items = sequence(entry.value, path: "nodes", max: FloorPlanFile.maxNodes, holder: "a plan") else { return }
             if items.isEmpty { report(entry.keyPosition, "nodes: at least one node") }
             for (i, item) in items.enumerated() {
                 let path = "nodes[\(i)]"
@@ -224,7 +220,7 @@ public enum FloorPlanFile {
         var defaultHeight: Double { (floors.map(\.z.lowerBound).min() ?? 0) + 1 }
 
         mutating func readRooms(_ entry: YAMLEntry) {
-            guard let items = sequence(entry.value, path: "rooms", max: FloorPlanFile.maxRooms) else { return }
+            guard let items = sequence(entry.value, path: "rooms", max: FloorPlanFile.maxRooms, holder: "a plan") else { return }
             if items.isEmpty { report(entry.keyPosition, "rooms: at least one room") }
             for (i, item) in items.enumerated() {
                 let path = "rooms[\(i)]"
@@ -259,41 +255,10 @@ public enum FloorPlanFile {
             }
         }
 
-        // MARK: - Shapes
-
-        mutating func mapping(_ node: YAMLNode, path: String, keys: [String]) -> [YAMLEntry]? {
-            guard case .mapping(let entries) = node.kind else {
-                report(node.position, "\(path.isEmpty ? "the top level" : path): must be a mapping, not \(node.summary)")
-                return nil
-            }
-            let (known, problems) = YAMLKeys.check(entries, keys: keys, prefix: path.isEmpty ? "" : "\(path): ")
-            self.problems += problems
-            return known
-        }
-
-        mutating func sequence(_ node: YAMLNode, path: String, max: Int) -> [YAMLNode]? {
-            guard case .sequence(let items) = node.kind else {
-                report(node.position, "\(path): must be a list, not \(node.summary)")
-                return nil
-            }
-            guard items.count <= max else {
-                report(node.position, "\(path): \(items.count) items are more than a plan may have (\(max))")
-                return nil
-            }
-            return items
-        }
+        // MARK: - Names and corners (the shapes and numbers are YAMLReading's)
 
         mutating func name(_ entry: YAMLEntry, path: String, kind: String) -> String? {
-            let text: String
-            switch entry.value.kind {
-            case .string(let s): text = s
-            case .integer, .float, .bool: 
-                guard entry.value.isPlain else { fallthrough }
-                text = entry.value.text
-            default:
-                report(entry.value.position, "\(path).name: must be a string, not \(entry.value.summary)")
-                return nil
-            }
+            guard let text = string(entry.value, path: "\(path).name") else { return nil }
             if text.isEmpty || text.utf8.count > 255 || text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
                 report(entry.value.position, "\(path).name: must be 1 to 255 bytes without control characters")
                 return nil
@@ -306,43 +271,13 @@ public enum FloorPlanFile {
             return text
         }
 
-        mutating func number(_ node: YAMLNode, path: String, in range: ClosedRange<Double>) -> Double? {
-            let value: Double
-            switch node.kind {
-            case .integer(let i?): value = Double(i)
-            case .float(let f): value = f
-            default:
-                report(node.position, "\(path): must be a number, not \(node.summary)")
-                return nil
-            }
-            guard value.isFinite, range.contains(value) else {
-                report(node.position, "\(path): must be in \(show(range.lowerBound))…\(show(range.upperBound)), not \(node.text)")
-                return nil
-            }
-            return value
-        }
-
-        func show(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
-
+        /// A list of `count` coordinates, metres.
         mutating func numbers(_ node: YAMLNode, path: String, count: ClosedRange<Int>) -> [Double]? {
-            guard case .sequence(let items) = node.kind, count.contains(items.count) else {
-                let shape = count.lowerBound == count.upperBound ? "\(count.lowerBound) numbers"
-                    : "\(count.lowerBound) or \(count.upperBound) numbers"
-                report(node.position, "\(path): must be a list of \(shape), not \(node.summary)")
-                return nil
-            }
-            var out: [Double] = []
-            for (i, item) in items.enumerated() {
-                guard let v = number(item, path: "\(path)[\(i)]", in: -FloorPlanFile.maxCoordinate ... FloorPlanFile.maxCoordinate) else {
-                    return nil
-                }
-                out.append(v)
-            }
-            return out
+            numbers(node, path: path, count: count, in: -FloorPlanFile.maxCoordinate ... FloorPlanFile.maxCoordinate)
         }
 
         mutating func corners(_ node: YAMLNode, path: String) -> [PlanPoint]? {
-            guard let items = sequence(node, path: path, max: FloorPlanFile.maxCorners) else { return nil }
+            guard let items = sequence(node, path: path, max: FloorPlanFile.maxCorners, holder: "a plan") else { return nil }
             guard items.count >= 3 else {
                 report(node.position, "\(path): a polygon needs at least 3 corners, not \(items.count)")
                 return nil

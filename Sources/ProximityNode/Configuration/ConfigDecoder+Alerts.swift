@@ -6,7 +6,7 @@ extension ConfigDecoder {
     /// `alerts:`: each item's parts read into ``Alert/Value``s and built by ``Alert/parse(identifier:_:)``.
     /// Returns the number of items, or nil when `alerts:` is not a list (reported).
     mutating func decodeAlerts(_ node: ConfigNode) -> Int? {
-        guard !isNull(node) else { return 0 }
+        guard !node.isNull else { return 0 }
         guard case .sequence(let items) = node.kind else {
             report(at: node, "alerts: must be a list of alerts, not \(node.summary)")
             return nil
@@ -136,7 +136,7 @@ extension ConfigDecoder {
             default: break
             }
         default:
-            if let s = string(node) { return .text(s) }
+            if let s = node.stringValue { return .text(s) }
         }
         report(at: node, fallback: entry.keyPosition, "\(path): must be \(key.expected), not \(node.summary)")
         return nil
@@ -144,12 +144,12 @@ extension ConfigDecoder {
 
     /// `extra:`: any names, each with a string (an unquoted scalar as its text); empty, no fields.
     mutating func extraFields(_ entry: ConfigEntry, path: String) -> Alert.Value? {
-        guard !isNull(entry.value) else { return .map([:]) }
+        guard !entry.value.isNull else { return .map([:]) }
         guard let entries = mapping(entry.value, path: path, keys: nil, expected: Alert.Key.extra.expected) else { return nil }
         var fields: [String: String] = [:]
         var valid = true
         for field in entries {
-            if let s = string(field.value) {
+            if let s = field.value.stringValue {
                 fields[field.key] = s
             } else {
                 report(at: field.value, fallback: field.keyPosition, "\(path).\(field.key): must be a string, not \(field.value.summary)")

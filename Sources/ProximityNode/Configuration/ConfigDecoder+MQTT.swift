@@ -9,7 +9,7 @@ extension ConfigDecoder {
     mutating func decodeMQTT(_ section: ConfigEntry) {
         let path = "mqtt"
         let node = section.value
-        guard !isNull(node) else { return }
+        guard !node.isNull else { return }
         guard let entries = mapping(node, path: path, keys: ConfigFile.mqttKeys,
                                     expected: "a mapping of broker:, username: and the other mqtt keys") else { return }
         guard let brokerEntry = entries.first(where: { $0.key == "broker" }) else {
@@ -103,7 +103,7 @@ extension ConfigDecoder {
         var modes: [MQTTSettings.Compatibility] = []
         var valid = true
         for (i, item) in items.enumerated() {
-            guard let name = string(item), let mode = MQTTSettings.Compatibility(rawValue: name) else {
+            guard let name = item.stringValue, let mode = MQTTSettings.Compatibility(rawValue: name) else {
                 report(at: item, fallback: entry.keyPosition,
                        "\(path)[\(i)]: must be one of \(YAMLKeys.alternatives(names)), not \(item.summary)")
                 valid = false

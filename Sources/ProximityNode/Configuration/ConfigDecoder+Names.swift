@@ -6,7 +6,7 @@ extension ConfigDecoder {
     /// to display name (``PeerNames/problem(name:)``), at most ``PeerNames/maxGiven`` of them.
     mutating func decodeNames(_ section: ConfigEntry) {
         let path = "names"
-        guard !isNull(section.value) else { return }
+        guard !section.value.isNull else { return }
         guard let entries = mapping(section.value, path: path, keys: nil, expected: "a mapping of peer identifier to name") else { return }
         if entries.count > PeerNames.maxGiven {
             report(section.keyPosition, "\(path): \(entries.count) names are more than a config file may give (\(PeerNames.maxGiven))")

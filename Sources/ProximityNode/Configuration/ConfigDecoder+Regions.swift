@@ -7,7 +7,7 @@ extension ConfigDecoder {
 
     mutating func decodeRegionMonitor(_ node: ConfigNode) {
         let path = "region-monitor"
-        guard !isNull(node) else { return }
+        guard !node.isNull else { return }
         guard let entries = mapping(node, path: path, keys: ConfigFile.regionMonitorKeys,
                                     expected: "a mapping of exit-period, max-regions and restore-limit") else { return }
         for entry in entries {
@@ -25,7 +25,7 @@ extension ConfigDecoder {
     }
 
     mutating func decodeRegions(_ node: ConfigNode) {
-        guard !isNull(node) else { return }
+        guard !node.isNull else { return }
         guard case .sequence(let items) = node.kind else {
             report(at: node, "regions: must be a list of regions, not \(node.summary)")
             return
@@ -74,7 +74,7 @@ extension ConfigDecoder {
                                         refusal: String = "", expected: String = "a mapping of matcher keys such as uuid: and within:")
         -> RegionMatcher? {
         let node = entry.value
-        guard !isNull(node) else { return RegionMatcher() }
+        guard !node.isNull else { return RegionMatcher() }
         let names = RegionMatcher.Key.allCases.map(\.configName)
         guard let entries = mapping(node, path: path, keys: names, expected: expected) else { return nil }
         var matcher = RegionMatcher()
@@ -124,7 +124,7 @@ extension ConfigDecoder {
             // Checked here, in the words of region-monitor's exit-period, rather than by the matcher.
             return seconds(entry, path, in: RegionMatcher.exitPeriodRange).map(RegionMatcher.Value.number)
         case (.text, _):
-            if let s = string(node) { return .text(s) }
+            if let s = node.stringValue { return .text(s) }
         case (.boolean, _):
             return boolean(entry, path: path).map(RegionMatcher.Value.boolean)
         default:

@@ -9,7 +9,7 @@ extension ConfigDecoder {
     /// ``Rule/parse(identifier:_:)``. Returns the number of items, or nil when `rules:` is not a
     /// list (reported).
     mutating func decodeRules(_ node: ConfigNode) -> Int? {
-        guard !isNull(node) else { return 0 }
+        guard !node.isNull else { return 0 }
         guard case .sequence(let items) = node.kind else {
             report(at: node, "rules: must be a list of rules, not \(node.summary)")
             return nil
@@ -62,7 +62,7 @@ extension ConfigDecoder {
             }
             // An empty value is as if the key were absent, as elsewhere in the file.
             places[[entry.key]] = (entry.keyPosition, entry.value.isEmpty ? entry.keyPosition : entry.value.position)
-            guard !isNull(entry.value) else { continue }
+            guard !entry.value.isNull else { continue }
             tree.append((entry.key, ruleValue(entry.value, path: [entry.key], rule: path, places: &places, unreadable: &unreadable)))
         }
         if !entries.contains(where: { $0.key == "identifier" }) {
@@ -132,7 +132,7 @@ extension ConfigDecoder {
             for entry in entries {
                 let entryPath = path + [entry.key]
                 places[entryPath] = (entry.keyPosition, entry.value.isEmpty ? entry.keyPosition : entry.value.position)
-                guard !isNull(entry.value) else { continue }
+                guard !entry.value.isNull else { continue }
                 values.append((entry.key, ruleValue(entry.value, path: entryPath, rule: rule, places: &places, unreadable: &unreadable)))
             }
             return .map(values)

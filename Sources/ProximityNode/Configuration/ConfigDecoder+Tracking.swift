@@ -8,7 +8,7 @@ extension ConfigDecoder {
     /// `tracking:`: the tracker's matcher, heartbeat and context data; absent or empty, the defaults.
     mutating func decodeTracking(_ node: ConfigNode) {
         let path = "tracking"
-        guard !isNull(node) else { return }
+        guard !node.isNull else { return }
         guard let entries = mapping(node, path: path, keys: ConfigFile.trackingKeys,
                                     expected: "a mapping of match, heartbeat and context-data") else { return }
         for entry in entries {
@@ -33,7 +33,7 @@ extension ConfigDecoder {
     /// A name is an identifier (1 to 255 bytes without control characters), a value at most
     /// ``Profile/maxValueLength`` bytes, as an attribute's.
     mutating func contextData(_ entry: ConfigEntry, path: String) -> [String: String]? {
-        guard !isNull(entry.value) else { return [:] }
+        guard !entry.value.isNull else { return [:] }
         guard let entries = mapping(entry.value, path: path, keys: nil, expected: "a mapping of names to strings") else { return nil }
         var fields: [String: String] = [:]
         var valid = true
@@ -42,7 +42,7 @@ extension ConfigDecoder {
             if let problem = identifierProblem(field.key, called: "a name") {
                 report(field.keyPosition, "\(path): \(problem)")
                 valid = false
-            } else if let s = string(field.value) {
+            } else if let s = field.value.stringValue {
                 if let problem = Profile.problem(value: s) {
                     report(at: field.value, "\(at): \(problem)")
                     valid = false

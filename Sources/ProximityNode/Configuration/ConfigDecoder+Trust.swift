@@ -7,7 +7,7 @@ extension ConfigDecoder {
     /// `fleet-key: FILE`: an absolute path; the file itself is read by ``ConfigFile/parse(_:path:)``
     /// (``FleetKeyFile``), its problems reported at this value.
     mutating func decodeFleetKey(_ entry: ConfigEntry) {
-        guard !isNull(entry.value) else { return }
+        guard !entry.value.isNull else { return }
         fleetKeyFile = text(entry, path: "fleet-key") { (path: String) throws(OptionProblem) -> String in
             guard path.hasPrefix("/") else { throw OptionProblem("must be an absolute path, not '\(path)'") }
             return path
@@ -19,7 +19,7 @@ extension ConfigDecoder {
     /// TIME (ISO 8601 with a zone, `2026-12-05T18:00:00Z`), which must be in the future and at
     /// most ``TrustSettings/maxGrace`` away (docs/security.md, Rotation).
     mutating func decodePreviousFleetKey(_ entry: ConfigEntry, now: Date = Date()) {
-        guard !isNull(entry.value) else { return }
+        guard !entry.value.isNull else { return }
         guard let fields = mapping(entry.value, path: "previous-fleet-key", keys: ["file", "until"],
                                    expected: "a mapping of file: (the previous key's file) and until: " +
                                        "(when it stops being accepted)") else { return }
@@ -88,13 +88,13 @@ extension ConfigDecoder {
     static let irksExpected = "a mapping of names to IRKs (32 hexadecimal digits), or the absolute path of a file holding one"
 
     mutating func decodeIRKs(_ entry: ConfigEntry) {
-        guard !isNull(entry.value) else { return }
+        guard !entry.value.isNull else { return }
         if case .mapping = entry.value.kind {
             trust.irks = irkMapping(entry.value, path: "irks") ?? [:]
             inlineIRKsPosition = entry.keyPosition
             return
         }
-        guard string(entry.value) != nil else {
+        guard entry.value.stringValue != nil else {
             report(at: entry.value, fallback: entry.keyPosition, "irks: must be \(Self.irksExpected), not \(entry.value.summary)")
             return
         }

@@ -6,7 +6,7 @@ extension ConfigDecoder {
     /// defaults to its default, and together they must satisfy 0 < immediate < near.
     mutating func decodeZones(_ section: ConfigEntry) {
         let path = "zones"
-        guard !isNull(section.value) else { return }
+        guard !section.value.isNull else { return }
         guard let entries = mapping(section.value, path: path, keys: ConfigFile.zonesKeys,
                                     expected: "a mapping of immediate and near") else {
             return

@@ -12,7 +12,7 @@ import ProximityCore
 /// expected and what was found.
 /// The sections are read in extensions of their own: ConfigDecoder+Regions, +Alerts, +Tracking,
 /// +Rules and +MQTT.
-struct ConfigDecoder {
+struct ConfigDecoder: YAMLReading {
     var problems: [ConfigProblem] = []
     var options = RunOptions()
     var zones = ZoneThresholds()
@@ -42,7 +42,7 @@ struct ConfigDecoder {
 
     /// Decodes the document's root; nil (an empty document) is an empty config.
     mutating func decode(_ root: ConfigNode?) {
-        guard let root, !isNull(root) else { return }
+        guard let root, !root.isNull else { return }
         guard let entries = mapping(root, path: "", keys: ConfigFile.keys, expected: "a mapping of keys such as bus: and regions:")
         else { return }
         var regionsEntry: ConfigEntry?
@@ -81,44 +81,12 @@ struct ConfigDecoder {
         }
     }
 
-    // MARK: - Shapes
-
-    /// The entries of a mapping whose keys are among `keys` (nil: any key), each key's first
-    /// occurrence; unknown and duplicate keys are reported. Nil (reported) when `node` is not a
-    /// mapping.
-    mutating func mapping(_ node: ConfigNode, path: String, keys: [String]?, expected: String) -> [ConfigEntry]? {
-        guard case .mapping(let entries) = node.kind else {
-            report(at: node, "\(path.isEmpty ? "the top level" : path + ":") must be \(expected), not \(node.summary)")
-            return nil
-        }
-        let (known, problems) = YAMLKeys.check(entries, keys: keys, prefix: path.isEmpty ? "" : "\(path): ")
-        for problem in problems { report(problem.position, problem.message) }
-        return known
-    }
-
-    func isNull(_ node: ConfigNode) -> Bool {
-        if case .null = node.kind { return true }
-        return false
-    }
-
-    // MARK: - Scalars
-
-    /// A string: quoted, or any unquoted scalar but null taken as its text (`name: 1`).
-    func string(_ node: ConfigNode) -> String? {
-        switch node.kind {
-        case .string(let s): s
-        case .bool, .integer, .float: node.isPlain ? node.text : nil
-        default: nil
-        }
-    }
+    // MARK: - Scalars (the shapes are YAMLReading's)
 
     /// A string option, checked by `check`.
     mutating func text<T>(_ entry: ConfigEntry, path: String? = nil, _ check: (String) throws(OptionProblem) -> T) -> T? {
         let path = path ?? entry.key
-        guard let s = string(entry.value) else {
-            report(at: entry.value, fallback: entry.keyPosition, "\(path): must be a string, not \(entry.value.summary)")
-            return nil
-        }
+        guard let s = string(entry.value, path: path, fallback: entry.keyPosition) else { return nil }
         do {
             return try check(s)
         } catch {
@@ -128,11 +96,7 @@ struct ConfigDecoder {
     }
 
     mutating func boolean(_ entry: ConfigEntry, path: String? = nil) -> Bool? {
-        guard case .bool(let b) = entry.value.kind else {
-            report(at: entry.value, fallback: entry.keyPosition, "\(path ?? entry.key): must be true or false, not \(entry.value.summary)")
-            return nil
-        }
-        return b
+        boolean(entry.value, path: path ?? entry.key, fallback: entry.keyPosition)
     }
 
     /// An integer option, checked by `check`; `expected` names the type in the message.
@@ -176,12 +140,7 @@ struct ConfigDecoder {
     mutating func number<T>(_ entry: ConfigEntry, named name: String, _ expected: String,
                                     _ check: (Double) throws(OptionProblem) -> T) -> T? {
         let node = entry.value
-        let value: Double
-        switch node.kind {
-        case .integer(let n?): value = Double(n)
-        case .integer(nil): value = Double(node.text) ?? .infinity
-        case .float(let d): value = d
-        default:
+        guard let value = node.numberValue else {
             report(at: node, fallback: entry.keyPosition, "\(name): must be \(expected), not \(node.summary)")
             return nil
         }
@@ -208,18 +167,6 @@ struct ConfigDecoder {
         let path = try RunOptions.checked(stateDirectory: text)
         guard path.hasPrefix("/") else { throw OptionProblem("must be an absolute path such as /var/lib/proximityd, not '\(text)'") }
         return path
-    }
-
-    // MARK: - Reporting
-
-    mutating func report(_ position: ConfigPosition?, _ message: String) {
-        problems.append(ConfigProblem(position: position, message: message))
-    }
-
-    /// Reports at the value, or at `fallback` (its key) when the value is empty: an empty value's
-    /// position is wherever YAML found the next token.
-    mutating func report(at node: ConfigNode, fallback: ConfigPosition? = nil, _ message: String) {
-        report(node.isEmpty ? fallback ?? node.position : node.position, message)
     }
 
     // MARK: - Words

@@ -211,7 +211,7 @@ extension ConfigFile {
         }
         let (root, yamlProblems) = ConfigYAML.parse(Array(text.utf8))
         var fileDecoder = ConfigDecoder()
-        if let root, !fileDecoder.isNull(root) {
+        if let root, !root.isNull {
             decoder.trust.irks = fileDecoder.irkMapping(root, path: "irks") ?? [:]
         }
         let problems = inFileOrder(yamlProblems + fileDecoder.problems)
