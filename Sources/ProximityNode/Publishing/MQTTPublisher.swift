@@ -21,8 +21,11 @@ import ProximityMQTT
 ///   ``MQTTOutbox``, so none is lost while the broker is away, nor by a SIGKILL meanwhile;
 /// - Home Assistant discovery, retained, sent again when Home Assistant says `online`.
 ///
-/// The connection (MQTTKit) reconnects by itself with a back-off; the publisher logs a problem
-/// once (a refused password, an unreachable broker), not at every attempt.
+/// The connection (MQTTKit) reconnects by itself with a back-off; the link (``MQTTLink``, a state
+/// machine without I/O) decides what each of its news means, and logs a problem once (a refused
+/// password, an unreachable broker), not at every attempt. Everything the publisher waits on (the
+/// node's events, the clients' news and messages, a subscription, a delivery) is a child task of
+/// ``run(_:)``'s task group: none outlives it.
 public actor MQTTPublisher {
     let identity: UUID
     let engine: NodeEngine
@@ -37,18 +40,25 @@ public actor MQTTPublisher {
     private var keyed: Bool
     private var messages: MQTTMessages?
     private var client: MQTTClient?
-    private var clientTasks: [Task<Void, Never>] = []
     /// With `compat: [espresense]`: a second connection whose will is the room's ESPresense status
-    /// (a connection has one will), and whether it is up.
+    /// (a connection has one will).
     private var roomClient: MQTTClient?
-    private var roomConnected = false
-    /// Increases with every client: events of an old one are ignored.
-    private var generation = 0
-    private var connected = false
-    private var everConnected = false
-    private var lastProblem: String?
+    private var link = MQTTLink()
     private var outbox: MQTTOutbox?
-    private var delivering = false
+    /// What ``run(_:)``'s task group is asked to wait on.
+    private let work: AsyncStream<Work>
+    private let workSink: AsyncStream<Work>.Continuation
+
+    enum Work: Sendable {
+        /// A new client's news and messages (and its room connection's news) until it is stopped.
+        case follow(MQTTClient, room: MQTTClient?, generation: Int)
+        /// Subscriptions on a client (each waits for the broker's SUBACK).
+        case subscribe(MQTTClient, [String])
+        /// The outbox's delivery on a client.
+        case deliver(MQTTClient, generation: Int)
+    }
+
+    private var connected: Bool { link.connected }
 
     private var view: NodeView
     private var regions: [String: RegionState] = [:]
@@ -68,6 +78,7 @@ public actor MQTTPublisher {
         settings = configuration.mqtt
         keyed = configuration.trust.isTrusted
         view = NodeView(adapter: configuration.adapter, rssiOffset: configuration.rssiOffset)
+        (work, workSink) = AsyncStream.makeStream()
     }
 
     /// Connects (when configured) and publishes `events` until they end or the task is
@@ -75,11 +86,34 @@ public actor MQTTPublisher {
     public func run(_ events: NodeEventStream) async {
         for status in await engine.read({ $0.regionSnapshot }).defined { regions[status.region.identifier] = status.state }
         if let settings { start(settings) }
-        for await event in events {
-            if Task.isCancelled { break }
-            handle(event)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                for await event in events { await self.handle(event) }
+                self.workSink.finish()
+            }
+            // Until the node's events end, or the publisher's task is cancelled.
+            for await work in self.work {
+                switch work {
+                case .follow(let client, let room, let generation):
+                    group.addTask { for await event in client.events { await self.connection(event, generation: generation) } }
+                    group.addTask { for await message in client.messages { await self.received(message, generation: generation) } }
+                    if let room {
+                        group.addTask { for await event in room.events { await self.roomConnection(event, generation: generation) } }
+                    }
+                case .subscribe(let client, let patterns):
+                    group.addTask {
+                        for pattern in patterns {
+                            do { try await client.subscribe(pattern) } catch { return }
+                        }
+                    }
+                case .deliver(let client, let generation):
+                    group.addTask { await self.deliver(on: client, generation: generation) }
+                }
+            }
+            group.cancelAll()
         }
-        // Not in this (cancelled) task: saying offline waits for the broker's acknowledgement.
+        // The one task outside the group, on purpose: saying offline waits for the broker's
+        // acknowledgement, which a cancelled task would not.
         await Task { await self.stop() }.value
     }
 
@@ -132,47 +166,24 @@ public actor MQTTPublisher {
             logger.error("cannot set up the MQTT client: not connecting until a reload", metadata: ["error": "\(error)"])
             return
         }
-        generation += 1
-        let generation = self.generation
+        let generation = link.start(broker: "\(settings.broker)", discovery: settings.discovery)
         self.client = client
-        connected = false
-        everConnected = false
-        lastProblem = nil
-        clientTasks = [
-            Task { [weak self] in
-                for await event in client.events { await self?.connection(event, generation: generation) }
-            },
-            Task { [weak self] in
-                for await message in client.messages { await self?.received(message, generation: generation) }
-            },
-        ]
+        roomClient = nil
         if settings.compatibility.contains(.espresense) {
             var roomOptions = options
             roomOptions.clientID = settings.clientID(name: name) + "-espresense"
             roomOptions.will = .init(topic: messages.espresenseStatusTopic, payload: "offline", qos: 1, retain: true)
-            if let room = try? MQTTClient(roomOptions) {
-                roomClient = room
-                roomConnected = false
-                clientTasks.append(Task { [weak self] in
-                    for await event in room.events { await self?.roomConnection(event, generation: generation) }
-                })
-                room.connect()
-            }
+            roomClient = try? MQTTClient(roomOptions)
         }
+        workSink.yield(.follow(client, room: roomClient, generation: generation))
         logger.info("connecting to the MQTT broker", metadata: ["mqtt.broker": "\(settings.broker)", "mqtt.prefix": "\(messages.prefix)"])
+        roomClient?.connect()
         client.connect()
     }
 
     /// The ESPresense status connection: `online` on each connection (its will says `offline`).
     private func roomConnection(_ event: MQTTConnectionEvent, generation: Int) {
-        guard generation == self.generation, let roomClient, let messages else { return }
-        switch event {
-        case .connected:
-            roomConnected = true
-            try? roomClient.send(messages.espresenseStatus(true))
-        case .refused, .disconnected:
-            roomConnected = false   // the main connection logs the broker's problems
-        }
+        perform(link.handle(event == .connected ? .roomConnected : .roomLost, generation: generation))
     }
 
     /// Says `offline` (waiting at most 2 s for the broker's acknowledgement), disconnects, and
@@ -180,12 +191,12 @@ public actor MQTTPublisher {
     private func stop() async {
         guard let client, let messages else { return }
         self.client = nil
-        generation += 1
+        let up = link.stop()
         let room = roomClient
         roomClient = nil
         var goodbyes: [(MQTTClient, MQTTOutgoing)] = []
-        if roomConnected, let room { goodbyes.append((room, messages.espresenseStatus(false))) }
-        if connected { goodbyes.append((client, messages.status(false))) }
+        if up.room, let room { goodbyes.append((room, messages.espresenseStatus(false))) }
+        if up.main { goodbyes.append((client, messages.status(false))) }
         if !goodbyes.isEmpty {
             let sending = goodbyes
             await withTaskGroup(of: Void.self) { group in
@@ -195,73 +206,57 @@ public actor MQTTPublisher {
                 group.cancelAll()
             }
         }
-        connected = false
-        roomConnected = false
+        // Ends the clients' streams, and so the group's tasks that follow them.
         client.disconnect()
         room?.disconnect()
-        for task in clientTasks { task.cancel() }
-        clientTasks = []
         outbox?.save()
         logger.info("disconnected from the MQTT broker")
     }
 
     private func connection(_ event: MQTTConnectionEvent, generation: Int) {
-        guard generation == self.generation, let client, let messages, let settings else { return }
-        switch event {
-        case .connected:
-            connected = true
-            lastProblem = nil
-            logger.notice(everConnected ? "reconnected to the MQTT broker" : "connected to the MQTT broker",
-                          metadata: ["mqtt.broker": "\(settings.broker)"])
-            everConnected = true
-            publishing.restart()
-            send(messages.status(true))
-            send(messages.state(currentView))
-            for id in regions.keys.sorted() { send(messages.region(id, regions[id])) }
-            if settings.discovery {
-                for message in messages.discovery(regions: regions.keys.sorted()) { send(message) }
-                let patterns = [messages.homeAssistantStatusTopic, messages.binarySensorDiscoveryPattern]
-                Task {
-                    for pattern in patterns {
-                        do { try await client.subscribe(pattern) } catch { return }
-                    }
-                }
-            }
-            Task { await deliver() }
-        case .refused(let code, let reason):
-            let hint = code == 4 || code == 5 ? " (check mqtt.username and mqtt.password-file)" : ""
-            problem("the MQTT broker refused the connection: \(reason)\(hint); retrying with back-off", code: code)
+        let input: MQTTLink.Input = switch event {
+        case .connected: .connected
+        case .refused(let code, let reason): .refused(code: code, reason: reason)
         case .disconnected(let code, let reason):
-            let wasConnected = connected
-            connected = false
-            if wasConnected {
-                logger.warning("lost the connection to the MQTT broker: reconnecting with back-off",
-                               metadata: ["reason": "\(reason)", "events.pending": "\(outbox?.count ?? 0)"])
-                lastProblem = nil
-            } else if lastProblem?.hasPrefix("the MQTT broker refused") != true {
-                let hint = event.isTLSFailure
-                    ? " (check mqtt.ca-file: the CA that signed the broker's certificate, and the host in mqtt.broker)" : ""
-                problem("cannot reach the MQTT broker at \(settings.broker): \(reason)\(hint); retrying with back-off", code: code)
-            }
+            .lost(code: code, reason: reason, tlsFailure: event.isTLSFailure, pending: outbox?.count ?? 0)
         }
+        perform(link.handle(input, generation: generation))
     }
 
-    /// Logs a connection problem once, as an error; the same problem again only at debug level.
-    private func problem(_ message: String, code: Int32) {
-        if message == lastProblem {
-            logger.debug("\(message)")
-        } else {
-            logger.error("\(message)", metadata: ["code": "\(code)"])
-            lastProblem = message
+    /// Carries out the link's actions, in order.
+    private func perform(_ actions: [MQTTLink.Action]) {
+        guard !actions.isEmpty else { return }
+        for action in actions {
+            switch action {
+            case .log(let level, let message, let metadata):
+                logger.log(level: level, "\(message)", metadata: metadata.mapValues { .string($0) })
+            case .announce:
+                guard let messages else { continue }
+                publishing.restart()
+                send(messages.status(true))
+                send(messages.state(currentView))
+                for id in regions.keys.sorted() { send(messages.region(id, regions[id])) }
+                if settings?.discovery == true { for message in messages.discovery(regions: regions.keys.sorted()) { send(message) } }
+            case .subscribe:
+                guard let client, let messages else { continue }
+                workSink.yield(.subscribe(client, [messages.homeAssistantStatusTopic, messages.binarySensorDiscoveryPattern]))
+            case .rediscover:
+                guard let messages else { continue }
+                for message in messages.discovery(regions: regions.keys.sorted()) { send(message) }
+            case .deliver:
+                guard let client else { continue }
+                workSink.yield(.deliver(client, generation: link.generation))
+            case .roomOnline:
+                guard let roomClient, let messages else { continue }
+                try? roomClient.send(messages.espresenseStatus(true))
+            }
         }
     }
 
     private func received(_ message: MQTTMessage, generation: Int) {
-        guard generation == self.generation, let messages, settings?.discovery == true else { return }
+        guard generation == link.generation, let messages, settings?.discovery == true else { return }
         if message.topic == messages.homeAssistantStatusTopic {
-            guard message.string == "online" else { return }
-            logger.info("Home Assistant is online: sending discovery again")
-            for m in messages.discovery(regions: regions.keys.sorted()) { send(m) }
+            if message.string == "online" { perform(link.handle(.homeAssistantOnline, generation: generation)) }
             return
         }
         // A region's discovery retained by the broker, for a region this node no longer has
@@ -289,12 +284,9 @@ public actor MQTTPublisher {
 
     /// Publishes the outbox's events in order, one acknowledged before the next, until it is
     /// empty or the connection goes (the next connection resumes).
-    private func deliver() async {
-        guard !delivering, connected, let client, let outbox, let messages else { return }
-        delivering = true
-        defer { delivering = false }
-        let generation = self.generation
-        while connected, generation == self.generation, let entry = outbox.first {
+    private func deliver(on client: MQTTClient, generation: Int) async {
+        defer { perform(link.handle(.deliveryEnded, generation: generation)) }
+        while connected, generation == link.generation, let outbox, let messages, let entry = outbox.first {
             let message = messages.event(entry)
             do {
                 try await client.publish(message.topic, message.payload, qos: 1)
@@ -347,7 +339,7 @@ public actor MQTTPublisher {
                 outbox.offer(entry)
                 offered = true
             }
-            if offered, connected, !delivering { Task { await deliver() } }
+            if offered { perform(link.handle(.offered, generation: link.generation)) }
         case .peerIdentified, .clearInterval, .zoneDistances, .peerNames, .irks, .alerts, .recording:
             break
         }
