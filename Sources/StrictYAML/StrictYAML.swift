@@ -27,11 +27,31 @@ public struct YAMLPosition: Sendable, Hashable, Comparable, CustomStringConverti
 /// One thing wrong with a document, where it is (nil: the document as a whole).
 public struct YAMLProblem: Sendable, Hashable {
     public var position: YAMLPosition?
+    /// The whole message, as a file's reader prints it: `regions[1].match.uuid: must be a string, not a list`.
     public var message: String
+    /// The path of the value it is about (`regions[1].match.uuid`; a key's own path for an unknown
+    /// or duplicate key; "" for the document), when a ``YAMLReading`` reported it.
+    public var path: String?
+    /// The message without its path: `must be a string, not a list`.
+    public var detail: String
 
     public init(position: YAMLPosition?, message: String) {
         self.position = position
         self.message = message
+        detail = message
+    }
+
+    /// A problem of the value at `path`: its message is `PATH: DETAIL` (`DETAIL` at the top).
+    public init(position: YAMLPosition?, path: String, detail: String) {
+        self.position = position
+        self.path = path
+        self.detail = detail
+        message = path.isEmpty ? detail : "\(path): \(detail)"
+    }
+
+    /// `a.b`, `a[0].b`: `key` under `path` ("" at the top).
+    public static func join(_ path: String, _ key: String) -> String {
+        path.isEmpty ? key : "\(path).\(key)"
     }
 
     /// `FILE:LINE:COLUMN: message`, or `FILE: message`.

@@ -1,28 +1,34 @@
-/// What the strict readers (the config file's, the floor plan's) say of a mapping's keys, in one
+/// What the strict readers (the config file's, the floor plan's, the scenario's) say of a mapping's keys, in one
 /// style: duplicate keys, and unknown ones with the nearest known key when it is close enough to be
 /// a typo.
 public enum YAMLKeys {
     /// The entries whose keys are among `keys` (nil: any key), each key's first occurrence, and the
-    /// problems of the others (`prefix` starts each message: `"path: "`, or `""` at the top).
-    public static func check(_ entries: [YAMLEntry], keys: [String]?, prefix: String) -> (known: [YAMLEntry], problems: [YAMLProblem]) {
+    /// problems of the others: each message starts with the mapping's `path` (none at the top), and
+    /// the problem's ``YAMLProblem/path`` is the key's own.
+    public static func check(_ entries: [YAMLEntry], keys: [String]?, path: String) -> (known: [YAMLEntry], problems: [YAMLProblem]) {
+        let prefix = path.isEmpty ? "" : "\(path): "
+        func problem(_ entry: YAMLEntry, _ detail: String) -> YAMLProblem {
+            var problem = YAMLProblem(position: entry.keyPosition, path: YAMLProblem.join(path, entry.key), detail: detail)
+            problem.message = prefix + detail
+            return problem
+        }
         var seen: [String: YAMLPosition] = [:]
         var known: [YAMLEntry] = []
         var problems: [YAMLProblem] = []
         for entry in entries {
             if let first = seen[entry.key] {
-                problems.append(YAMLProblem(position: entry.keyPosition,
-                                            message: "\(prefix)duplicate key '\(entry.key)' (first at \(first))"))
+                problems.append(problem(entry, "duplicate key '\(entry.key)' (first at \(first))"))
                 continue
             }
             seen[entry.key] = entry.keyPosition
             if let keys, !keys.contains(entry.key) {
-                var message = "\(prefix)unknown key '\(entry.key)'"
+                var detail = "unknown key '\(entry.key)'"
                 if let near = nearest(to: entry.key, in: keys) {
-                    message += " (did you mean '\(near)'?)"
+                    detail += " (did you mean '\(near)'?)"
                 } else if keys.count <= 3 {
-                    message += " (expected \(alternatives(keys)))"
+                    detail += " (expected \(alternatives(keys)))"
                 }
-                problems.append(YAMLProblem(position: entry.keyPosition, message: message))
+                problems.append(problem(entry, detail))
                 continue
             }
             known.append(entry)

@@ -25,15 +25,22 @@ extension YAMLReading {
         report(node.isEmpty ? fallback ?? node.position : node.position, message)
     }
 
+    /// Reports a problem of the value at `path` (``YAMLProblem/path``), at the value or its key.
+    public mutating func report(at node: YAMLNode, fallback: YAMLPosition? = nil, path: String, _ detail: String) {
+        problems.append(YAMLProblem(position: node.isEmpty ? fallback ?? node.position : node.position, path: path, detail: detail))
+    }
+
     /// The entries of a mapping whose keys are among `keys` (nil: any key), each key's first
     /// occurrence; unknown and duplicate keys are reported. Nil (reported) when `node` is not a
     /// mapping.
     public mutating func mapping(_ node: YAMLNode, path: String, keys: [String]?, expected: String = "a mapping") -> [YAMLEntry]? {
         guard case .mapping(let entries) = node.kind else {
-            report(at: node, "\(path.isEmpty ? "the top level" : path + ":") must be \(expected), not \(node.summary)")
+            var problem = YAMLProblem(position: node.position, path: path, detail: "must be \(expected), not \(node.summary)")
+            if path.isEmpty { problem.message = "the top level must be \(expected), not \(node.summary)" }
+            problems.append(problem)
             return nil
         }
-        let (known, problems) = YAMLKeys.check(entries, keys: keys, prefix: path.isEmpty ? "" : "\(path): ")
+        let (known, problems) = YAMLKeys.check(entries, keys: keys, path: path)
         self.problems += problems
         return known
     }
@@ -42,11 +49,11 @@ extension YAMLReading {
     /// plan"). Nil (reported) otherwise.
     public mutating func sequence(_ node: YAMLNode, path: String, max: Int, holder: String) -> [YAMLNode]? {
         guard case .sequence(let items) = node.kind else {
-            report(at: node, "\(path): must be a list, not \(node.summary)")
+            report(at: node, path: path, "must be a list, not \(node.summary)")
             return nil
         }
         guard items.count <= max else {
-            report(node.position, "\(path): \(items.count) items are more than \(holder) may have (\(max))")
+            report(at: node, path: path, "\(items.count) items are more than \(holder) may have (\(max))")
             return nil
         }
         return items
@@ -56,7 +63,7 @@ extension YAMLReading {
     public mutating func string(_ node: YAMLNode, path: String, expected: String = "a string",
                                 fallback: YAMLPosition? = nil) -> String? {
         guard let text = node.stringValue else {
-            report(at: node, fallback: fallback, "\(path): must be \(expected), not \(node.summary)")
+            report(at: node, fallback: fallback, path: path, "must be \(expected), not \(node.summary)")
             return nil
         }
         return text
@@ -65,7 +72,7 @@ extension YAMLReading {
     /// `true` or `false`.
     public mutating func boolean(_ node: YAMLNode, path: String, fallback: YAMLPosition? = nil) -> Bool? {
         guard case .bool(let value) = node.kind else {
-            report(at: node, fallback: fallback, "\(path): must be true or false, not \(node.summary)")
+            report(at: node, fallback: fallback, path: path, "must be true or false, not \(node.summary)")
             return nil
         }
         return value
@@ -73,15 +80,34 @@ extension YAMLReading {
 
     /// A finite number in `range`: `PATH: must be a number, not …`, then `PATH: must be in A…B, not …`.
     public mutating func number(_ node: YAMLNode, path: String, in range: ClosedRange<Double>) -> Double? {
-        guard let value = node.numberValue else {
-            report(at: node, "\(path): must be a number, not \(node.summary)")
-            return nil
-        }
-        guard value.isFinite, range.contains(value) else {
-            report(node.position, "\(path): must be in \(YAMLNode.show(range.lowerBound))…\(YAMLNode.show(range.upperBound)), not \(node.text)")
+        guard let value = number(node, path: path) else { return nil }
+        guard range.contains(value) else {
+            report(at: node, path: path, "must be in \(YAMLNode.show(range.lowerBound))…\(YAMLNode.show(range.upperBound)), not \(node.text)")
             return nil
         }
         return value
+    }
+
+    /// A finite number: `PATH: must be a number, not …`, or `PATH: must be a finite number, not .inf`.
+    public mutating func number(_ node: YAMLNode, path: String) -> Double? {
+        guard let value = node.numberValue else {
+            report(at: node, path: path, "must be a number, not \(node.summary)")
+            return nil
+        }
+        guard value.isFinite else {
+            report(at: node, path: path, "must be a finite number, not \(node.text)")
+            return nil
+        }
+        return value
+    }
+
+    /// A whole number that fits `T` (an unsigned one up to 2⁶⁴ − 1): `PATH: must be an integer in MIN...MAX, not …`.
+    public mutating func integer<T: FixedWidthInteger>(_ node: YAMLNode, path: String, as type: T.Type = T.self) -> T? {
+        if case .integer(let n) = node.kind, let value = n.flatMap({ T(exactly: $0) }) ?? node.unsignedValue.flatMap({ T(exactly: $0) }) {
+            return value
+        }
+        report(at: node, path: path, "must be an integer in \(T.min)...\(T.max), not \(node.summary)")
+        return nil
     }
 
     /// A list of `count` finite numbers each in `range`.
@@ -89,7 +115,7 @@ extension YAMLReading {
         guard case .sequence(let items) = node.kind, count.contains(items.count) else {
             let shape = count.lowerBound == count.upperBound ? "\(count.lowerBound) numbers"
                 : "\(count.lowerBound) or \(count.upperBound) numbers"
-            report(at: node, "\(path): must be a list of \(shape), not \(node.summary)")
+            report(at: node, path: path, "must be a list of \(shape), not \(node.summary)")
             return nil
         }
         var out: [Double] = []

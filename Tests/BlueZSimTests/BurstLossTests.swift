@@ -238,19 +238,18 @@ import SimTesting
     @Test(arguments: [
         ("burst_loss_rate: 1.5", "line 1: radio.burst_loss_rate: must be a fraction of time in 0...1 (0: no bursts), not 1.5"),
         ("burst_loss_rate: -0.1", "line 1: radio.burst_loss_rate: must be a fraction of time in 0...1 (0: no bursts), not -0.1"),
-        ("burst_loss_rate: .nan", "line 1: radio.burst_loss_rate: must be a finite number"),
-        (#"burst_loss_rate: "0.3""#, #"line 1: radio.burst_loss_rate: expected a number, found the string "0.3""#),
+        ("burst_loss_rate: .nan", "line 1: radio.burst_loss_rate: must be a finite number, not .nan"),
+        (#"burst_loss_rate: "0.3""#, #"line 1: radio.burst_loss_rate: must be a number, not the string "0.3""#),
         ("burst_duration: 0", "line 1: radio.burst_duration: must be 0.01 or more seconds (the mean length of a bad spell), not 0"),
         ("burst_duration: -1", "line 1: radio.burst_duration: must be 0.01 or more seconds (the mean length of a bad spell), not -1"),
         ("burst_duration: 0.005",
          "line 1: radio.burst_duration: must be 0.01 or more seconds (the mean length of a bad spell), not 0.005"),
-        ("burst_duration: .inf", "line 1: radio.burst_duration: must be a finite number"),
+        ("burst_duration: .inf", "line 1: radio.burst_duration: must be a finite number, not .inf"),
         ("report_batching: -0.5", "line 1: radio.report_batching: must be 0...10 seconds (0: each report as it is received), not -0.5"),
         ("report_batching: 11", "line 1: radio.report_batching: must be 0...10 seconds (0: each report as it is received), not 11"),
-        ("burst_length: 1", "line 1: radio.burst_length: unknown key; expected one of: preset, path_loss_exponent, measured_power, "
-            + "shadowing_sigma, advertising_interval, packet_loss, connection_latency, connection_failure_rate, sensitivity, "
-            + "burst_loss_rate, burst_duration, report_batching, field_sigma, field_decorrelation, temporal_sigma, temporal_tau, "
-            + "channel_sigma, outlier_rate, outlier_sigma, device_sigma"),
+        // The config file's words for a key (YAMLKeys): the nearest when it is a typo.
+        ("burst_length: 1", "line 1: radio.burst_length: unknown key 'burst_length'"),
+        ("burst_duratoin: 1", "line 1: radio.burst_duratoin: unknown key 'burst_duratoin' (did you mean 'burst_duration'?)"),
     ])
     func badKeysAreRejectedWithTheirMessages(radio: String, message: String) {
         do {

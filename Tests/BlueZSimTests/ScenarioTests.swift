@@ -334,7 +334,7 @@ struct BadScenario: Sendable, CustomTestStringConvertible {
         yaml("YAML syntax error", "", "boxes: [\(box)\nseed: 1"),
         yaml("top level is a list", "", "- 1\n- 2"),
         yaml("unknown top-level key", "colour", "colour: red\nboxes: [\(box)]"),
-        yaml("YAML duplicate key", "", "seed: 1\nseed: 2\nboxes: [\(box)]"),
+        yaml("YAML duplicate key", "seed", "seed: 1\nseed: 2\nboxes: [\(box)]"),
         yaml("seed negative", "seed", "seed: -1\nboxes: [\(box)]"),
         yaml("seed fractional", "seed", "seed: 1.5\nboxes: [\(box)]"),
         yaml("seed too large", "seed", "seed: 18446744073709551616\nboxes: [\(box)]"),

@@ -34,7 +34,7 @@ struct ScenarioYAMLTests {
     @Test("a duplicate key is refused at its second occurrence, with the first's place")
     func duplicateKey() throws {
         let top = try #require(error("seed: 1\nboxes: [\(Self.box)]\nseed: 2\n"))
-        #expect(top.path == "" && top.line == 3 && top.column == 1)
+        #expect(top.path == "seed" && top.line == 3 && top.column == 1)
         #expect(top.message == "duplicate key 'seed' (first at 1:1)")
         let nested = try #require(error("boxes:\n  - { name: a, name: b, address: \"02:00:00:00:00:01\", position: [0, 0] }\n"))
         #expect(nested.line == 2 && nested.column == 16 && nested.message == "duplicate key 'name' (first at 2:7)")

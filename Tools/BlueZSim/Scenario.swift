@@ -79,7 +79,7 @@ public struct Scenario: Sendable, Hashable {
     }
 
     static func parse(bytes: [UInt8], format: ScenarioFormat) throws(ScenarioError) -> Scenario {
-        let tree = try ScenarioTree.parse(bytes, format: format)
+        let tree = try ScenarioDecoder.document(bytes, format: format)
         var decoder = ScenarioDecoder()
         let scenario = try decoder.scenario(tree)
         do {
@@ -350,7 +350,7 @@ public struct BeaconSpec: Sendable, Hashable {
         } catch {
             throw error.prefixed("radio")
         }
-        let tree = try ScenarioTree.parse(Array(text.utf8), format: format)
+        let tree = try ScenarioDecoder.document(Array(text.utf8), format: format)
         var decoder = ScenarioDecoder()
         let beacon = try decoder.beacon(tree, "", radio: radio)
         do {

@@ -2,13 +2,34 @@ import Foundation
 import LibCrypto
 import StrictYAML
 
-// MARK: - Decoding a parsed document into a Scenario
+// MARK: - Reading a parsed document into a Scenario
 
-/// Turns a ``ScenarioTree`` into a ``Scenario``: shapes, types, unknown keys and per-field ranges,
-/// each error with its path. Cross-field rules are ``Scenario/validate()``'s; the decoder keeps
-/// the place of every path it visits so those errors get a line and column too.
-struct ScenarioDecoder {
+/// Reads a scenario's ``YAMLNode`` tree (from YAML through StrictYAML, or from JSON through
+/// ``ScenarioJSONReader``) into a ``Scenario``: shapes, types, unknown keys and per-field ranges.
+/// It is a ``YAMLReading``, as the config file's and the floor plan's readers are: the same rules
+/// and words for mappings, keys, strings and numbers. A scenario stops at its first problem, with
+/// its path (``ScenarioError``). Cross-field rules are ``Scenario/validate()``'s; the decoder
+/// keeps the place of every path it visits so those errors get a line and column too.
+struct ScenarioDecoder: YAMLReading {
+    var problems: [YAMLProblem] = []
     private var places: [String: ScenarioPlace] = [:]
+
+    /// The document of `bytes` as a tree: YAML's problems (syntax, duplicate keys are the
+    /// reader's, limits) or JSON's, the first one thrown.
+    static func document(_ bytes: [UInt8], format: ScenarioFormat) throws(ScenarioError) -> YAMLNode {
+        switch format {
+        case .json:
+            var reader = ScenarioJSONReader(bytes)
+            return try reader.document()
+        case .yaml:
+            let (root, problems) = StrictYAML.parse(bytes)
+            if let problem = problems.min(by: { ($0.position ?? .init(line: 0, column: 0)) < ($1.position ?? .init(line: 0, column: 0)) }) {
+                throw ScenarioError(path: "", message: problem.message).at(problem.position.map(ScenarioPlace.init))
+            }
+            guard let root, !root.isNull else { throw ScenarioError(path: "", message: "the scenario is empty") }
+            return root
+        }
+    }
 
     /// The place of `path`, or of its nearest ancestor the decoder saw.
     func place(for path: String) -> ScenarioPlace? {
@@ -20,112 +41,90 @@ struct ScenarioDecoder {
         }
     }
 
-    private func error(_ path: String, _ message: String, _ tree: ScenarioTree) -> ScenarioError {
-        ScenarioError(path: path, message: message).at(tree.place)
+    private func error(_ path: String, _ message: String, _ node: YAMLNode) -> ScenarioError {
+        ScenarioError(path: path, message: message).at(ScenarioPlace(node.position))
     }
 
     private static func join(_ path: String, _ key: String) -> String {
         ScenarioError.join(path, key)
     }
 
-    // MARK: Shapes and scalars
-
-    /// A mapping whose keys are all in `keys`; returns the values by key. Duplicate keys (JSON)
-    /// and unknown keys are errors.
-    private mutating func object(_ tree: ScenarioTree, _ path: String, keys: [String]) throws(ScenarioError) -> [String: ScenarioTree] {
-        places[path] = tree.place
-        guard case .mapping(let entries) = tree.kind else {
-            throw error(path, "expected a mapping, found \(tree.kindDescription)", tree)
+    /// `value`, when nothing was reported; otherwise the first problem, as the scenario's error.
+    /// (Mutating: so it reads the problems after its argument, a reading, has reported them.)
+    private mutating func need<T>(_ value: T?) throws(ScenarioError) -> T {
+        if let problem = problems.first {
+            throw ScenarioError(path: problem.path ?? "", message: problem.path == nil ? problem.message : problem.detail)
+                .at(problem.position.map(ScenarioPlace.init))
         }
-        var result: [String: ScenarioTree] = [:]
-        for entry in entries {
-            let keyPath = Self.join(path, entry.key)
-            guard keys.contains(entry.key) else {
-                throw ScenarioError(path: keyPath, message: "unknown key; expected one of: \(keys.joined(separator: ", "))")
-                    .at(entry.keyPlace ?? entry.value.place)
-            }
-            guard result[entry.key] == nil else {
-                throw ScenarioError(path: keyPath, message: "duplicate key").at(entry.keyPlace ?? entry.value.place)
-            }
+        guard let value else { throw ScenarioError(path: "", message: "unreadable") }
+        return value
+    }
+
+    // MARK: Shapes and scalars (YAMLReading's, stopping at the first problem)
+
+    /// A mapping whose keys are all in `keys`; returns the values by key.
+    private mutating func object(_ node: YAMLNode, _ path: String, keys: [String]) throws(ScenarioError) -> [String: YAMLNode] {
+        places[path] = ScenarioPlace(node.position)
+        var result: [String: YAMLNode] = [:]
+        for entry in try need(mapping(node, path: path, keys: keys)) {
             result[entry.key] = entry.value
-            places[keyPath] = entry.value.place
+            places[Self.join(path, entry.key)] = ScenarioPlace(entry.value.position)
         }
         return result
     }
 
-    private func required(_ object: [String: ScenarioTree], _ key: String, in path: String,
-                          _ parent: ScenarioTree) throws(ScenarioError) -> ScenarioTree {
-        guard let value = object[key] else {
-            throw error(Self.join(path, key), "missing", parent)
-        }
+    private func required(_ object: [String: YAMLNode], _ key: String, in path: String, _ parent: YAMLNode) throws(ScenarioError) -> YAMLNode {
+        guard let value = object[key] else { throw error(Self.join(path, key), "missing", parent) }
         return value
     }
 
-    private mutating func list(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> [ScenarioTree] {
-        places[path] = tree.place
-        guard case .sequence(let items) = tree.kind else {
-            throw error(path, "expected a list, found \(tree.kindDescription)", tree)
-        }
-        for (i, item) in items.enumerated() { places["\(path)[\(i)]"] = item.place }
+    private mutating func list(_ node: YAMLNode, _ path: String) throws(ScenarioError) -> [YAMLNode] {
+        places[path] = ScenarioPlace(node.position)
+        let items = try need(sequence(node, path: path, max: YAMLLimits.maxValues, holder: "a scenario"))
+        for (i, item) in items.enumerated() { places["\(path)[\(i)]"] = ScenarioPlace(item.position) }
         return items
     }
 
-    /// A string; in YAML any unquoted scalar but null counts as its text, so an unquoted address
-    /// that YAML 1.1 would read as a sexagesimal number still works.
-    private func string(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> String {
-        if case .string(let text) = tree.kind { return text }
-        if let text = tree.plainText, !tree.isNull { return text }
-        throw error(path, "expected a string, found \(tree.kindDescription)", tree)
+    /// A string; any unquoted scalar but null counts as its text, so an unquoted address that
+    /// YAML 1.1 would read as a sexagesimal number still works.
+    private mutating func string(_ node: YAMLNode, _ path: String) throws(ScenarioError) -> String {
+        try need(string(node, path: path))
     }
 
-    /// A finite number.
-    /// The number under `key` of an object's `fields`, or nil when the key is absent.
-    private func optionalNumber(_ fields: [String: ScenarioTree], _ key: String, _ path: String) throws(ScenarioError) -> Double? {
+    /// The finite number under `key` of an object's `fields`, or nil when the key is absent.
+    private mutating func optionalNumber(_ fields: [String: YAMLNode], _ key: String, _ path: String) throws(ScenarioError) -> Double? {
         guard let value = fields[key] else { return nil }
         return try number(value, Self.join(path, key))
     }
 
-    private func number(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> Double {
-        guard case .number(let number) = tree.kind else {
-            throw error(path, "expected a number, found \(tree.kindDescription)", tree)
-        }
-        guard number.value.isFinite else {
-            throw error(path, "must be a finite number", tree)
-        }
-        return number.value
+    private mutating func number(_ node: YAMLNode, _ path: String) throws(ScenarioError) -> Double {
+        try need(number(node, path: path))
     }
 
     /// A whole number that fits `T`.
-    private func integer<T: FixedWidthInteger>(_ tree: ScenarioTree, _ path: String, as type: T.Type) throws(ScenarioError) -> T {
-        let range = "\(T.min)...\(T.max)"
-        guard case .number(let number) = tree.kind else {
-            throw error(path, "expected an integer in \(range), found \(tree.kindDescription)", tree)
-        }
-        if let value = number.int64.flatMap({ T(exactly: $0) }) ?? number.uint64.flatMap({ T(exactly: $0) }) {
-            return value
-        }
-        throw error(path, "must be an integer in \(range), not \(number.text)", tree)
+    private mutating func integer<T: FixedWidthInteger>(_ node: YAMLNode, _ path: String, as type: T.Type) throws(ScenarioError) -> T {
+        try need(integer(node, path: path, as: T.self))
     }
 
-    private func uuid(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> UUID {
-        let text = try string(tree, path)
+    private mutating func uuid(_ node: YAMLNode, _ path: String) throws(ScenarioError) -> UUID {
+        let text = try string(node, path)
         guard let uuid = UUID(uuidString: text) else {
-            throw error(path, "\"\(text)\" is not a UUID (8-4-4-4-12 hex digits)", tree)
+            throw error(path, "\"\(text)\" is not a UUID (8-4-4-4-12 hex digits)", node)
         }
         return uuid
     }
 
-    private func hexBytes(_ tree: ScenarioTree, _ path: String, count: Int) throws(ScenarioError) -> [UInt8] {
-        let text = try string(tree, path)
+    private mutating func hexBytes(_ node: YAMLNode, _ path: String, count: Int) throws(ScenarioError) -> [UInt8] {
+        let text = try string(node, path)
         guard let bytes = BeaconFrame.bytes(fromHex: text), bytes.count == count else {
-            throw error(path, "must be \(count) bytes as \(2 * count) hex digits, not \"\(text)\"", tree)
+            throw error(path, "must be \(count) bytes as \(2 * count) hex digits, not \"\(text)\"", node)
         }
         return bytes
     }
 
     // MARK: The scenario
 
-    mutating func scenario(_ root: ScenarioTree) throws(ScenarioError) -> Scenario {
+    mutating func scenario(_ root: YAMLNode) throws(ScenarioError) -> Scenario {
         let fields = try object(root, "", keys: ["seed", "radio", "boxes", "beacons", "private_devices"])
         var seed: UInt64 = 0
         if let tree = fields["seed"] { seed = try integer(tree, "seed", as: UInt64.self) }
@@ -156,7 +155,7 @@ struct ScenarioDecoder {
         return Scenario(seed: seed, radio: radio, boxes: boxes, beacons: beacons, privateDevices: privateDevices)
     }
 
-    private mutating func radioParameters(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> RadioParameters {
+    private mutating func radioParameters(_ tree: YAMLNode, _ path: String) throws(ScenarioError) -> RadioParameters {
         let keys: [(String, WritableKeyPath<RadioParameters, Double>)] = [
             ("path_loss_exponent", \.pathLossExponent),
             ("measured_power", \.measuredPower),
@@ -199,7 +198,7 @@ struct ScenarioDecoder {
         return radio
     }
 
-    private mutating func box(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> BoxSpec {
+    private mutating func box(_ tree: YAMLNode, _ path: String) throws(ScenarioError) -> BoxSpec {
         let fields = try object(tree, path, keys: ["name", "address", "adapter", "position", "waypoints", "tx_offset"])
         let name = try string(try required(fields, "name", in: path, tree), Self.join(path, "name"))
         let address = try address(try required(fields, "address", in: path, tree), Self.join(path, "address"))
@@ -210,7 +209,7 @@ struct ScenarioDecoder {
                        txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
 
-    mutating func beacon(_ tree: ScenarioTree, _ path: String, radio: RadioParameters) throws(ScenarioError) -> BeaconSpec {
+    mutating func beacon(_ tree: YAMLNode, _ path: String, radio: RadioParameters) throws(ScenarioError) -> BeaconSpec {
         let frameKeys = ["ibeacon", "altbeacon", "eddystone_uid", "eddystone_url", "decoy"]
         let fields = try object(
             tree, path, keys: ["name", "address"] + frameKeys + ["position", "waypoints", "advertising_interval", "tx_offset"])
@@ -229,7 +228,7 @@ struct ScenarioDecoder {
                           txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
 
-    private mutating func privateDevice(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> PrivateDeviceSpec {
+    private mutating func privateDevice(_ tree: YAMLNode, _ path: String) throws(ScenarioError) -> PrivateDeviceSpec {
         let fields = try object(
             tree, path, keys: ["name", "irk", "rotation", "position", "waypoints", "advertising_interval", "tx_offset"])
         let name = try string(try required(fields, "name", in: path, tree), Self.join(path, "name"))
@@ -249,7 +248,7 @@ struct ScenarioDecoder {
                                  txOffset: try optionalNumber(fields, "tx_offset", path) ?? 0)
     }
 
-    private func address(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> String {
+    private mutating func address(_ tree: YAMLNode, _ path: String) throws(ScenarioError) -> String {
         let text = try string(tree, path)
         guard let address = BoxSpec.normalizedAddress(text) else {
             throw error(path, "\"\(text)\" is not a Bluetooth address in the form AA:BB:CC:DD:EE:FF", tree)
@@ -257,13 +256,13 @@ struct ScenarioDecoder {
         return address
     }
 
-    private mutating func frame(_ kind: String, _ tree: ScenarioTree, _ path: String,
+    private mutating func frame(_ kind: String, _ tree: YAMLNode, _ path: String,
                                 radio: RadioParameters) throws(ScenarioError) -> BeaconFrame {
         // Calibration defaults to the scenario's measured power, so an uncalibrated beacon ranges
         // like a box.
         let defaultPower = Int8(radio.measuredPower.rounded())
         let defaultTxPower = Int8(clamping: Int(radio.measuredPower.rounded()) + 41)
-        func power(_ fields: [String: ScenarioTree], _ key: String, default value: Int8) throws(ScenarioError) -> Int8 {
+        func power(_ fields: [String: YAMLNode], _ key: String, default value: Int8) throws(ScenarioError) -> Int8 {
             guard let tree = fields[key] else { return value }
             return try integer(tree, Self.join(path, key), as: Int8.self)
         }
@@ -310,8 +309,8 @@ struct ScenarioDecoder {
     }
 
     /// `position` (a fixed point) or `waypoints`, exactly one of them.
-    private mutating func trajectory(_ fields: [String: ScenarioTree], _ path: String,
-                                     _ parent: ScenarioTree) throws(ScenarioError) -> Trajectory {
+    private mutating func trajectory(_ fields: [String: YAMLNode], _ path: String,
+                                     _ parent: YAMLNode) throws(ScenarioError) -> Trajectory {
         switch (fields["position"], fields["waypoints"]) {
         case (let position?, nil):
             return Trajectory(fixed: try self.position(position, Self.join(path, "position")))
@@ -343,7 +342,7 @@ struct ScenarioDecoder {
     }
 
     /// `[x, y]` or `[x, y, z]`, metres.
-    private mutating func position(_ tree: ScenarioTree, _ path: String) throws(ScenarioError) -> Position {
+    private mutating func position(_ tree: YAMLNode, _ path: String) throws(ScenarioError) -> Position {
         let items = try list(tree, path)
         guard items.count == 2 || items.count == 3 else {
             throw error(path, "a position is [x, y] or [x, y, z] in metres, found \(items.count) coordinates", tree)
@@ -368,4 +367,10 @@ extension ScenarioError {
 struct ScenarioPlace: Sendable, Hashable {
     var line: Int
     var column: Int?
+}
+
+extension ScenarioPlace {
+    init(_ position: YAMLPosition) {
+        self.init(line: position.line, column: position.column)
+    }
 }

@@ -3,8 +3,9 @@ import LibCrypto
 import StrictYAML
 
 /// A strict RFC 8259 JSON reader that keeps what a scenario's errors need and Foundation's
-/// `JSONSerialization` drops: the line of every value, duplicate keys, integers versus numbers
-/// versus booleans.
+/// `JSONSerialization` drops: the line and column of every value, duplicate keys, integers versus
+/// numbers versus booleans. It gives the same tree as a YAML scenario (``YAMLNode``, none of its
+/// scalars plain: a JSON number is never a string), for the one reader of both.
 struct ScenarioJSONReader {
     static let maximumDepth = 64
 
@@ -19,7 +20,7 @@ struct ScenarioJSONReader {
         self.bytes = bytes
     }
 
-    mutating func document() throws(ScenarioError) -> ScenarioTree {
+    mutating func document() throws(ScenarioError) -> YAMLNode {
         skipWhitespace()
         guard index < bytes.count else {
             throw ScenarioError(path: "", message: "the scenario is empty")
@@ -33,8 +34,12 @@ struct ScenarioJSONReader {
     }
 
     /// Where the reader is: the line, and the column in characters.
-    private var place: ScenarioPlace {
-        ScenarioPlace(line: line, column: 1 + bytes[lineStart ..< index].count { $0 & 0xC0 != 0x80 })
+    private var place: YAMLPosition {
+        YAMLPosition(line: line, column: 1 + bytes[lineStart ..< index].count { $0 & 0xC0 != 0x80 })
+    }
+
+    private static func node(_ kind: YAMLNode.Kind, _ position: YAMLPosition, text: String = "") -> YAMLNode {
+        YAMLNode(kind: kind, position: position, text: text, isPlain: false)
     }
 
     private var current: String {
@@ -70,18 +75,18 @@ struct ScenarioJSONReader {
         index += 1
     }
 
-    private mutating func value(depth: Int) throws(ScenarioError) -> ScenarioTree {
+    private mutating func value(depth: Int) throws(ScenarioError) -> YAMLNode {
         guard depth < Self.maximumDepth else { throw failure("nested too deeply") }
         guard index < bytes.count else { throw failure("expected a value, found end of input") }
         let start = place
         switch bytes[index] {
         case UInt8(ascii: "{"):
             index += 1
-            var entries: [ScenarioTree.Entry] = []
+            var entries: [YAMLEntry] = []
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .json(.mapping(entries), place: start)
+                return Self.node(.mapping(entries), start)
             }
             while true {
                 skipWhitespace()
@@ -93,22 +98,22 @@ struct ScenarioJSONReader {
                 skipWhitespace()
                 try expect(UInt8(ascii: ":"), "':'")
                 skipWhitespace()
-                entries.append(ScenarioTree.Entry(key: key, keyPlace: keyPlace, value: try value(depth: depth + 1)))
+                entries.append(YAMLEntry(key: key, keyPosition: keyPlace, value: try value(depth: depth + 1)))
                 skipWhitespace()
                 if index < bytes.count, bytes[index] == UInt8(ascii: ",") {
                     index += 1
                     continue
                 }
                 try expect(UInt8(ascii: "}"), "',' or '}'")
-                return .json(.mapping(entries), place: start)
+                return Self.node(.mapping(entries), start)
             }
         case UInt8(ascii: "["):
             index += 1
-            var items: [ScenarioTree] = []
+            var items: [YAMLNode] = []
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
                 index += 1
-                return .json(.sequence(items), place: start)
+                return Self.node(.sequence(items), start)
             }
             while true {
                 skipWhitespace()
@@ -119,21 +124,22 @@ struct ScenarioJSONReader {
                     continue
                 }
                 try expect(UInt8(ascii: "]"), "',' or ']'")
-                return .json(.sequence(items), place: start)
+                return Self.node(.sequence(items), start)
             }
         case UInt8(ascii: "\""):
-            return .json(.string(try string()), place: start)
+            let text = try string()
+            return Self.node(.string(text), start, text: text)
         case UInt8(ascii: "t"):
             try literal("true")
-            return .json(.bool(true), place: start)
+            return Self.node(.bool(true), start, text: "true")
         case UInt8(ascii: "f"):
             try literal("false")
-            return .json(.bool(false), place: start)
+            return Self.node(.bool(false), start, text: "false")
         case UInt8(ascii: "n"):
             try literal("null")
-            return .json(.null, place: start)
+            return Self.node(.null, start, text: "null")
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return .json(.number(try number()), place: start)
+            return try number(at: start)
         default:
             throw failure("expected a value, found \(current)")
         }
@@ -210,8 +216,8 @@ struct ScenarioJSONReader {
     }
 
     /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-    private mutating func number() throws(ScenarioError) -> ScenarioTree.Number {
-        let start = index
+    private mutating func number(at start: YAMLPosition) throws(ScenarioError) -> YAMLNode {
+        let first = index
         func digits() -> Int {
             let from = index
             while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
@@ -236,11 +242,8 @@ struct ScenarioJSONReader {
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard digits() > 0 else { throw failure("expected exponent digits, found \(current)") }
         }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        return ScenarioTree.Number(
-            value: Double(text) ?? .nan,
-            text: text,
-            int64: isInteger ? Int64(text) : nil,
-            uint64: isInteger ? UInt64(text) : nil)
+        let text = String(decoding: bytes[first..<index], as: UTF8.self)
+        // An integer too large for 64 bits is one still (YAMLNode.unsignedValue reads its text).
+        return Self.node(isInteger ? .integer(Int64(text)) : .float(Double(text) ?? .nan), start, text: text)
     }
 }
