@@ -289,7 +289,10 @@ let package = Package(
         .testTarget(
             name: "FleetMapTests",
             dependencies: ["BrowserTesting", "SimTesting", "FleetMap", "ProximityFleet", "ProximityCore", "ProximityMQTT", "ProximityTesting", "NodeTesting", "MQTTKit", "BlueZSim",
-                           "ProximityBenchmarking"]
+                           "ProximityBenchmarking",
+                           // The map's routes in process, no socket (FleetMapHTTPTests.withRouter).
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdTesting", package: "hummingbird")]
         ),
         .testTarget(
             name: "ProximityCoreTests",

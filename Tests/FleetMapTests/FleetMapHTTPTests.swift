@@ -1,5 +1,7 @@
 import FleetMap
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import Logging
 import ProximityCore
 import ProximityFleet
@@ -36,6 +38,24 @@ struct FleetMapHTTPTests {
 
     static func body(_ answer: String) -> String { answer.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n") }
 
+    /// The map's routes over `views` (and `editing`), driven in process by HummingbirdTesting's
+    /// router framework: requests go to the router itself, no socket. The tests of a server, a
+    /// socket and a browser use ``withServer(_:editing:_:)``.
+    static func withRouter(_ views: FleetViews, editing: FleetMapEditing? = nil,
+                           _ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let server = FleetMapServer(address: FleetMapAddress(host: "127.0.0.1", port: 0), views: views, logger: Logger(label: "map"),
+                                    editing: editing)
+        try await Application(router: server.router()).test(.router, body)
+    }
+
+    /// One request through the router: its status, headers and body as text.
+    static func ask(_ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, headers: HTTPFields = [:],
+                    body: [UInt8]? = nil) async throws -> (status: Int, headers: HTTPFields, body: String) {
+        try await client.execute(uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(bytes: $0) }) { response in
+            (response.status.code, response.headers, String(buffer: response.body))
+        }
+    }
+
     /// Runs a map server over `views` (and `editing`) on a port it chooses, for `body`.
     static func withServer(_ views: FleetViews, editing: FleetMapEditing? = nil, _ body: (Int) async throws -> Void) async throws {
         let (ports, port) = AsyncStream.makeStream(of: Int.self)
@@ -56,38 +76,37 @@ struct FleetMapHTTPTests {
     @Test("before the first state: /api/devices, /api/nodes and /api/status are 503 with Retry-After; then 200; HEAD answers as GET without a body; the page's files carry an ETag and a matching If-None-Match gets 304")
     func http() async throws {
         let views = FleetViews()
-        try await Self.withServer(views) { port in
+        try await Self.withRouter(views) { client in
             for path in ["/api/devices", "/api/nodes", "/api/status"] {
-                let answer = try await Self.ask(port, "GET \(path) HTTP/1.1\r\n")
-                #expect(answer.hasPrefix("HTTP/1.1 503"), "\(path): \(answer)")
-                #expect(Self.header(answer, "Retry-After") == "1", "\(path): \(answer)")
-                #expect(Self.body(answer).contains("the service is starting"))
+                let answer = try await Self.ask(client, .get, path)
+                #expect(answer.status == 503, "\(path): \(answer)")
+                #expect(answer.headers[.retryAfter] == "1", "\(path): \(answer)")
+                #expect(answer.body.contains("the service is starting"))
             }
-            #expect(try await Self.ask(port, "GET /api/plan HTTP/1.1\r\n").hasPrefix("HTTP/1.1 404"), "no plan: 404, as before")
+            #expect(try await Self.ask(client, .get, "/api/plan").status == 404, "no plan: 404, as before")
             views.show(plan: nil)
             views.show(devices: FleetMapTests.table(1, room: "living"), nodes: FleetMapTests.nodes, status: FleetMapTests.status)
             for path in ["/api/devices", "/api/nodes", "/api/status"] {
-                let get = try await Self.ask(port, "GET \(path) HTTP/1.1\r\n"), head = try await Self.ask(port, "HEAD \(path) HTTP/1.1\r\n")
-                #expect(get.hasPrefix("HTTP/1.1 200") && head.hasPrefix("HTTP/1.1 200"), "\(path): \(get)\n\(head)")
-                #expect(Self.body(head).isEmpty, "HEAD \(path) has a body: \(head)")
-                #expect(Self.header(head, "Content-Length") == "\(Self.body(get).utf8.count)", "\(head)")
-                #expect(Self.header(head, "Content-Type") == "application/json")
+                let get = try await Self.ask(client, .get, path), head = try await Self.ask(client, .head, path)
+                #expect(get.status == 200 && head.status == 200, "\(path): \(get)\n\(head)")
+                #expect(head.body.isEmpty, "HEAD \(path) has a body: \(head)")
+                #expect(head.headers[.contentLength] == "\(get.body.utf8.count)", "\(head)")
+                #expect(head.headers[.contentType] == "application/json")
             }
-            let statusAnswer = try await Self.ask(port, "GET /api/status HTTP/1.1\r\n")
-            let status = try #require(MQTTJSON.decode(FleetStatus.self, from: Array(Self.body(statusAnswer).utf8)))
+            let status = try #require(MQTTJSON.decode(FleetStatus.self, from: Array(try await Self.ask(client, .get, "/api/status").body.utf8)))
             #expect(status == FleetMapTests.status)
             for path in ["/", "/map.js", "/map.css"] {
-                let get = try await Self.ask(port, "GET \(path) HTTP/1.1\r\n")
-                let tag = try #require(Self.header(get, "ETag"), "\(path): \(get)")
-                #expect(tag.hasPrefix("\"") && tag.count > 4 && Self.header(get, "Cache-Control") == "no-cache")
-                #expect(try await Self.ask(port, "HEAD \(path) HTTP/1.1\r\n").hasPrefix("HTTP/1.1 200"))
-                let again = try await Self.ask(port, "GET \(path) HTTP/1.1\r\nIf-None-Match: \(tag)\r\n")
-                #expect(again.hasPrefix("HTTP/1.1 304") && Self.body(again).isEmpty, "\(path): \(again)")
-                #expect(try await Self.ask(port, "GET \(path) HTTP/1.1\r\nIf-None-Match: \"other\"\r\n").hasPrefix("HTTP/1.1 200"))
+                let get = try await Self.ask(client, .get, path)
+                let tag = try #require(get.headers[.eTag], "\(path): \(get)")
+                #expect(tag.hasPrefix("\"") && tag.count > 4 && get.headers[.cacheControl] == "no-cache")
+                #expect(try await Self.ask(client, .head, path).status == 200)
+                let again = try await Self.ask(client, .get, path, headers: [.ifNoneMatch: tag])
+                #expect(again.status == 304 && again.body.isEmpty, "\(path): \(again)")
+                #expect(try await Self.ask(client, .get, path, headers: [.ifNoneMatch: "\"other\""]).status == 200)
             }
-            for request in ["POST /api/devices", "PUT /api/plan", "DELETE /", "PATCH /map.js"] {
-                let answer = try await Self.ask(port, "\(request) HTTP/1.1\r\nContent-Length: 0\r\n")
-                #expect(answer.hasPrefix("HTTP/1.1 405") && Self.header(answer, "Allow") == "GET, HEAD", "\(request): \(answer)")
+            for (method, path) in [(HTTPRequest.Method.post, "/api/devices"), (.put, "/api/plan"), (.delete, "/"), (.patch, "/map.js")] {
+                let answer = try await Self.ask(client, method, path)
+                #expect(answer.status == 405 && answer.headers[.allow] == "GET, HEAD", "\(method) \(path): \(answer)")
             }
         }
     }
@@ -186,33 +205,34 @@ struct FleetMapEditingTests {
         let views = FleetViews(editable: true)
         views.show(plan: try FloorPlanFile.load(path: planPath))
         let editing = FleetMapEditing(planPath: planPath, token: current) { plan in applied.withLock { $0.append(plan) } }
-        try await FleetMapHTTPTests.withServer(views, editing: editing) { port in
-        func send(_ body: String, auth: String?) async throws -> String {
-            let header = auth.map { "Authorization: \($0)\r\n" } ?? ""
-            return try await FleetMapHTTPTests.ask(port, "PUT /api/plan HTTP/1.1\r\n\(header)Content-Type: application/yaml\r\nContent-Length: \(body.utf8.count)\r\n", body: body)
+        try await FleetMapHTTPTests.withRouter(views, editing: editing) { client in
+        func send(_ body: String, auth: String?) async throws -> (status: Int, headers: HTTPFields, body: String) {
+            var headers: HTTPFields = [.contentType: "application/yaml"]
+            if let auth { headers[.authorization] = auth }
+            return try await FleetMapHTTPTests.ask(client, .put, "/api/plan", headers: headers, body: Array(body.utf8))
         }
         let none = try await send(Self.good, auth: nil)
-        #expect(none.hasPrefix("HTTP/1.1 401") && FleetMapHTTPTests.header(none, "WWW-Authenticate")?.hasPrefix("Bearer") == true, "\(none)")
-        #expect(try await send(Self.good, auth: "Bearer \(token)").hasPrefix("HTTP/1.1 401"), "the first token, replaced")
-        #expect(try await send(Self.good, auth: "Basic \(current)").hasPrefix("HTTP/1.1 401"))
+        #expect(none.status == 401 && none.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true, "\(none)")
+        #expect(try await send(Self.good, auth: "Bearer \(token)").status == 401, "the first token, replaced")
+        #expect(try await send(Self.good, auth: "Basic \(current)").status == 401)
 
         let bad = Self.good.replacingOccurrences(of: "[10, 4]", with: "[10, four]")
         let refused = try await send(bad, auth: "Bearer \(current)")
-        #expect(refused.hasPrefix("HTTP/1.1 422"), "\(refused)")
+        #expect(refused.status == 422, "\(refused)")
         struct Refusal: Decodable { struct P: Decodable { var line: Int?; var column: Int?; var message: String }; var problems: [P] }
-        let problems = try #require(MQTTJSON.decode(Refusal.self, from: Array(FleetMapHTTPTests.body(refused).utf8))).problems
+        let problems = try #require(MQTTJSON.decode(Refusal.self, from: Array(refused.body.utf8))).problems
         #expect(problems.count >= 1 && problems[0].line == 6 && problems[0].column != nil, "\(problems)")
         #expect(try String(contentsOfFile: planPath, encoding: .utf8) == before, "a bad plan changes nothing")
         #expect(applied.withLock { $0.isEmpty })
 
         let saved = try await send(Self.good, auth: "Bearer \(current)")
-        #expect(saved.hasPrefix("HTTP/1.1 200"), "\(saved)")
+        #expect(saved.status == 200, "\(saved)")
         #expect(try String(contentsOfFile: planPath, encoding: .utf8) == Self.good)
         #expect(applied.withLock { $0.map { $0.rooms.map(\.name) } } == [["living", "kitchen"]])
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["edit-token", "plan.yaml"], "no temporary file left")
+        }
         let check = try await runCommand(BuiltProducts.path("proximity-fleet"), ["check-plan", planPath])
         #expect(check.status == 0, "\(check)")
-        }
     }
 
     @Test("proximity-fleet --edit: needs --plan, --http and --edit-token; loopback only unless --edit-remote; --edit-token alone refused; the log says where the token is, never the token")
@@ -280,27 +300,27 @@ struct FleetMapBackgroundTests {
         let views = FleetViews(editable: true)
         views.show(plan: try FloorPlanFile.load(path: planPath))
         let editing = FleetMapEditing(planPath: planPath, token: "t0ken") { plan in views.show(plan: plan) }
-        try await FleetMapHTTPTests.withServer(views, editing: editing) { port in
-            func send(_ type: String, _ body: [UInt8], auth: String? = "Bearer t0ken") async throws -> String {
-                let header = auth.map { "Authorization: \($0)\r\n" } ?? ""
-                return try await FleetMapHTTPTests.ask(port, "PUT /api/plan/background HTTP/1.1\r\n\(header)Content-Type: \(type)\r\nContent-Length: \(body.count)\r\n",
-                                                       body: String(decoding: body, as: UTF8.self))
+        try await FleetMapHTTPTests.withRouter(views, editing: editing) { client in
+            func send(_ type: String, _ body: [UInt8], auth: String? = "Bearer t0ken") async throws -> (status: Int, headers: HTTPFields, body: String) {
+                var headers: HTTPFields = [.contentType: type]
+                if let auth { headers[.authorization] = auth }
+                return try await FleetMapHTTPTests.ask(client, .put, "/api/plan/background", headers: headers, body: body)
             }
-            #expect(try await FleetMapHTTPTests.ask(port, "GET /api/plan/background HTTP/1.1\r\n").hasPrefix("HTTP/1.1 404"))
-            #expect(try await send("image/png", Array("x".utf8), auth: nil).hasPrefix("HTTP/1.1 401"))
-            #expect(try await send("image/gif", Array("GIF89a".utf8)).hasPrefix("HTTP/1.1 415"))
-            #expect(try await send("image/png", Array("not a png".utf8)).hasPrefix("HTTP/1.1 415"))
+            #expect(try await FleetMapHTTPTests.ask(client, .get, "/api/plan/background").status == 404)
+            #expect(try await send("image/png", Array("x".utf8), auth: nil).status == 401)
+            #expect(try await send("image/gif", Array("GIF89a".utf8)).status == 415)
+            #expect(try await send("image/png", Array("not a png".utf8)).status == 415)
             let svg = #"<svg xmlns="http://www.w3.org/2000/svg" width="20" height="10"><script>alert(1)</script><rect width="20" height="10"/></svg>"#
             let sent = try await send("image/svg+xml", Array(svg.utf8))
-            #expect(sent.hasPrefix("HTTP/1.1 200") && FleetMapHTTPTests.body(sent) == #"{"image":"house.background.svg"}"#, "\(sent)")
+            #expect(sent.status == 200 && sent.body == #"{"image":"house.background.svg"}"#, "\(sent)")
             #expect(try String(contentsOfFile: dir.appendingPathComponent("house.background.svg").path, encoding: .utf8) == svg)
             let named = FleetMapEditingTests.good + "background: {image: house.background.svg, corner: [0, 0], width: 10}\n"
-            let saved = try await FleetMapHTTPTests.ask(port, "PUT /api/plan HTTP/1.1\r\nAuthorization: Bearer t0ken\r\nContent-Length: \(named.utf8.count)\r\n", body: named)
-            #expect(saved.hasPrefix("HTTP/1.1 200"), "\(saved)")
-            let served = try await FleetMapHTTPTests.ask(port, "GET /api/plan/background HTTP/1.1\r\n")
-            #expect(served.hasPrefix("HTTP/1.1 200") && FleetMapHTTPTests.header(served, "Content-Type") == "image/svg+xml", "\(served)")
-            #expect(FleetMapHTTPTests.header(served, "Content-Security-Policy")?.contains("sandbox") == true, "\(served)")
-            #expect(FleetMapHTTPTests.body(served) == svg)
+            let saved = try await FleetMapHTTPTests.ask(client, .put, "/api/plan", headers: [.authorization: "Bearer t0ken"], body: Array(named.utf8))
+            #expect(saved.status == 200, "\(saved)")
+            let served = try await FleetMapHTTPTests.ask(client, .get, "/api/plan/background")
+            #expect(served.status == 200 && served.headers[.contentType] == "image/svg+xml", "\(served)")
+            #expect(served.headers[.contentSecurityPolicy]?.contains("sandbox") == true, "\(served)")
+            #expect(served.body == svg)
         }
     }
 }
