@@ -61,4 +61,45 @@ struct LayeringTests {
         let declaration = package[target...].prefix { $0 != ")" }
         for module in node { #expect(!declaration.contains("\"\(module)\""), "BlueZSim depends on \(module)") }
     }
+
+    /// ProximityNode's folders, each allowed to use the types of those before it only: the data
+    /// flows one way (docs/architecture.md's map), no folder loop.
+    static let folderOrder = ["Clock", "Trust", "Identification", "Configuration", "Step", "State", "Link", "Engine", "Export",
+                              "Publishing", "Daemon"]
+
+    @Test("ProximityNode's folders use only the types of the folders below them (Clock, Trust, Identification, Configuration, Step, State, Link, Engine, Export, Publishing, Daemon): no loop")
+    func folderOrder() throws {
+        let root = repositoryRoot.appendingPathComponent("Sources/ProximityNode")
+        let folders = try FileManager.default.contentsOfDirectory(atPath: root.path).filter { !$0.hasPrefix(".") }.sorted()
+        #expect(folders == Self.folderOrder.sorted(), "a folder is not in the order: \(folders)")
+        // Which folder declares each top-level type (a line that starts with its declaration).
+        let declaration = try Regex(#"^(?:public |final |@\w+ )*(?:struct|enum|class|actor|protocol|typealias) +(\w+)"#).anchorsMatchLineEndings()
+        var owner: [String: String] = [:]
+        var texts: [(folder: String, file: String, text: String)] = []
+        for folder in Self.folderOrder {
+            for file in try Self.swiftFiles("Sources/ProximityNode/\(folder)") {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                texts.append((folder, file.lastPathComponent, text))
+                for match in text.matches(of: declaration) {
+                    if let name = match.output[1].substring { owner[String(name), default: folder] = owner[String(name)] ?? folder }
+                }
+            }
+        }
+        #expect(owner.count > 50, "\(owner.count) types found")
+        // A capitalised word not after a dot (a member) nor inside another word.
+        let word = try Regex(#"(?:^|[^.\w])([A-Z]\w+)"#).anchorsMatchLineEndings()
+        for (folder, file, text) in texts {
+            let rank = Self.folderOrder.firstIndex(of: folder)!
+            // Comments and string literals do not count.
+            let code = text.split(separator: "\n").map { line in
+                line.split(separator: "//", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+            }.joined(separator: "\n").replacing(try Regex(#""[^"\n]*""#), with: "")
+            let above = Set(code.matches(of: word).compactMap { match -> String? in
+                guard let name = match.output[1].substring.map(String.init) else { return nil }
+                guard let other = owner[name], let otherRank = Self.folderOrder.firstIndex(of: other), otherRank > rank else { return nil }
+                return "\(name) (\(other))"
+            })
+            #expect(above.isEmpty, "\(folder)/\(file) uses \(above.sorted()) from above it")
+        }
+    }
 }

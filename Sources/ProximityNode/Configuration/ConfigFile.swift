@@ -231,7 +231,7 @@ extension NodeConfiguration {
         let options = (file?.options ?? RunOptions()).overridden(by: commandLine)
         // The defaults, then each option given (RunOption.all).
         self.init(name: options[RunOption.name] ?? NodeConfiguration.hostName(),
-                  stateDirectory: StateDirectory.resolve(explicit: nil, environment: environment))
+                  stateDirectory: NodeConfiguration.stateDirectory(explicit: nil, environment: environment))
         for option in RunOption.all { option.apply(&self, options, environment) }
         if let file {
             zones = file.zones

@@ -188,7 +188,7 @@ extension RunOption {
         "state-dir", valueName: "dir", .restart,
         help: "Where the node keeps its identity and what it has learnt. Default: $STATE_DIRECTORY, else /var/lib/proximityd.",
         \.stateDirectory, check: RunOptions.checked(stateDirectory:), fileCheck: ConfigDecoder.absolutePath,
-        apply: { path, environment in StateDirectory.resolve(explicit: path, environment: environment) })
+        apply: { path, environment in NodeConfiguration.stateDirectory(explicit: path, environment: environment) })
 
     public static let name = text(
         "name", valueName: "name", .restart,

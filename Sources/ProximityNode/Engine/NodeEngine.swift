@@ -23,7 +23,7 @@ public actor NodeEngine {
     let files: StateFiles
     let eventLog: EventLog
     let bluez: BlueZSide
-    let clients: BusClients
+    let clients: any NodeClients
     /// The node's state; read it with ``read(_:)``.
     private var step: NodeStep
 
@@ -32,7 +32,7 @@ public actor NodeEngine {
     private let jobs: AsyncStream<Job>
     private let jobSink: AsyncStream<Job>.Continuation
 
-    init(configuration: NodeConfiguration, identity: UUID, bluez: BlueZSide, clients: BusClients, files: StateFiles,
+    init(configuration: NodeConfiguration, identity: UUID, bluez: BlueZSide, clients: any NodeClients, files: StateFiles,
          saved: NodeStep.Saved, eventLog: EventLog, clock: any NodeClock, logger: Logger) {
         self.configuration = configuration
         self.identity = identity
@@ -251,4 +251,15 @@ public actor NodeEngine {
     private func enqueue(_ job: @escaping Job) {
         jobSink.yield(job)
     }
+}
+
+/// The calls the engine makes to the node's clients for the step (the bus's, in `Export/`
+/// `BusClients`): each answers with the command to feed back.
+protocol NodeClients: Sendable {
+    /// Asks a strategy client about its targets: its verdicts, or why it is dropped.
+    func ask(_ question: StrategyQuestion, time: NodeTime) async -> NodeCommand
+    /// Tells a strategy client it was dropped.
+    func release(_ client: StrategyClient) async
+    /// Returns once `client` has left (at once if it already has or cannot be watched).
+    func watch(_ client: String) async -> NodeCommand
 }

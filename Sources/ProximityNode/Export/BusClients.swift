@@ -5,7 +5,7 @@ import ProximityCore
 /// The calls the node makes to its clients on the bus, for the step: it asks strategy clients
 /// (`AlertStrategy1.Evaluate`), tells them they were dropped (`Release`), and watches clients
 /// leave the bus. Each answers with the command to feed back.
-struct BusClients: Sendable {
+struct BusClients: NodeClients {
     let connection: DBusConnection
 
     /// How long a strategy client has to answer `Evaluate`.

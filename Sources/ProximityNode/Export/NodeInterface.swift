@@ -15,7 +15,7 @@ enum NodeInterface {
     typealias Errors = ProximityBus.Errors
 
     static func declaration(_ properties: NodeProperties, commands: NodeCommands, exporter: BusExporter,
-                            reload: ConfigurationReload, connection: DBusConnection) -> DBusInterface {
+                            reload: @escaping @Sendable () async throws(DBusError) -> Void, connection: DBusConnection) -> DBusInterface {
         let stringMap = DBusType.dictionary(key: .string, value: .string)
         return DBusInterface(Node1.interface, methods: [
             DBusMethod(Node1.getPeers) { _ in exporter.published.paths },
@@ -58,7 +58,7 @@ enum NodeInterface {
                 if let problem = NodeSettings.problem(identifier: identifier) { throw DBusError(Errors.invalidArguments, problem) }
                 try await commands.run(.resetMeasuredPower(peer: identifier))
             },
-            DBusMethod(Node1.reload) { _ in try await reload.reload() },
+            DBusMethod(Node1.reload) { _ in try await reload() },
             DBusMethod(Node1.startRecording) { call, names in
                 guard let sender = call.sender else { throw DBusError(Errors.invalidArguments, "the call has no sender") }
                 let peers = try recordedPeers(names)

@@ -37,7 +37,7 @@ final class MQTTOutbox: Sendable {
 
     private struct Contents {
         var position: Position
-        var pending = Queue()
+        var pending = OutboxQueue()
         /// The highest sequence number taken into `pending` (or delivered).
         var lastQueued: UInt64
         var savedPosition: Position?
@@ -163,7 +163,7 @@ final class MQTTOutbox: Sendable {
 
 /// A first-in, first-out queue of entries: an array and the index of its head, compacted when
 /// half of it is gone.
-private struct Queue: Sendable {
+private struct OutboxQueue: Sendable {
     private var items: [LogEntryValue] = []
     private var head = 0
 

@@ -48,12 +48,8 @@ public struct AlertStore: Sendable {
         var caps: [String: [Double]]
     }
 
-    /// What was saved, in the clock's times.
-    public struct Saved: Sendable {
-        public var busAlerts: [Alert] = []
-        public var engine = AlertEngine.Saved()
-        public init() {}
-    }
+    /// What was saved, in the clock's times (the step's value).
+    public typealias Saved = SavedAlerts
 
 
     /// Reads `alerts.json` (nothing saved yet: empty).

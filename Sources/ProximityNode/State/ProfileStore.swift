@@ -12,18 +12,14 @@ import ProximityCore
 public struct ProfileStore: Sendable {
     public static let fileName = "profile.json"
     public static let currentVersion = 1
-    /// How stale the tracker's values on disk may grow (what clients and rules change is saved
-    /// before it is announced), seconds.
-    public static let refreshInterval: Double = 10
+    /// How stale the tracker's values on disk may grow (``SavedProfile/refreshInterval``).
+    public static var refreshInterval: Double { SavedProfile.refreshInterval }
 
     let state: StateDirectory
 
     public init(state: StateDirectory) { self.state = state }
 
-    public struct Tracked: Codable, Sendable, Hashable {
-        public var peer: String
-        public var prox: Int
-    }
+    public typealias Tracked = SavedProfile.Tracked
 
     struct File: Codable, VersionedStateFile {
         var version: Int
@@ -36,13 +32,8 @@ public struct ProfileStore: Sendable {
     }
 
     /// What was saved, in the clock's times.
-    public struct Saved: Sendable, Hashable {
-        public var attributes: [String: String] = [:]
-        public var busRules: [Rule] = []
-        public var fired: [String: Timestamp] = [:]
-        public var tracked: Tracked?
-        public init() {}
-    }
+    /// What was saved, in the clock's times (the step's value).
+    public typealias Saved = SavedProfile
 
     public func load(clock: any NodeClock) throws(StateError) -> Saved {
         guard let file = try state.readVersioned(File.self, Self.fileName, what: "a profile file", version: Self.currentVersion) else {

@@ -12,7 +12,8 @@ public struct RegionStore: Sendable {
     public static let fileName = "regions.json"
     public static let currentVersion = 1
     /// How stale the last-seen times on disk may grow while regions stay inside, seconds.
-    public static let refreshInterval: Double = 10
+    /// How stale the last-seen times on disk may grow (``SavedRegions/refreshInterval``).
+    public static var refreshInterval: Double { SavedRegions.refreshInterval }
 
     let state: StateDirectory
 
@@ -36,11 +37,8 @@ public struct RegionStore: Sendable {
     }
 
     /// What was saved: the bus's regions, and every region's state by identifier.
-    public struct Saved: Sendable {
-        public var busRegions: [Region] = []
-        public var states: [String: SavedRegionState] = [:]
-        public init() {}
-    }
+    /// What was saved, in the clock's times (the step's value).
+    public typealias Saved = SavedRegions
 
     /// Reads `regions.json` (nothing saved yet: empty). `clock` turns the saved times into its own.
     public func load(clock: any NodeClock) throws(StateError) -> Saved {

@@ -23,18 +23,6 @@ public struct StateError: Error, CustomStringConvertible, Sendable {
 public struct StateDirectory: Sendable {
     public let url: URL
 
-    /// `--state-dir`, else systemd's `$STATE_DIRECTORY` (first entry), else `/var/lib/proximityd`.
-    /// Always a directory URL: `URL(fileURLWithPath:)` alone asks the file system, so the same
-    /// path would give a different URL before and after the directory is made (and a reload would
-    /// take the state directory for changed).
-    public static func resolve(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
-        if let explicit { return URL(fileURLWithPath: explicit, isDirectory: true) }
-        if let fromSystemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first {
-            return URL(fileURLWithPath: String(fromSystemd), isDirectory: true)
-        }
-        return URL(fileURLWithPath: "/var/lib/proximityd", isDirectory: true)
-    }
-
     /// Opens (creating if needed, mode 0750) the directory.
     public init(_ url: URL) throws(StateError) {
         self.url = url

@@ -32,7 +32,7 @@ struct AlertStage: Sendable {
     var startLines: [LogLine]
 
     /// The config file's alerts, then those added over the bus, then their saved statuses.
-    init(_ configuration: NodeConfiguration, _ saved: AlertStore.Saved, at t: Timestamp) {
+    init(_ configuration: NodeConfiguration, _ saved: SavedAlerts, at t: Timestamp) {
         var engine = AlertEngine()
         (provenance, startLines) = Provenance.start(noun: "alert", config: configuration.alerts, bus: saved.busAlerts, id: \.identifier,
                                                     limit: NodeStep.maxAlerts) { alert, source in

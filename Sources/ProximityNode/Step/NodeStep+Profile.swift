@@ -8,16 +8,16 @@ import ProximityCore
 /// event log, then through the rules, whose actions may change the profile (which the rules see
 /// in turn), offer an alert, log, or signal. What rules did is on disk (`profile.json`) before it
 /// is announced; the tracker's own values, which the next reports derive again, follow within
-/// ``ProfileStore/refreshInterval``.
+/// ``SavedProfile/refreshInterval``.
 struct ProfileStage: Sendable {
     var tracker: Tracker
     var profile: Profile
     var rules: RuleEngine
     var provenance: Provenance
-    var persisted: Persisted<ProfileStore.Saved>
+    var persisted: Persisted<SavedProfile>
     var startLines: [LogLine]
 
-    init(_ configuration: NodeConfiguration, _ saved: ProfileStore.Saved, at t: Timestamp) {
+    init(_ configuration: NodeConfiguration, _ saved: SavedProfile, at t: Timestamp) {
         tracker = Tracker(configuration: configuration.tracking)
         if let tracked = saved.tracked { tracker.restore(current: PeerID(tracked.peer), prox: tracked.prox, at: t) }
         var rules = RuleEngine()
@@ -30,16 +30,16 @@ struct ProfileStage: Sendable {
         rules.fired = saved.fired.filter { rules.rules[$0.key] != nil }
         self.rules = rules
         profile = Profile(saved.attributes)
-        persisted = Persisted(saved, at: t, refresh: ProfileStore.refreshInterval)
+        persisted = Persisted(saved, at: t, refresh: SavedProfile.refreshInterval)
     }
 
     /// What `profile.json` holds: the profile, the bus's rules, when rules fired, the tracked peer.
-    var snapshot: ProfileStore.Saved {
-        var saved = ProfileStore.Saved()
+    var snapshot: SavedProfile {
+        var saved = SavedProfile()
         saved.attributes = profile.attributes
         saved.busRules = provenance.identifiers(from: .bus).compactMap { rules.rules[$0] }
         saved.fired = rules.fired
-        saved.tracked = tracker.current.map { ProfileStore.Tracked(peer: $0.rawValue, prox: tracker.currentProx ?? 0) }
+        saved.tracked = tracker.current.map { SavedProfile.Tracked(peer: $0.rawValue, prox: tracker.currentProx ?? 0) }
         return saved
     }
 }

@@ -4,7 +4,7 @@ import ProximityCore
 
 /// The region monitor's part of the step: the monitor (each region carries where it came from),
 /// and what was last written to `regions.json` (a change of state is on disk before it is announced;
-/// last-seen times follow within ``RegionStore/refreshInterval``).
+/// last-seen times follow within ``SavedRegions/refreshInterval``).
 struct RegionStage: Sendable {
     var monitor: RegionMonitor
     var persisted: Persisted<[RegionStatus]>
@@ -16,7 +16,7 @@ struct RegionStage: Sendable {
 
     /// The config file's regions, then those added over the bus, each with its saved state when
     /// young enough.
-    init(_ configuration: NodeConfiguration, _ saved: RegionStore.Saved, at t: Timestamp) {
+    init(_ configuration: NodeConfiguration, _ saved: SavedRegions, at t: Timestamp) {
         var monitor = RegionMonitor(configuration: configuration.regionMonitor)
         var events: [RegionEvent] = []
         (_, startLines) = Provenance.start(
@@ -28,7 +28,7 @@ struct RegionStage: Sendable {
             }
         self.monitor = monitor
         initialEvents = events
-        persisted = Persisted(nil, at: t, refresh: RegionStore.refreshInterval)
+        persisted = Persisted(nil, at: t, refresh: SavedRegions.refreshInterval)
     }
 
     /// Where each region came from, as the monitor's regions say (`Region.source`).

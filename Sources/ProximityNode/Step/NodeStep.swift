@@ -86,9 +86,9 @@ public struct NodeStep: Sendable {
     public struct Saved: Sendable {
         public var settings = NodeSettings()
         public var peers: [String: IdentityResolver.Remembered] = [:]
-        public var regions = RegionStore.Saved()
-        public var alerts = AlertStore.Saved()
-        public var profile = ProfileStore.Saved()
+        public var regions = SavedRegions()
+        public var alerts = SavedAlerts()
+        public var profile = SavedProfile()
 
         public init() {}
     }

@@ -56,7 +56,7 @@ public enum StateFile: Sendable {
     case settings(NodeSettings)
     case regions([RegionStatus])
     case alerts(bus: [Alert], engine: AlertEngine.Saved)
-    case profile(ProfileStore.Saved)
+    case profile(SavedProfile)
     case peers([String: IdentityResolver.Remembered])
 
     /// What it holds, for errors and logs: "the regions".

@@ -105,3 +105,17 @@ public struct ConfigurationReloader: Sendable {
     public let read: @Sendable () throws(ConfigurationError) -> NodeConfiguration
     public init(read: @escaping @Sendable () throws(ConfigurationError) -> NodeConfiguration) { self.read = read }
 }
+
+extension NodeConfiguration {
+    /// `--state-dir`, else systemd's `$STATE_DIRECTORY` (first entry), else `/var/lib/proximityd`.
+    /// Always a directory URL: `URL(fileURLWithPath:)` alone asks the file system, so the same
+    /// path would give a different URL before and after the directory is made (and a reload would
+    /// take the state directory for changed).
+    public static func stateDirectory(explicit: String?, environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let explicit { return URL(fileURLWithPath: explicit, isDirectory: true) }
+        if let fromSystemd = environment["STATE_DIRECTORY"]?.split(separator: ":").first {
+            return URL(fileURLWithPath: String(fromSystemd), isDirectory: true)
+        }
+        return URL(fileURLWithPath: "/var/lib/proximityd", isDirectory: true)
+    }
+}
