@@ -193,8 +193,9 @@ extension DBusMethod {
     /// The exported side of `spec`: `handler` takes the arguments as Swift values and returns the
     /// reply's value. The bus checks a call's signature against the declared one before the
     /// handler runs; a value that still does not convert is refused with `InvalidArgs`.
-    public init<each A: DBusRepresentable, R: DBusReply>(_ spec: DBusMethodSpec<repeat each A, R>,
-                                                         handler: @escaping @Sendable (DBusMethodCall, repeat each A) async throws -> R.Value) {
+    public init<each A: DBusRepresentable, R: DBusReply>(
+        _ spec: DBusMethodSpec<repeat each A, R>, handler: @escaping @Sendable (DBusMethodCall, repeat each A) async throws -> R.Value
+    ) {
         self.init(spec.name, inputs: spec.inputs, outputs: spec.reply.arguments) { call in
             let values = try spec.decode(call.arguments)
             return spec.reply.body(try await handler(call, repeat each values))

@@ -82,7 +82,8 @@ extension YAMLReading {
     public mutating func number(_ node: YAMLNode, path: String, in range: ClosedRange<Double>) -> Double? {
         guard let value = number(node, path: path) else { return nil }
         guard range.contains(value) else {
-            report(at: node, path: path, "must be in \(YAMLNode.show(range.lowerBound))…\(YAMLNode.show(range.upperBound)), not \(node.text)")
+            let bounds = "\(YAMLNode.show(range.lowerBound))…\(YAMLNode.show(range.upperBound))"
+            report(at: node, path: path, "must be in \(bounds), not \(node.text)")
             return nil
         }
         return value

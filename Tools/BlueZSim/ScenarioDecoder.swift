@@ -73,7 +73,8 @@ struct ScenarioDecoder: YAMLReading {
         return result
     }
 
-    private func required(_ object: [String: YAMLNode], _ key: String, in path: String, _ parent: YAMLNode) throws(ScenarioError) -> YAMLNode {
+    private func required(_ object: [String: YAMLNode], _ key: String, in path: String,
+                          _ parent: YAMLNode) throws(ScenarioError) -> YAMLNode {
         guard let value = object[key] else { throw error(Self.join(path, key), "missing", parent) }
         return value
     }

@@ -146,8 +146,8 @@ public final class NodeDaemon: Service, Sendable {
             try await connection.addObjectManager(at: BlueZExports.root)
             let commands = NodeCommands(engine: engine, exporter: exporter)
             let nodeObject = try await connection.export([
-                NodeInterface.declaration(properties, commands: commands, exporter: exporter, reload: { () async throws(DBusError) in try await reload.reload() },
-                                          connection: connection),
+                NodeInterface.declaration(properties, commands: commands, exporter: exporter,
+                                          reload: { () async throws(DBusError) in try await reload.reload() }, connection: connection),
                 RegionMonitorInterface.declaration(commands: commands),
                 AlertManagerInterface.declaration(commands: commands, connection: connection),
                 ProfileInterface.declaration(commands: commands, attributes: await engine.read { $0.profileAttributes }),

@@ -225,13 +225,17 @@ extension NodeCommand {
 
     public static func accept(_ key: AlertTargetKey) -> NodeCommand {
         NodeCommand("Accept") { step, outcome, time throws(NodeRefusal) in
-            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.accept(key, at: time.now) }
+            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in
+                try engine.accept(key, at: time.now)
+            }
         }
     }
 
     public static func decline(_ key: AlertTargetKey) -> NodeCommand {
         NodeCommand("Decline") { step, outcome, time throws(NodeRefusal) in
-            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in try engine.decline(key, at: time.now) }
+            try step.alertCommand(key, into: &outcome, at: time) { engine throws(AlertCommandError) in
+                try engine.decline(key, at: time.now)
+            }
         }
     }
 

@@ -4,11 +4,15 @@ import ProximityCore
 
 extension NodeCommand {
     public static func updateAttribute(_ key: String, _ value: String) -> NodeCommand {
-        NodeCommand("UpdateAttribute") { step, outcome, time throws(NodeRefusal) in try step.updateAttribute(key, value, into: &outcome, at: time) }
+        NodeCommand("UpdateAttribute") { step, outcome, time throws(NodeRefusal) in
+            try step.updateAttribute(key, value, into: &outcome, at: time)
+        }
     }
 
     public static func removeAttribute(_ key: String) -> NodeCommand {
-        NodeCommand("RemoveAttribute") { step, outcome, time throws(NodeRefusal) in try step.removeAttribute(key, into: &outcome, at: time) }
+        NodeCommand("RemoveAttribute") { step, outcome, time throws(NodeRefusal) in
+            try step.removeAttribute(key, into: &outcome, at: time)
+        }
     }
 
     /// `TrackBeacon`: the seed's manual tracking.

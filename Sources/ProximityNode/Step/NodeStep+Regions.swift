@@ -158,7 +158,9 @@ extension NodeStep {
 
 extension NodeCommand {
     public static func startMonitoring(_ region: Region) -> NodeCommand {
-        NodeCommand("StartMonitoring") { step, outcome, time throws(NodeRefusal) in try step.startMonitoring(region, into: &outcome, at: time) }
+        NodeCommand("StartMonitoring") { step, outcome, time throws(NodeRefusal) in
+            try step.startMonitoring(region, into: &outcome, at: time)
+        }
     }
 
     public static func stopMonitoring(_ identifier: String) -> NodeCommand {
@@ -173,6 +175,8 @@ extension NodeCommand {
 
     /// Answered with the state (``StepOutcome/regionState``); signalled, not logged.
     public static func requestState(_ identifier: String) -> NodeCommand {
-        NodeCommand("RequestState") { step, outcome, time throws(NodeRefusal) in try step.requestState(identifier, into: &outcome, at: time) }
+        NodeCommand("RequestState") { step, outcome, time throws(NodeRefusal) in
+            try step.requestState(identifier, into: &outcome, at: time)
+        }
     }
 }

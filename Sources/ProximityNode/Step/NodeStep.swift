@@ -655,6 +655,8 @@ extension NodeCommand {
 
     /// `SetPeerName`: an empty name removes the one given.
     public static func setPeerName(_ name: String, peer: PeerID) -> NodeCommand {
-        NodeCommand("SetPeerName") { step, outcome, time throws(NodeRefusal) in try step.setPeerName(name, for: peer, into: &outcome, at: time) }
+        NodeCommand("SetPeerName") { step, outcome, time throws(NodeRefusal) in
+            try step.setPeerName(name, for: peer, into: &outcome, at: time)
+        }
     }
 }
