@@ -416,11 +416,22 @@ class Soak:
             self.disturbed.append((stopped, time.monotonic() - self.started + 15))
             at += self.args.broker_every
 
+    def guarded(self, part):
+        """A part of the harness in a thread: an exception there (a fault that could not be
+        injected, a client that broke) fails the soak with its cause, instead of ending the
+        thread and leaving the verdict blind to what it was checking."""
+        def run():
+            try:
+                part()
+            except Exception as error:
+                self.fail(f"{part.__name__} stopped: {type(error).__name__}: {error}")
+        return run
+
     def run(self):
         self.start()
-        threads = [threading.Thread(target=self.sampler, daemon=True)]
+        threads = [threading.Thread(target=self.guarded(self.sampler), daemon=True)]
         if not self.budget:
-            threads += [threading.Thread(target=t, daemon=True) for t in (self.client, self.faults, self.broker_restarts)]
+            threads += [threading.Thread(target=self.guarded(t), daemon=True) for t in (self.client, self.faults, self.broker_restarts)]
         for t in threads:
             t.start()
         end = self.started + self.args.minutes * 60
@@ -432,6 +443,15 @@ class Soak:
         if self.node.poll() is not None:
             self.fail(f"the node exited with {self.node.returncode}")
             return
+        if not self.budget:
+            # After every fault and broker restart, the node still ranges the room.
+            try:
+                ranged = self.ranged()
+            except dbus.DBusException as error:
+                ranged = f"none ({error.get_dbus_name()})"
+            self.ranged_at_end = ranged
+            if not isinstance(ranged, int) or ranged < 200:
+                self.fail(f"at the end the node ranges {ranged} beacons, not 200 or more")
         self.check_events()
 
     def check_events(self):
@@ -522,7 +542,7 @@ def one(args, proximityd, budget):
             shutil.rmtree(work, ignore_errors=True)
     return {"build": proximityd, "minutes": args.minutes, "samples": soak.samples, "figures": figures,
             "recoveries": soak.recoveries, "broker_restarts": soak.restarts, "events": getattr(soak, "events", {}),
-            "failures": soak.failures}
+            "ranged_at_end": getattr(soak, "ranged_at_end", None), "failures": soak.failures}
 
 
 def report(r):
@@ -539,6 +559,8 @@ def report(r):
               (f"recovered in {rec['recovered_s']} s" if "recovered_s" in rec else "NOT RECOVERED") + f" ({' -> '.join(rec['states'])})")
     if r["broker_restarts"]:
         print(f"  broker restarted at {', '.join(str(t) for t in r['broker_restarts'])} s")
+    if r.get("ranged_at_end") is not None:
+        print(f"  ranged at the end: {r['ranged_at_end']} beacons")
     e = r["events"]
     if e:
         print(f"  events: {e.get('logged')} logged, {e.get('signalled')} signalled"

@@ -1,4 +1,5 @@
 import Foundation
+import LibCrypto
 
 /// A third-party beacon's advertisement, and the bytes BlueZ would show for it.
 ///
@@ -188,28 +189,10 @@ public enum BeaconFrame: Sendable, Hashable {
         return url
     }
 
-    /// Parses hexadecimal bytes ("0102ab", case-insensitive, no separators); nil if malformed.
+    /// Parses hexadecimal bytes ("0102ab", case-insensitive, no separators); nil if malformed
+    /// (LibCrypto's `Hex`, as the node reads keys).
     public static func bytes(fromHex text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = hexValue(digits[i]), let lo = hexValue(digits[i + 1]) else { return nil }
-            bytes.append(hi << 4 | lo)
-            i += 2
-        }
-        return bytes
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        Hex.bytes(text)
     }
 }
 

@@ -134,6 +134,10 @@ public final class Simulator: Sendable {
         }
         (tree ?? daemon.tree).close()
         for task in daemon.tasks { task.cancel() }
+        // The name released by a call the bus answers before the connection closes: a closing
+        // socket is noticed by the bus when it gets to it, and a bluetoothd started at once
+        // after (a restart) could find org.bluez still taken.
+        try? await daemon.connection.releaseName(BlueZ.service)
         await daemon.connection.close()
     }
 

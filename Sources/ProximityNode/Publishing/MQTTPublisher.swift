@@ -110,11 +110,14 @@ public actor MQTTPublisher {
                     group.addTask { await self.deliver(on: client, generation: generation) }
                 }
             }
+            // Offline said and the clients disconnected first: that ends their streams and fails
+            // the acknowledgements still awaited (libmosquitto's waits know no cancellation), so
+            // every task of the group ends. In a task of its own, the one outside the group, on
+            // purpose: saying offline waits for the broker's acknowledgement, which a cancelled
+            // task would not.
+            await Task { await self.stop() }.value
             group.cancelAll()
         }
-        // The one task outside the group, on purpose: saying offline waits for the broker's
-        // acknowledgement, which a cancelled task would not.
-        await Task { await self.stop() }.value
     }
 
     /// Applies a reloaded configuration: a changed `mqtt:` section (or node name) reconnects with
