@@ -83,7 +83,7 @@ final class AlertConsumer {
     func run() async -> Ending {
         // SIGINT and SIGTERM become events, so that the notification is closed before exiting.
         let continuation = continuation
-        signalSources = interruptionSources { continuation.yield(.interrupted($0)) }
+        signalSources = await interruptionSources { continuation.yield(.interrupted($0)) }
         defer { for task in tasks { task.cancel() } }
 
         // Subscriptions first, so that every signal sent from now on is seen: the node leaving,

@@ -32,12 +32,22 @@ extension NodeProxy {
 /// SIGINT and SIGTERM handed to `handler` (on a global queue) instead of ending the process, until
 /// the returned sources are cancelled: so a command can finish its work (write what it has,
 /// close a notification, tell the node) before it exits.
-func interruptionSources(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
-    [SIGINT, SIGTERM].map { s in
+///
+/// Returns once both sources are registered with the event loop (their registration handlers
+/// ran): libdispatch registers a source on its manager queue after `resume()` returns, and a
+/// signal that came in between, its disposition already `SIG_IGN`, would be lost (a `record` told
+/// to stop at once would then run on; seen in CI under load).
+func interruptionSources(_ handler: @escaping @Sendable (Int32) -> Void) async -> [any DispatchSourceSignal] {
+    var sources: [any DispatchSourceSignal] = []
+    for s in [SIGINT, SIGTERM] {
         signal(s, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: s, queue: .global())
         source.setEventHandler { handler(s) }
-        source.resume()
-        return source
+        await withCheckedContinuation { (registered: CheckedContinuation<Void, Never>) in
+            source.setRegistrationHandler { registered.resume() }
+            source.resume()
+        }
+        sources.append(source)
     }
+    return sources
 }

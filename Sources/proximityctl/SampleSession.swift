@@ -32,7 +32,7 @@ enum SampleSession {
                     handle: (RecordedBatch) throws -> Void) async throws -> End {
         let (events, sink) = AsyncStream<Event>.makeStream()
         // SIGINT and SIGTERM end the session, so the last batch is written and the node told.
-        let sources = interruptionSources { sink.yield(.ended(.interrupted($0))) }
+        let sources = await interruptionSources { sink.yield(.ended(.interrupted($0))) }
         defer { for source in sources { source.cancel() } }
 
         let departure = try await node.departure()

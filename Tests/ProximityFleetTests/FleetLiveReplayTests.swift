@@ -55,8 +55,10 @@ struct FleetLiveReplayTests {
         return configuration
     }
 
-    /// Waits, polling the service at most `timeout`, until `condition` holds of its step.
-    static func until(_ service: FleetService, _ what: String, timeout: Duration = .seconds(20),
+    /// Waits, polling the service at most `timeout`, until `condition` holds of its step. Alone the
+    /// whole test takes 2 s; in the parallel suite on two cores, 27 to 32 s, and one step once
+    /// waited more than 20 s (CI, 2026-11-29) while the suite's heaviest tests started beside it.
+    static func until(_ service: FleetService, _ what: String, timeout: Duration = .seconds(60),
                       _ condition: @escaping @Sendable (FleetStep) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !(await service.read(condition)) {
