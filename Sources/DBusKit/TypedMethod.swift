@@ -29,18 +29,24 @@ extension DBusMethod {
         for argument in repeat each arguments { inputs.append(DBusArgument(argument.name, argument.type)) }
         let names = inputs.map(\.name)
         self.init(name, inputs: inputs, outputs: outputs) { call in
-            var index = 0
-            func decode<T: DBusRepresentable>(_ type: T.Type) throws(DBusError) -> T {
-                defer { index += 1 }
-                guard index < call.arguments.count, let value = T(dbusValue: call.arguments[index]) else {
-                    throw DBusError(.invalidArgs, "argument \(index < names.count ? names[index] : "\(index)") is not '\(T.dbusType)'")
-                }
-                return value
-            }
-            let values = (repeat try decode((each A).self))
+            let values: (repeat each A) = try decodeArguments(call.arguments, names: names)
             return try await handler(call, repeat each values)
         }
     }
+}
+
+/// A call's arguments as the Swift types `A…`, in order; `InvalidArgs` naming the first that
+/// does not convert (`names`: the declared arguments' names).
+func decodeArguments<each A: DBusRepresentable>(_ arguments: [DBusValue], names: [String]) throws(DBusError) -> (repeat each A) {
+    var index = 0
+    func next<T: DBusRepresentable>(_ type: T.Type) throws(DBusError) -> T {
+        defer { index += 1 }
+        guard index < arguments.count, let value = T(dbusValue: arguments[index]) else {
+            throw DBusError(.invalidArgs, "argument \(index < names.count ? names[index] : "\(index)") is not '\(T.dbusType)'")
+        }
+        return value
+    }
+    return (repeat try next((each A).self))
 }
 
 /// A dictionary with string keys (`a{sv}`, `a{ss}` …) exactly as it came: its entries in order,
@@ -50,6 +56,11 @@ public struct DBusEntries<Value: DBusRepresentable>: DBusRepresentable {
     public var entries: [(key: String, value: Value)]
 
     public init(_ entries: [(key: String, value: Value)]) { self.entries = entries }
+
+    /// A dictionary's entries, sorted by key (a call's arguments the same at each call).
+    public init(_ dictionary: [String: Value]) {
+        entries = dictionary.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) }
+    }
 
     public static var dbusType: DBusType { .dictionary(key: .string, value: Value.dbusType) }
 
@@ -169,16 +180,7 @@ public struct DBusMethodSpec<each Input: DBusRepresentable, Reply: DBusReply>: S
 
     /// The arguments of a call, checked against the declared types.
     func decode(_ arguments: [DBusValue]) throws(DBusError) -> (repeat each Input) {
-        var index = 0
-        let names = inputs.map(\.name)
-        func next<T: DBusRepresentable>(_ type: T.Type) throws(DBusError) -> T {
-            defer { index += 1 }
-            guard index < arguments.count, let value = T(dbusValue: arguments[index]) else {
-                throw DBusError(.invalidArgs, "argument \(index < names.count ? names[index] : "\(index)") is not '\(T.dbusType)'")
-            }
-            return value
-        }
-        return (repeat try next((each Input).self))
+        try decodeArguments(arguments, names: inputs.map(\.name))
     }
 }
 

@@ -8,8 +8,7 @@ extension NodeProxy {
 
     /// `AddAlert`: adds the alert, or replaces the one with its identifier.
     public func addAlert(_ alert: Alert) async throws {
-        let values = DBusVardict(alert.busValues.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        try await call(Manager1.addAlert, alert.identifier, values)
+        try await call(Manager1.addAlert, alert.identifier, DBusVardict(alert.busValues))
     }
 
     /// `RemoveAlert`.

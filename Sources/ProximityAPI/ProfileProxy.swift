@@ -22,7 +22,7 @@ extension NodeProxy {
     }
 
     public func trackBeacon(uuid: String, major: String, minor: String, prox: UInt8, data: [String: String]) async throws {
-        try await call(P1.trackBeacon, uuid, major, minor, prox, DBusEntries(data.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+        try await call(P1.trackBeacon, uuid, major, minor, prox, DBusEntries(data))
     }
 
     public func clearCurrentBeacon() async throws {

@@ -7,7 +7,7 @@ extension NodeProxy {
     /// `StartMonitoring`: adds the region, or replaces the one with this identifier.
     public func startMonitoring(_ identifier: String, matcher: RegionMatcher) async throws {
         try await call(ProximityBus.RegionMonitor1.startMonitoring, identifier,
-                       DBusVardict(matcher.busValues.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+                       DBusVardict(matcher.busValues))
     }
 
     /// `StopMonitoring`.

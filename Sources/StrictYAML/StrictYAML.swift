@@ -49,9 +49,11 @@ public struct YAMLProblem: Sendable, Hashable {
         message = path.isEmpty ? detail : "\(path): \(detail)"
     }
 
-    /// `a.b`, `a[0].b`: `key` under `path` ("" at the top).
+    /// `a.b`, `a[0]`: `key` (or an index, `[0]`) under `path` ("" at the top).
     public static func join(_ path: String, _ key: String) -> String {
-        path.isEmpty ? key : "\(path).\(key)"
+        if path.isEmpty { return key }
+        if key.isEmpty { return path }
+        return key.hasPrefix("[") ? path + key : path + "." + key
     }
 
     /// `FILE:LINE:COLUMN: message`, or `FILE: message`.

@@ -149,8 +149,8 @@ extension YAMLNode {
         }
     }
 
-    /// A bound as messages write it: `3600`, `0.5`.
+    /// A number as a person would write it in a message: `3600`, `-1`, `0.5` (not `-1.0`).
     public static func show(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+        value.isFinite && value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
     }
 }

@@ -57,8 +57,9 @@ struct LayeringTests {
         }
         // The target's dependencies too: a module linked but not imported is still linked.
         let package = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
-        let target = try #require(package.range(of: "name: \"BlueZSim\",")).upperBound
-        let declaration = package[target...].prefix { $0 != ")" }
+        let start = try #require(package.range(of: "name: \"BlueZSim\",")).upperBound
+        let end = try #require(package.range(of: "path: \"Tools/BlueZSim\"", range: start..<package.endIndex)).lowerBound
+        let declaration = package[start..<end]
         for module in node { #expect(!declaration.contains("\"\(module)\""), "BlueZSim depends on \(module)") }
     }
 
@@ -81,7 +82,7 @@ struct LayeringTests {
                 let text = try String(contentsOf: file, encoding: .utf8)
                 texts.append((folder, file.lastPathComponent, text))
                 for match in text.matches(of: declaration) {
-                    if let name = match.output[1].substring { owner[String(name), default: folder] = owner[String(name)] ?? folder }
+                    if let name = match.output[1].substring.map(String.init), owner[name] == nil { owner[name] = folder }
                 }
             }
         }

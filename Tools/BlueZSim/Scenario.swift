@@ -195,9 +195,7 @@ public struct ScenarioError: Error, CustomStringConvertible, Sendable, Hashable 
     }
 
     /// A number as a person would write it: `-1`, not `-1.0`.
-    static func show(_ value: Double) -> String {
-        value.isFinite && value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
-    }
+    static func show(_ value: Double) -> String { YAMLNode.show(value) }
 
     /// The same error under `prefix` (`waypoints[2].t` under `boxes[1]`).
     func prefixed(_ prefix: String) -> ScenarioError {
@@ -205,11 +203,7 @@ public struct ScenarioError: Error, CustomStringConvertible, Sendable, Hashable 
     }
 
     /// `a` then `b` as one path: `boxes[1]` and `name` give `boxes[1].name`; either may be empty.
-    static func join(_ a: String, _ b: String) -> String {
-        if a.isEmpty { return b }
-        if b.isEmpty { return a }
-        return b.hasPrefix("[") ? a + b : a + "." + b
-    }
+    static func join(_ a: String, _ b: String) -> String { YAMLProblem.join(a, b) }
 }
 
 /// A box: one simulated machine with its own bus, "bluetoothd" and adapter.

@@ -1,5 +1,6 @@
 import DBusKit
 import Foundation
+import StrictYAML
 import Logging
 
 /// The `proximityd run` options, each nil when not given: what the config file and the command
@@ -141,9 +142,7 @@ public struct RunOptions: Sendable, Hashable {
     }
 
     /// A number as a person writes it: `10`, not `10.0`; `2.5`; `nan`.
-    public static func show(_ value: Double) -> String {
-        value.isFinite && value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : "\(value)"
-    }
+    public static func show(_ value: Double) -> String { YAMLNode.show(value) }
 }
 
 /// Why an option's value cannot be taken, in words that follow the option's name.
